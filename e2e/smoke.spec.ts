@@ -1,0 +1,39 @@
+import { join } from 'node:path';
+import { expect, test } from './fixtures';
+
+test('the landing page shows live health from the sqlite store and switches to dark mode', async ({
+  landingPage,
+  consoleErrors,
+}, testInfo) => {
+  const shots = join(testInfo.project.outputDir, 'screenshots');
+  await landingPage.goto();
+
+  await expect(landingPage.heading).toBeVisible();
+  await expect(landingPage.healthStatus).toHaveText('Operational');
+  await expect(landingPage.health).toMatchAriaSnapshot(`
+    - term: Store
+    - definition: sqlite
+  `);
+  await expect(landingPage.darkModeToggle).toHaveAttribute('aria-pressed', 'false');
+  await landingPage.page.screenshot({ path: join(shots, 'landing-light.png'), fullPage: true });
+
+  await landingPage.darkModeToggle.click();
+  await expect(landingPage.darkModeToggle).toHaveAttribute('aria-pressed', 'true');
+  await expect
+    .poll(() => landingPage.page.evaluate(() => document.documentElement.classList.contains('dark')))
+    .toBe(true);
+  await landingPage.page.screenshot({ path: join(shots, 'landing-dark.png'), fullPage: true });
+
+  await landingPage.page.reload();
+  await expect(landingPage.darkModeToggle, 'the choice survives a reload').toHaveAttribute('aria-pressed', 'true');
+
+  expect(consoleErrors).toEqual([]);
+});
+
+test('pages refuse framing and send no referrer', async ({ request }) => {
+  const res = await request.get('/');
+  expect(res.status()).toBe(200);
+  expect(res.headers()['x-frame-options']).toBe('DENY');
+  expect(res.headers()['referrer-policy']).toBe('no-referrer');
+  expect(res.headers()['x-content-type-options']).toBe('nosniff');
+});

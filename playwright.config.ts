@@ -1,0 +1,81 @@
+import { defineConfig, devices } from '@playwright/test';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+/**
+ * Asks the OS for a free port. Synchronous, because the config is evaluated
+ * by the runner and again by every worker: the first evaluation stores the
+ * port (and the data dir) in process.env, which workers inherit, so all of
+ * them talk to the one server the runner started.
+ */
+function freePort(): string {
+  return execFileSync(
+    process.execPath,
+    ['-e', "const s=require('net').createServer().listen(0,'127.0.0.1',()=>{process.stdout.write(String(s.address().port));s.close()})"],
+    { encoding: 'utf8' },
+  ).trim();
+}
+
+process.env.LEASEHOLD_E2E_PORT ??= freePort();
+if (!process.env.LEASEHOLD_E2E_DATA_DIR) {
+  // Only the runner gets here (workers inherit the variable). It removes the
+  // directory on exit, after the web server has been stopped.
+  const dataDir = mkdtempSync(join(tmpdir(), 'leasehold-e2e-'));
+  process.env.LEASEHOLD_E2E_DATA_DIR = dataDir;
+  process.on('exit', () => rmSync(dataDir, { recursive: true, force: true }));
+}
+
+const port = process.env.LEASEHOLD_E2E_PORT;
+const baseURL = `http://127.0.0.1:${port}`;
+
+export default defineConfig({
+  testDir: 'e2e',
+  outputDir: 'test-results',
+  fullyParallel: false,
+  workers: 1,
+  forbidOnly: !!process.env.CI,
+  retries: 0,
+  timeout: 30_000,
+  expect: { timeout: 10_000 },
+  reporter: [['list'], ['json', { outputFile: 'playwright-report/results.json' }]],
+  use: {
+    baseURL,
+    colorScheme: 'light',
+    trace: 'retain-on-failure',
+    screenshot: 'only-on-failure',
+    launchOptions: {
+      // Debian's chromium; Playwright never downloads a browser here.
+      executablePath: '/usr/bin/chromium',
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
+    },
+  },
+  projects: [{ name: 'chromium', use: { ...devices['Desktop Chrome'] } }],
+  webServer: {
+    // The server's own command, not `npm start`: killing npm would orphan the server.
+    command: 'node dist/server.mjs',
+    url: `${baseURL}/api/v1/health`,
+    env: {
+      NODE_ENV: 'production',
+      HOST: '127.0.0.1',
+      PORT: port,
+      LEASEHOLD_DATA_DIR: process.env.LEASEHOLD_E2E_DATA_DIR,
+      NEXT_TELEMETRY_DISABLED: '1',
+    },
+    reuseExistingServer: false,
+    timeout: 60_000,
+    stdout: 'pipe',
+    stderr: 'pipe',
+    gracefulShutdown: { signal: 'SIGTERM', timeout: 5_000 },
+  },
+});

@@ -1,0 +1,78 @@
+/**
+ * Assembles the service: store, engine, and the Node HTTP server that answers
+ * `/api/*` itself and hands every other request to a fallback (Next's request
+ * handler in production; nothing in API-only mode and in tests).
+ */
+
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { LeaseEngine, type EngineOptions } from './engine/engine';
+import { createApiHandler } from './http/api';
+import { SqliteStore } from './store/sqlite/sqlite-store';
+import type { Store } from './store/types';
+
+export interface AppServerOptions {
+  dataDir: string;
+  host?: string;
+  port?: number;
+  synchronous?: 'normal' | 'full';
+  clock?: () => number;
+  engine?: EngineOptions;
+  corsOrigins?: string[];
+  version?: string;
+  /** Serves everything outside /api/. */
+  fallback?: (req: IncomingMessage, res: ServerResponse) => void;
+  log?: (line: string) => void;
+}
+
+export interface AppServer {
+  server: Server;
+  engine: LeaseEngine;
+  store: Store;
+  url: string;
+  bootstrapToken: string | undefined;
+  /** Close the listener and every connection, then the engine and store. */
+  close(): Promise<void>;
+}
+
+/** Open the store, start the engine (expiring what fell due while down), then listen. */
+export async function startAppServer(opts: AppServerOptions): Promise<AppServer> {
+  const store = new SqliteStore({ dataDir: opts.dataDir, synchronous: opts.synchronous, clock: opts.clock });
+  const engine = new LeaseEngine(store, opts.engine);
+  const { bootstrapToken } = await engine.start();
+  const api = createApiHandler(engine, { corsOrigins: opts.corsOrigins, version: opts.version, log: opts.log });
+  const fallback =
+    opts.fallback ??
+    ((_req: IncomingMessage, res: ServerResponse) => {
+      res.writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8' });
+      res.end('Not found\n');
+    });
+  const server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
+    if (req.url === '/api' || req.url?.startsWith('/api/')) api(req, res);
+    else fallback(req, res);
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? 0, opts.host ?? '127.0.0.1', () => resolve());
+  });
+  const addr = server.address() as AddressInfo;
+  const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+  let closing: Promise<void> | undefined;
+  return {
+    server,
+    engine,
+    store,
+    url: `http://${host}:${addr.port}`,
+    bootstrapToken,
+    close() {
+      closing ??= (async () => {
+        const closed = new Promise<void>((r) => server.close(() => r()));
+        server.closeIdleConnections();
+        await engine.stop();
+        server.closeAllConnections();
+        await closed;
+      })();
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,60 @@
+/**
+ * The environment, read and validated once at start (CONTRACT.md §14). An
+ * invalid value stops the server with a message naming the variable.
+ */
+
+import { z } from 'zod';
+
+const int = (min: number, max: number) =>
+  z
+    .string()
+    .regex(/^[0-9]+$/, 'must be a whole number')
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max));
+
+const bool = z.enum(['true', 'false']).transform((v) => v === 'true');
+
+const Env = z.object({
+  PORT: int(0, 65_535).default(3000),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  NODE_ENV: z.string().optional(),
+  LEASEHOLD_DATA_DIR: z.string().min(1).default('.data'),
+  LEASEHOLD_DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').optional(),
+  LEASEHOLD_PUBLIC_ORIGIN: z.url().optional(),
+  LEASEHOLD_CORS_ORIGINS: z.string().optional(),
+  LEASEHOLD_METRICS: z.enum(['on', 'off']).default('on'),
+  LEASEHOLD_METRICS_PUBLIC: bool.default(false),
+  LEASEHOLD_AUDIT_RETENTION_DAYS: int(1, 36_500).default(30),
+  LEASEHOLD_AUDIT_MAX_ROWS: int(1_000, 1_000_000_000).default(10_000_000),
+  LEASEHOLD_IDEMPOTENCY_TTL_S: int(3_600, 31_536_000).default(3_600),
+  LEASEHOLD_MAX_STREAMS: int(1, 1_000_000).default(10_000),
+  LEASEHOLD_BOOTSTRAP_TOKEN: z.string().regex(/^[!-~]{16,512}$/, 'must be 16 to 512 visible ASCII characters').optional(),
+  LEASEHOLD_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
+  /** `full` fsyncs every commit: survives power loss, costs throughput (docs/benchmarks.md). */
+  LEASEHOLD_SYNC: z.enum(['normal', 'full']).default('normal'),
+  /** `off` serves only /api/* (no console): for benchmarks and headless deployments. */
+  LEASEHOLD_CONSOLE: z.enum(['on', 'off']).default('on'),
+});
+
+export type Config = z.infer<typeof Env> & { corsOrigins: string[] };
+
+export class ConfigError extends Error {}
+
+/** Read and validate the environment; throws ConfigError naming the variable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const relevant: Record<string, string> = {};
+  for (const key of Object.keys(Env.shape)) {
+    const v = env[key];
+    if (v !== undefined && v !== '') relevant[key] = v;
+  }
+  const r = Env.safeParse(relevant);
+  if (!r.success) {
+    const issue = r.error.issues[0]!;
+    throw new ConfigError(`invalid ${String(issue.path[0])}: ${issue.message}`);
+  }
+  const corsOrigins = (r.data.LEASEHOLD_CORS_ORIGINS ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  return { ...r.data, corsOrigins };
+}

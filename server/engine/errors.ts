@@ -1,0 +1,61 @@
+/**
+ * The domain's one error class. Codes are the contract's (HTTP.md table); the
+ * HTTP layer maps each to a status with an exhaustive record, so a new code
+ * without a status fails to compile.
+ */
+
+export const ERROR_CODES = [
+  'invalid_request',
+  'invalid_selector',
+  'cursor_invalid',
+  'invalid_credential',
+  'access_denied',
+  'lease_not_found',
+  'checkpoint_not_found',
+  'session_not_found',
+  'not_found',
+  'method_not_allowed',
+  'lease_conflict',
+  'lease_lost',
+  'lease_mismatch',
+  'idempotency_conflict',
+  'payload_too_large',
+  'unsupported_media_type',
+  'rate_limited',
+  'backend_unavailable',
+  'outcome_unknown',
+  'internal_error',
+] as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+export interface LeaseholdErrorOptions {
+  retryable?: boolean;
+  retryAfterMs?: number;
+}
+
+const RETRYABLE_BY_DEFAULT: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+  'lease_conflict',
+  'rate_limited',
+  'backend_unavailable',
+  'outcome_unknown',
+]);
+
+export class LeaseholdError extends Error {
+  readonly code: ErrorCode;
+  readonly retryable: boolean;
+  readonly retryAfterMs: number | undefined;
+
+  constructor(code: ErrorCode, message: string, opts: LeaseholdErrorOptions = {}) {
+    super(message);
+    this.name = 'LeaseholdError';
+    this.code = code;
+    this.retryable = opts.retryable ?? RETRYABLE_BY_DEFAULT.has(code);
+    this.retryAfterMs = opts.retryAfterMs;
+  }
+}
+
+/** Shorthand for throwing a domain error. */
+export function fail(code: ErrorCode, message: string, opts?: LeaseholdErrorOptions): never {
+  throw new LeaseholdError(code, message, opts);
+}

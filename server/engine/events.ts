@@ -1,0 +1,70 @@
+/**
+ * The engine's typed change events. The feed, metrics and audit subscribe to
+ * them; business logic never calls those inline. Events are published after
+ * the atomic step that made them has committed, in revision order.
+ */
+
+import type { LeaseView } from './views';
+
+export type ChangeKind =
+  | 'acquired'
+  | 'released'
+  | 'expired'
+  | 'session_closed'
+  | 'force_released'
+  | 'revoked'
+  | 'rolled_back';
+
+/** A change of the held set of one route. */
+export interface LeaseChange {
+  type: 'change';
+  family: string;
+  route: string;
+  change: ChangeKind;
+  revision: number;
+  fencingToken: number;
+  /** Present on `acquired` only. */
+  queued?: boolean;
+  lease?: LeaseView;
+}
+
+/** A renewal: no membership change, no revision (renewal hints). */
+export interface LeaseRenewed {
+  type: 'renewed';
+  family: string;
+  route: string;
+  expiresAt: number;
+  renewalCount: number;
+}
+
+export interface SessionEvent {
+  type: 'session_opened' | 'session_closed' | 'session_expired';
+  family: string;
+  incarnation: string;
+  ownerId: string;
+}
+
+export type EngineEvent = LeaseChange | LeaseRenewed | SessionEvent;
+
+export type Listener = (event: EngineEvent) => void;
+
+/** A minimal subscribable: listeners are called synchronously, in order, and must not throw. */
+export class EventHub {
+  private readonly listeners = new Set<Listener>();
+
+  /** Subscribe; returns the unsubscribe function. */
+  subscribe(listener: Listener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  publish(event: EngineEvent): void {
+    for (const l of this.listeners) {
+      try {
+        l(event);
+      } catch {
+        // A listener's fault must never reach the engine or other listeners.
+      }
+    }
+  }
+}

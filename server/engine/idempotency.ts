@@ -1,0 +1,50 @@
+/**
+ * Idempotency by request_id (CONTRACT.md §6). The key is (family, operation,
+ * route, request_id); the record holds the digest and the original answer and
+ * is written in the same atomic step as the mutation. Only successes are
+ * recorded. The lookup runs before every semantic check, so a replay answers
+ * even after the lease, its session or the server are gone.
+ */
+
+import { fail } from './errors';
+import type { Step } from './step';
+
+export interface IdemKey {
+  family: string;
+  op: 'acquire' | 'renew' | 'release' | 'checkpoint';
+  route: string;
+  requestId: string;
+}
+
+export interface Replayed<T> {
+  answer: T;
+  replayed: true;
+}
+
+/** The recorded answer for this key, or undefined. Throws `idempotency_conflict` if the inputs differ. */
+export async function findReplay<T>(step: Step, key: IdemKey, digest: string): Promise<T | undefined> {
+  const row = await step.tx.getIdempotency(key.family, key.op, key.route, key.requestId);
+  if (!row || row.expiresAt <= step.now) return undefined;
+  if (row.digest !== digest) {
+    fail('idempotency_conflict', 'request_id was already used with different inputs', { retryable: false });
+  }
+  return JSON.parse(row.answer) as T;
+}
+
+/** Record a success answer for this key, kept until `expiresAt`. */
+export async function recordAnswer(step: Step, key: IdemKey, digest: string, answer: unknown, expiresAt: number): Promise<void> {
+  await step.tx.putIdempotency({
+    family: key.family,
+    op: key.op,
+    route: key.route,
+    requestId: key.requestId,
+    digest,
+    status: 0,
+    answer: JSON.stringify(answer),
+    expiresAt,
+  });
+}
+
+export async function forgetAnswer(step: Step, key: IdemKey): Promise<void> {
+  await step.tx.deleteIdempotency(key.family, key.op, key.route, key.requestId);
+}

@@ -1,0 +1,35 @@
+/** Random identifiers, secret hashing and canonical digests. */
+
+import { createHash, randomBytes } from 'node:crypto';
+
+/** A random id with a type prefix: `ls_…`, `hi_…`, `tk_…`. `bytes` of entropy. */
+export function randomId(prefix: string, bytes = 16): string {
+  return `${prefix}${randomBytes(bytes).toString('base64url')}`;
+}
+
+/** SHA-256 (hex) of a secret: secrets are stored only as this. */
+export function hashSecret(secret: string): string {
+  return createHash('sha256').update(secret).digest('hex');
+}
+
+/** JSON with object keys sorted at every level: one text per value. */
+export function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value);
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  const obj = value as Record<string, unknown>;
+  const keys = Object.keys(obj)
+    .filter((k) => obj[k] !== undefined)
+    .sort();
+  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(obj[k])}`).join(',')}}`;
+}
+
+/**
+ * The idempotency digest (CONTRACT.md §6): SHA-256 of the request body as
+ * canonical JSON without `request_id`. An omitted field and a field sent with
+ * its default value give different digests, by design.
+ */
+export function requestDigest(body: Record<string, unknown>): string {
+  const rest: Record<string, unknown> = {};
+  for (const k of Object.keys(body)) if (k !== 'request_id') rest[k] = body[k];
+  return createHash('sha256').update(canonicalJson(rest)).digest('hex');
+}

@@ -1,0 +1,325 @@
+/**
+ * Lease transitions (CONTRACT.md §2, §5), as functions over one atomic step.
+ *
+ * Every removal is a compare-and-delete on (lease_id, fencing_token), so a late
+ * cleanup never touches a successor. Every change of the held set bumps the
+ * family's revision once and emits one change event. The fencing token of a
+ * new lease is the revision of its acquisition: one per-family counter that
+ * never goes back, so tokens strictly increase per route for the store's life.
+ */
+
+import type { LeaseRow, SessionRow } from '../store/types';
+import { fail, LeaseholdError } from './errors';
+import type { ChangeKind } from './events';
+import { findReplay, recordAnswer, type IdemKey } from './idempotency';
+import { randomId } from './ids';
+import type { EngineContext, Step } from './step';
+import { heldLease, leaseView, type HeldLease, type Metadata } from './views';
+import type { Waiter, WaiterParams } from './waiters';
+
+export interface AcquireResult {
+  lease: HeldLease;
+  queued: boolean;
+}
+
+export interface RenewResult {
+  lease: HeldLease;
+}
+
+export interface ReleaseResult {
+  route: string;
+  fencing_token: number;
+}
+
+export interface CheckpointWritten {
+  checkpoint: { route: string; fencing_token: number; written_at: string; version: number };
+}
+
+/** The identity a holder presents with renew, release and checkpoint. */
+export interface HolderProof {
+  sessionHash: string;
+  leaseId: string;
+  fencingToken: number;
+}
+
+/**
+ * The live session with this hash in this family, or undefined. A session
+ * past its deadline is expired here first (its leases released), so no answer
+ * ever treats it as alive.
+ */
+export async function liveSession(ctx: EngineContext, step: Step, family: string, hash: string): Promise<SessionRow | undefined> {
+  const s = await step.tx.getSession(hash);
+  if (!s || s.family !== family) return undefined;
+  if (s.expiresAt <= step.now) {
+    await endSession(ctx, step, s, 'session_expired');
+    return undefined;
+  }
+  return s;
+}
+
+/**
+ * Close a session: release every lease it holds (change `session_closed`,
+ * each freed route granted to its next waiter), drop its queued waits and
+ * delete it. Returns how many leases were released.
+ */
+export async function endSession(ctx: EngineContext, step: Step, s: SessionRow, why: 'session_closed' | 'session_expired'): Promise<number> {
+  const leases = await step.tx.sessionLeases(s.idHash);
+  await step.tx.deleteSession(s.idHash);
+  let released = 0;
+  for (const l of leases) {
+    if (await endLease(ctx, step, l, 'session_closed')) released++;
+  }
+  for (const w of ctx.waiters.ofSession(s.idHash)) {
+    if (ctx.waiters.remove(w)) {
+      step.refused.push({ waiter: w, error: sessionGone() });
+    }
+  }
+  step.events.push({ type: why, family: s.family, incarnation: s.incarnation, ownerId: s.ownerId });
+  return released;
+}
+
+function sessionGone(): LeaseholdError {
+  return new LeaseholdError('session_not_found', 'the session closed or expired while waiting');
+}
+
+/**
+ * End one lease (compare-and-delete), publish its change and grant the route
+ * to its next waiter. Returns false if the lease was no longer there.
+ */
+export async function endLease(ctx: EngineContext, step: Step, l: LeaseRow, kind: Exclude<ChangeKind, 'acquired'>): Promise<boolean> {
+  if (!(await step.tx.deleteLease(l.family, l.route, l.leaseId, l.fencingToken))) return false;
+  const revision = await step.tx.bumpRevision(l.family);
+  step.events.push({ type: 'change', family: l.family, route: l.route, change: kind, revision, fencingToken: l.fencingToken });
+  await grantNext(ctx, step, l.family, l.route);
+  return true;
+}
+
+/**
+ * The active lease of a route, after processing its expiry (or its holder
+ * session's expiry, whichever deadline came first) if due. Undefined if free.
+ */
+export async function settleRoute(ctx: EngineContext, step: Step, family: string, route: string): Promise<LeaseRow | undefined> {
+  const l = await step.tx.getLease(family, route);
+  if (!l) return undefined;
+  const s = await step.tx.getSession(l.sessionHash);
+  if (s && s.expiresAt <= step.now && s.expiresAt <= l.expiresAt) {
+    await endSession(ctx, step, s, 'session_expired');
+    return undefined;
+  }
+  if (l.expiresAt <= step.now) {
+    await endLease(ctx, step, l, 'expired');
+    return undefined;
+  }
+  if (!s) {
+    // A lease without its session cannot be renewed or released: end it now.
+    await endLease(ctx, step, l, 'session_closed');
+    return undefined;
+  }
+  return l;
+}
+
+/** Create a lease for a free route (bumping the revision, which is also its fencing token). */
+async function createLease(step: Step, p: WaiterParams, s: SessionRow, queued: boolean, waiters: number): Promise<LeaseRow> {
+  const revision = await step.tx.bumpRevision(p.family);
+  const row: LeaseRow = {
+    family: p.family,
+    route: p.route,
+    leaseId: randomId('ls_'),
+    fencingToken: revision,
+    sessionHash: s.idHash,
+    ownerId: s.ownerId,
+    incarnation: s.incarnation,
+    acquiredAt: step.now,
+    renewedAt: step.now,
+    expiresAt: Math.min(step.now + p.ttlMs, step.now + p.maxLifetimeMs),
+    maxExpiresAt: step.now + p.maxLifetimeMs,
+    ttlMs: p.ttlMs,
+    renewalCount: 0,
+    revision,
+    metadata: p.metadata === null ? null : JSON.stringify(p.metadata),
+  };
+  await step.tx.insertLease(row);
+  step.events.push({
+    type: 'change',
+    family: p.family,
+    route: p.route,
+    change: 'acquired',
+    revision,
+    fencingToken: revision,
+    queued,
+    lease: leaseView(row, step.now, waiters),
+  });
+  return row;
+}
+
+function acquireKey(p: { family: string; route: string; requestId: string }): IdemKey {
+  return { family: p.family, op: 'acquire', route: p.route, requestId: p.requestId };
+}
+
+function acquireRecordExpiry(ctx: EngineContext, step: Step, row: LeaseRow): number {
+  return Math.max(step.now + ctx.limits.idempotencyTtlMs, row.maxExpiresAt);
+}
+
+/**
+ * Grant a freed route to the head of its queue, in the same step that freed
+ * it. Waiters whose client left or whose session is gone are skipped.
+ */
+export async function grantNext(ctx: EngineContext, step: Step, family: string, route: string): Promise<void> {
+  for (;;) {
+    const w = ctx.waiters.claimHead(family, route);
+    if (!w) return;
+    if (w.signal?.aborted) {
+      w.state = 'done';
+      continue;
+    }
+    const s = await liveSession(ctx, step, family, w.sessionHash);
+    if (!s) {
+      step.refused.push({ waiter: w, error: sessionGone() });
+      continue;
+    }
+    const row = await createLease(step, w, s, true, ctx.waiters.count(family, route));
+    const answer: AcquireResult = { lease: heldLease(row, step.now, ctx.waiters.count(family, route)), queued: true };
+    await recordAnswer(step, acquireKey(w), w.digest, answer, acquireRecordExpiry(ctx, step, row));
+    step.grants.push({ waiter: w, lease: row, answer });
+    return;
+  }
+}
+
+export type AcquireStepResult =
+  | { kind: 'done'; answer: AcquireResult; replayed: boolean }
+  | { kind: 'wait'; waiter: Waiter; done: Promise<AcquireResult> };
+
+/**
+ * The acquire step: replay, session check, then grant if free, refuse, or
+ * queue the request (the waiter is queued in this same step, so a release
+ * later in the same batch already sees it).
+ */
+export async function acquireStep(ctx: EngineContext, step: Step, p: WaiterParams, waitMs: number, signal: AbortSignal | undefined): Promise<AcquireStepResult> {
+  const queuedDup = ctx.waiters.findRequest(p.family, p.route, p.requestId);
+  if (queuedDup) {
+    const same = queuedDup.digest === p.digest;
+    fail('idempotency_conflict', same ? 'the original request is still waiting' : 'request_id was already used with different inputs', { retryable: same });
+  }
+  const replay = await findReplay<AcquireResult>(step, acquireKey(p), p.digest);
+  if (replay) return { kind: 'done', answer: replay, replayed: true };
+  const s = await liveSession(ctx, step, p.family, p.sessionHash);
+  if (!s) fail('session_not_found', 'session not found, closed or expired');
+  const current = await settleRoute(ctx, step, p.family, p.route);
+  if (!current) {
+    const row = await createLease(step, p, s, false, ctx.waiters.count(p.family, p.route));
+    const answer: AcquireResult = { lease: heldLease(row, step.now, ctx.waiters.count(p.family, p.route)), queued: false };
+    await recordAnswer(step, acquireKey(p), p.digest, answer, acquireRecordExpiry(ctx, step, row));
+    return { kind: 'done', answer, replayed: false };
+  }
+  if (current.sessionHash === p.sessionHash) {
+    fail('lease_conflict', 'this session already holds the route (leases are not re-entrant)', { retryable: false });
+  }
+  const retryAfterMs = Math.max(50, current.expiresAt - step.now);
+  if (waitMs <= 0) fail('lease_conflict', 'lease is held', { retryAfterMs });
+  if (ctx.waiters.hasSession(p.family, p.route, p.sessionHash)) {
+    fail('lease_conflict', 'this session is already waiting for the route', { retryable: false });
+  }
+  if (ctx.waiters.count(p.family, p.route) >= ctx.limits.waitersPerRoute) {
+    fail('rate_limited', 'too many waiters for this route', { retryAfterMs });
+  }
+  let resolve!: (r: AcquireResult) => void;
+  let reject!: (e: unknown) => void;
+  const done = new Promise<AcquireResult>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  const waiter: Waiter = { ...p, state: 'waiting', signal, timer: undefined, resolve, reject };
+  ctx.waiters.enqueue(waiter);
+  step.enqueued.push(waiter);
+  return { kind: 'wait', waiter, done };
+}
+
+/** The active lease that matches the holder's proof exactly, or `lease_lost`. */
+async function heldBy(ctx: EngineContext, step: Step, family: string, route: string, proof: HolderProof): Promise<LeaseRow> {
+  const s = await liveSession(ctx, step, family, proof.sessionHash);
+  const l = s ? await settleRoute(ctx, step, family, route) : undefined;
+  if (!l || l.sessionHash !== proof.sessionHash || l.leaseId !== proof.leaseId || l.fencingToken !== proof.fencingToken) {
+    fail('lease_lost', 'the lease is not held by this session with this lease_id and token');
+  }
+  return l;
+}
+
+/** Renew: new expiry capped by max lifetime, renewal_count + 1, same token. No change event. */
+export async function renewStep(ctx: EngineContext, step: Step, family: string, route: string, proof: HolderProof, ttlMs: number | undefined, requestId: string, digest: string): Promise<{ answer: RenewResult; replayed: boolean }> {
+  const key: IdemKey = { family, op: 'renew', route, requestId };
+  const replay = await findReplay<RenewResult>(step, key, digest);
+  if (replay) return { answer: replay, replayed: true };
+  const l = await heldBy(ctx, step, family, route, proof);
+  const ttl = ttlMs ?? l.ttlMs;
+  const renewed: LeaseRow = {
+    ...l,
+    renewedAt: step.now,
+    expiresAt: Math.min(step.now + ttl, l.maxExpiresAt),
+    ttlMs: ttl,
+    renewalCount: l.renewalCount + 1,
+  };
+  await step.tx.updateLeaseRenewal(family, route, l.leaseId, renewed.renewedAt, renewed.expiresAt, ttl, renewed.renewalCount);
+  step.events.push({ type: 'renewed', family, route, expiresAt: renewed.expiresAt, renewalCount: renewed.renewalCount });
+  const answer: RenewResult = { lease: heldLease(renewed, step.now, ctx.waiters.count(family, route)) };
+  await recordAnswer(step, key, digest, answer, step.now + ctx.limits.idempotencyTtlMs);
+  return { answer, replayed: false };
+}
+
+/** Release: compare-and-delete under the exact proof, then grant the next waiter. */
+export async function releaseStep(ctx: EngineContext, step: Step, family: string, route: string, proof: HolderProof, requestId: string, digest: string): Promise<{ answer: ReleaseResult; replayed: boolean }> {
+  const key: IdemKey = { family, op: 'release', route, requestId };
+  const replay = await findReplay<ReleaseResult>(step, key, digest);
+  if (replay) return { answer: replay, replayed: true };
+  const l = await heldBy(ctx, step, family, route, proof);
+  await endLease(ctx, step, l, 'released');
+  const answer: ReleaseResult = { route, fencing_token: l.fencingToken };
+  await recordAnswer(step, key, digest, answer, step.now + ctx.limits.idempotencyTtlMs);
+  return { answer, replayed: false };
+}
+
+/**
+ * The fenced write: checked and written in one step. Refused unless the lease
+ * matches exactly and no higher token ever wrote this route's checkpoint.
+ */
+export async function checkpointStep(ctx: EngineContext, step: Step, family: string, route: string, proof: HolderProof, value: string, requestId: string, digest: string): Promise<{ answer: CheckpointWritten; replayed: boolean }> {
+  const key: IdemKey = { family, op: 'checkpoint', route, requestId };
+  const replay = await findReplay<CheckpointWritten>(step, key, digest);
+  if (replay) return { answer: replay, replayed: true };
+  const l = await heldBy(ctx, step, family, route, proof);
+  const prev = await step.tx.getCheckpoint(family, route);
+  if (prev && prev.fencingToken > l.fencingToken) {
+    fail('lease_lost', 'a newer lease already wrote this checkpoint');
+  }
+  const version = (prev?.version ?? 0) + 1;
+  await step.tx.putCheckpoint({ family, route, value, fencingToken: l.fencingToken, leaseId: l.leaseId, writtenAt: step.now, version });
+  const answer: CheckpointWritten = {
+    checkpoint: { route, fencing_token: l.fencingToken, written_at: new Date(step.now).toISOString(), version },
+  };
+  await recordAnswer(step, key, digest, answer, step.now + ctx.limits.idempotencyTtlMs);
+  return { answer, replayed: false };
+}
+
+/**
+ * Process due expirations in deadline order (a session whose deadline came
+ * first closes its leases as `session_closed`). Returns how many were due.
+ */
+export async function expireDue(ctx: EngineContext, step: Step, limit: number): Promise<number> {
+  const leases = await step.tx.dueLeases(step.now, limit);
+  const sessions = await step.tx.dueSessions(step.now, limit);
+  type Due = { at: number; lease?: LeaseRow; session?: SessionRow };
+  const due: Due[] = [
+    ...sessions.map((s): Due => ({ at: s.expiresAt, session: s })),
+    ...leases.map((l): Due => ({ at: l.expiresAt, lease: l })),
+  ].sort((a, b) => a.at - b.at || (a.session ? -1 : 1));
+  for (const d of due) {
+    if (d.session) {
+      const s = await step.tx.getSession(d.session.idHash);
+      if (s && s.expiresAt <= step.now) await endSession(ctx, step, s, 'session_expired');
+    } else {
+      await settleRoute(ctx, step, d.lease!.family, d.lease!.route);
+    }
+  }
+  return leases.length + sessions.length;
+}
+
+export type { Metadata };

@@ -1,0 +1,61 @@
+/**
+ * One atomic step's working context, and the engine-wide context the concept
+ * modules (sessions, leases, waiters, inventory, tokens) share.
+ *
+ * In-memory effects of a step (waiters queued or claimed) are recorded here so
+ * that the engine can undo them if the step fails to commit, and deliver them
+ * only after it commits.
+ */
+
+import type { Store, Tx } from '../store/types';
+import type { EngineEvent } from './events';
+import type { LeaseholdError } from './errors';
+import type { AcquireResult } from './leases';
+import type { WaiterQueues, Waiter } from './waiters';
+import type { LeaseRow } from '../store/types';
+
+export interface Limits {
+  /** Default routes examined per LIST page. */
+  listBudget: number;
+  /** Idempotency records live at least this long. */
+  idempotencyTtlMs: number;
+  /** Server maximum for max_lifetime_ms. */
+  maxLifetimeMs: number;
+  waitersPerRoute: number;
+}
+
+export const DEFAULT_LIMITS: Limits = {
+  listBudget: 10_000,
+  idempotencyTtlMs: 3_600_000,
+  maxLifetimeMs: 86_400_000,
+  waitersPerRoute: 1_024,
+};
+
+export interface Grant {
+  waiter: Waiter;
+  lease: LeaseRow;
+  answer: AcquireResult;
+}
+
+export interface Step {
+  readonly tx: Tx;
+  readonly now: number;
+  /** Published after commit, in order. */
+  readonly events: EngineEvent[];
+  /** Waiters granted in this step: answered after commit (or rolled back if their client left). */
+  readonly grants: Grant[];
+  /** Waiters removed in this step without a grant: refused after commit. */
+  readonly refused: Array<{ waiter: Waiter; error: LeaseholdError }>;
+  /** Waiters queued by this step: removed again if it fails. */
+  readonly enqueued: Waiter[];
+}
+
+export interface EngineContext {
+  readonly store: Store;
+  readonly waiters: WaiterQueues;
+  readonly limits: Limits;
+}
+
+export function newStep(tx: Tx): Step {
+  return { tx, now: tx.now, events: [], grants: [], refused: [], enqueued: [] };
+}

@@ -1,0 +1,75 @@
+/** The read-only views of leases and sessions the API shows (HTTP.md "Views"). */
+
+import type { LeaseRow, SessionRow } from '../store/types';
+
+export type Metadata = Record<string, string | number | boolean>;
+
+/** What observers see: no session id, no lease id. */
+export interface LeaseView {
+  route: string;
+  owner_id: string;
+  holder_incarnation: string;
+  fencing_token: number;
+  acquired_at: string;
+  renewed_at: string;
+  expires_at: string;
+  max_expires_at: string;
+  ttl_ms: number;
+  remaining_ms: number;
+  renewal_count: number;
+  revision: number;
+  metadata: Metadata | null;
+  waiters: number;
+}
+
+/** What the holder gets back: a LeaseView plus its lease_id. */
+export interface HeldLease extends LeaseView {
+  lease_id: string;
+}
+
+export interface SessionView {
+  holder_incarnation: string;
+  owner_id: string;
+  ttl_ms: number;
+  created_at: string;
+  expires_at: string;
+  lease_count: number;
+}
+
+export function iso(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
+export function leaseView(row: LeaseRow, now: number, waiters: number): LeaseView {
+  return {
+    route: row.route,
+    owner_id: row.ownerId,
+    holder_incarnation: row.incarnation,
+    fencing_token: row.fencingToken,
+    acquired_at: iso(row.acquiredAt),
+    renewed_at: iso(row.renewedAt),
+    expires_at: iso(row.expiresAt),
+    max_expires_at: iso(row.maxExpiresAt),
+    ttl_ms: row.ttlMs,
+    remaining_ms: Math.max(0, row.expiresAt - now),
+    renewal_count: row.renewalCount,
+    revision: row.revision,
+    metadata: row.metadata === null ? null : (JSON.parse(row.metadata) as Metadata),
+    waiters,
+  };
+}
+
+export function heldLease(row: LeaseRow, now: number, waiters: number): HeldLease {
+  return { ...leaseView(row, now, waiters), lease_id: row.leaseId };
+}
+
+export function sessionView(row: SessionRow, leaseCount: number): SessionView {
+  return {
+    holder_incarnation: row.incarnation,
+    owner_id: row.ownerId,
+    ttl_ms: row.ttlMs,
+    created_at: iso(row.createdAt),
+    expires_at: iso(row.expiresAt),
+    lease_count: leaseCount,
+  };
+}

@@ -1,0 +1,232 @@
+/**
+ * The API adapter: Node's request/response in, the route table's thin
+ * handlers in the middle. It owns the contract's order of checks:
+ * unknown path or method (404/405) → credentials (401) → malformed route or
+ * selector (400) → permission (403) → media type, size, body (415/413/400) →
+ * (the engine:) idempotency lookup → semantics. It is the one place that maps
+ * errors to answers; handlers carry no try/catch.
+ */
+
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { parseRoute } from '@/lib/selector';
+import type { z } from 'zod';
+import type { LeaseEngine } from '../engine/engine';
+import { LeaseholdError, fail } from '../engine/errors';
+import { parseJsonBody, readBody, MAX_BODY_BYTES } from './body';
+import { correlationId, errorBody, STATUS_OF, successBody } from './envelope';
+import { openApiDocument } from './openapi';
+import { ROUTES, type ApiRequest, type RouteDef } from './routes';
+import type { Principal } from '../engine/tokens';
+
+export interface ApiOptions {
+  /** Origins allowed to call with a bearer token from a browser (CORS, never with credentials). */
+  corsOrigins?: readonly string[];
+  version?: string;
+  /** Where unexpected errors are logged (with their correlation id). */
+  log?: (line: string) => void;
+}
+
+interface Compiled {
+  def: RouteDef;
+  segments: string[];
+}
+
+const COMPILED: Compiled[] = ROUTES.map((def) => ({ def, segments: def.path.split('/') }));
+
+function matchPath(segments: string[]): Array<{ def: RouteDef; params: Record<string, string> }> {
+  const out: Array<{ def: RouteDef; params: Record<string, string> }> = [];
+  for (const c of COMPILED) {
+    if (c.segments.length !== segments.length) continue;
+    const params: Record<string, string> = {};
+    let ok = true;
+    for (let i = 0; i < segments.length; i++) {
+      const p = c.segments[i]!;
+      if (p.startsWith('{')) params[p.slice(1, -1)] = segments[i]!;
+      else if (p !== segments[i]) {
+        ok = false;
+        break;
+      }
+    }
+    if (ok) out.push({ def: c.def, params });
+  }
+  return out;
+}
+
+function decodeSegment(raw: string): string {
+  if (raw === '' || raw === '.' || raw === '..') fail('invalid_request', 'empty, "." or ".." path segment');
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    fail('invalid_request', 'badly encoded path segment');
+  }
+}
+
+/** The route named by a lease path's three segments, validated, never normalized. */
+function pathRoute(params: Record<string, string>): string {
+  const route = `lease://${decodeSegment(params.realm!)}/${decodeSegment(params.area!)}/${decodeSegment(params.resource!)}`;
+  const r = parseRoute(route);
+  if (!r.ok) fail('invalid_request', `route ${r.reason}`);
+  return r.value.route;
+}
+
+/** Query string → object; a repeated parameter is refused. */
+function parseQuery(qs: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (qs === '') return out;
+  let params: URLSearchParams;
+  try {
+    // URLSearchParams never throws on bad escapes; check them first.
+    decodeURIComponent(qs.replace(/\+/g, ' '));
+    params = new URLSearchParams(qs);
+  } catch {
+    fail('invalid_request', 'badly encoded query string');
+  }
+  for (const [k, v] of params) {
+    if (Object.hasOwn(out, k)) fail('invalid_request', `query parameter ${JSON.stringify(k)} is repeated`);
+    out[k] = v;
+  }
+  return out;
+}
+
+function validate<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
+  const r = schema.safeParse(value);
+  if (r.success) return r.data;
+  const issue = r.error.issues[0]!;
+  const at = issue.path.length > 0 ? issue.path.join('.') : what;
+  const message =
+    issue.code === 'unrecognized_keys' ? `unknown ${what === 'query' ? 'query parameter' : 'field'} ${issue.keys.join(', ')}` : `${at}: ${issue.message}`;
+  fail('invalid_request', message);
+}
+
+function bearer(req: IncomingMessage): string | undefined {
+  const h = req.headers.authorization;
+  if (!h) return undefined;
+  const m = /^Bearer ([!-~]{1,512})$/i.exec(h);
+  if (!m) fail('invalid_credential', 'Authorization must be "Bearer <token>"');
+  return m[1]!;
+}
+
+const NO_PRINCIPAL: Principal = { tokenId: '', name: '', family: '', grants: [], root: false, expiresAt: null };
+
+/** Build the `/api/*` request handler over an engine. */
+export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
+  const cors = new Set(opts.corsOrigins ?? []);
+  const log = opts.log ?? ((l: string) => console.error(l));
+  const version = opts.version ?? '0.0.0';
+
+  function send(req: IncomingMessage, res: ServerResponse, status: number, body: object, cid: string, extra: Record<string, string> = {}): void {
+    if (res.headersSent || res.destroyed) return;
+    const text = JSON.stringify(body);
+    const headers: Record<string, string | number> = {
+      'Content-Type': 'application/json; charset=utf-8',
+      'Content-Length': Buffer.byteLength(text),
+      'Cache-Control': 'no-store',
+      'X-Content-Type-Options': 'nosniff',
+      'X-Correlation-Id': cid,
+      ...extra,
+    };
+    const origin = req.headers.origin;
+    if (origin && cors.has(origin)) {
+      headers['Access-Control-Allow-Origin'] = origin;
+      headers['Access-Control-Expose-Headers'] = 'X-Correlation-Id, Idempotent-Replay, Retry-After';
+      headers.Vary = 'Origin';
+    }
+    res.writeHead(status, headers);
+    res.end(req.method === 'HEAD' ? undefined : text);
+  }
+
+  function sendError(req: IncomingMessage, res: ServerResponse, e: unknown, cid: string, extra: Record<string, string> = {}): void {
+    if (e instanceof LeaseholdError) {
+      const headers = { ...extra };
+      if (e.retryAfterMs !== undefined) headers['Retry-After'] = String(Math.max(1, Math.ceil(e.retryAfterMs / 1000)));
+      send(req, res, STATUS_OF[e.code], errorBody(e.code, e.message, cid, e.retryable, e.retryAfterMs), cid, headers);
+      return;
+    }
+    log(`[${cid}] unexpected error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+    send(req, res, 500, errorBody('internal_error', 'internal error', cid, false), cid);
+  }
+
+  async function dispatch(req: IncomingMessage, res: ServerResponse, cid: string): Promise<void> {
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const path = q < 0 ? url : url.slice(0, q);
+    const qs = q < 0 ? '' : url.slice(q + 1);
+
+    if (path === '/api/v1/health' || path === '/api/v1/openapi.json') {
+      if (req.method !== 'GET' && req.method !== 'HEAD') {
+        fail('method_not_allowed', 'use GET');
+      }
+      if (path === '/api/v1/openapi.json') {
+        send(req, res, 200, openApiDocument(version), cid);
+        return;
+      }
+      const ok = await engine.healthy();
+      const store = engine.store.kind;
+      send(req, res, ok ? 200 : 503, ok ? { status: 'ok', store, epoch: engine.store.epoch(), version, uptime_ms: engine.uptimeMs() } : { status: 'unavailable', store }, cid);
+      return;
+    }
+
+    const candidates = matchPath(path.split('/'));
+    if (candidates.length === 0) fail('not_found', 'no such API path');
+    const method = req.method === 'HEAD' ? 'GET' : (req.method ?? 'GET');
+    const allow = [...new Set(candidates.flatMap((c) => (c.def.method === 'GET' ? ['GET', 'HEAD'] : [c.def.method])))];
+    if (method === 'OPTIONS') {
+      const origin = req.headers.origin;
+      const headers: Record<string, string> = { Allow: [...allow, 'OPTIONS'].join(', ') };
+      if (origin && cors.has(origin)) {
+        headers['Access-Control-Allow-Origin'] = origin;
+        headers['Access-Control-Allow-Methods'] = allow.join(', ');
+        headers['Access-Control-Allow-Headers'] = 'Authorization, Content-Type';
+        headers['Access-Control-Max-Age'] = '600';
+        headers.Vary = 'Origin';
+      }
+      res.writeHead(204, { ...headers, 'X-Correlation-Id': cid });
+      res.end();
+      return;
+    }
+    const hit = candidates.find((c) => c.def.method === method);
+    if (!hit) {
+      throw Object.assign(new LeaseholdError('method_not_allowed', `this path takes ${allow.join(', ')}`), { allow: allow.join(', ') });
+    }
+    const { def, params } = hit;
+
+    const token = bearer(req);
+    let principal = NO_PRINCIPAL;
+    if (def.auth) {
+      if (token === undefined) fail('invalid_credential', 'a bearer token is required');
+      principal = await engine.tokens.authenticate(token);
+    }
+
+    const route = params.realm !== undefined ? pathRoute(params) : '';
+    const rawQuery = parseQuery(qs);
+    if (params.token_id !== undefined) params.token_id = decodeSegment(params.token_id);
+
+    const ac = new AbortController();
+    res.on('close', () => {
+      if (!res.writableFinished) ac.abort();
+    });
+    const request: ApiRequest = { method, params, query: rawQuery, body: {}, principal, route, signal: ac.signal };
+    def.permit?.(request);
+
+    const declared = Number(req.headers['content-length'] ?? 0);
+    if (declared > MAX_BODY_BYTES) fail('payload_too_large', `the body is larger than ${MAX_BODY_BYTES} bytes`);
+    const raw = await readBody(req);
+    request.body = validate(def.body, parseJsonBody(raw, req.headers['content-type']), 'body') as Record<string, unknown>;
+    request.query = validate(def.query, rawQuery, 'query') as Record<string, unknown>;
+
+    const result = (await def.handle(request, engine)) as Record<string, unknown>;
+    const isOutcome = 'answer' in result && 'replayed' in result;
+    const payload = (isOutcome ? result.answer : result) as object;
+    const replayed = isOutcome && result.replayed === true;
+    send(req, res, def.success.status, successBody(def.success.code, cid, payload), cid, replayed ? { 'Idempotent-Replay': 'true' } : {});
+  }
+
+  /** Serve one `/api/*` request. Never throws. */
+  return function api(req: IncomingMessage, res: ServerResponse): void {
+    const cid = correlationId();
+    dispatch(req, res, cid).catch((e: unknown) => {
+      const allow = (e as { allow?: string }).allow;
+      sendError(req, res, e, cid, allow ? { Allow: allow } : {});
+    });
+  };
+}

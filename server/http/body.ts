@@ -1,0 +1,93 @@
+/**
+ * Request bodies: bounded reading, media type, strict UTF-8, JSON nesting
+ * depth. Every fault is a typed LeaseholdError, never a 500.
+ */
+
+import type { IncomingMessage } from 'node:http';
+import { fail } from '../engine/errors';
+
+export const MAX_BODY_BYTES = 128 * 1024;
+export const MAX_JSON_DEPTH = 32;
+/** Past this the connection is cut rather than drained. */
+const DRAIN_LIMIT = 1024 * 1024;
+
+export interface RawBody {
+  bytes: Buffer;
+  tooLarge: boolean;
+}
+
+/** Read the body, keeping at most MAX_BODY_BYTES (the rest is drained, then the socket cut). */
+export function readBody(req: IncomingMessage): Promise<RawBody> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let tooLarge = false;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > MAX_BODY_BYTES) {
+        tooLarge = true;
+        chunks.length = 0;
+        if (size > DRAIN_LIMIT) {
+          resolve({ bytes: Buffer.alloc(0), tooLarge: true });
+          req.socket.destroy();
+        }
+        return;
+      }
+      chunks.push(c);
+    });
+    req.on('end', () => resolve({ bytes: tooLarge ? Buffer.alloc(0) : Buffer.concat(chunks, size), tooLarge }));
+    req.on('error', reject);
+  });
+}
+
+/** Is the Content-Type JSON (optionally `charset=utf-8`)? */
+export function isJsonMediaType(contentType: string | undefined): boolean {
+  if (!contentType) return false;
+  const [type, ...params] = contentType.split(';').map((s) => s.trim().toLowerCase());
+  if (type !== 'application/json') return false;
+  return params.every((p) => p === '' || p === 'charset=utf-8' || p === 'charset="utf-8"');
+}
+
+const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
+
+/** Bracket depth outside strings; cheap guard before JSON.parse. */
+function depthExceeds(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++;
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x7b || c === 0x5b) {
+      if (++depth > max) return true;
+    } else if (c === 0x7d || c === 0x5d) depth--;
+  }
+  return false;
+}
+
+/**
+ * Parse a JSON object body. An empty body is `{}`. Throws `payload_too_large`,
+ * `unsupported_media_type` or `invalid_request`.
+ */
+export function parseJsonBody(raw: RawBody, contentType: string | undefined): Record<string, unknown> {
+  if (raw.tooLarge) fail('payload_too_large', `the body is larger than ${MAX_BODY_BYTES} bytes`);
+  if (raw.bytes.length === 0) return {};
+  if (!isJsonMediaType(contentType)) fail('unsupported_media_type', 'the body must be application/json (UTF-8)');
+  let text: string;
+  try {
+    text = decoder.decode(raw.bytes);
+  } catch {
+    fail('invalid_request', 'the body is not valid UTF-8');
+  }
+  if (depthExceeds(text, MAX_JSON_DEPTH)) fail('invalid_request', `JSON is nested deeper than ${MAX_JSON_DEPTH} levels`);
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    fail('invalid_request', 'the body is not valid JSON');
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) fail('invalid_request', 'the body must be a JSON object');
+  return value as Record<string, unknown>;
+}

@@ -1,0 +1,298 @@
+/**
+ * The route table: one entry per API call, each with its schemas, its
+ * permission check (run before the body is read, as the contract orders) and
+ * a thin handler that calls the engine and names the success code.
+ */
+
+import type { z } from 'zod';
+import type { ParsedSelector } from '@/lib/selector';
+import type { LeaseEngine, Outcome } from '../engine/engine';
+import { fail } from '../engine/errors';
+import { requestDigest } from '../engine/ids';
+import { ALL, authorize, authorizeAnyWrite, type Principal } from '../engine/tokens';
+import { routeSegments, parseSelector } from '@/lib/selector';
+import * as S from './schemas';
+
+export interface ApiRequest {
+  method: string;
+  params: Record<string, string>;
+  query: Record<string, unknown>;
+  body: Record<string, unknown>;
+  principal: Principal;
+  /** The route from the path, validated (lease paths only). */
+  route: string;
+  /** Aborted when the client disconnects. */
+  signal: AbortSignal;
+}
+
+export interface ApiResult {
+  status: number;
+  code: string;
+  payload: object;
+  replayed?: boolean;
+}
+
+export interface RouteDef {
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  /** Path pattern; `{name}` matches one segment. */
+  path: string;
+  operation: string;
+  summary: string;
+  /** False for the calls that need no token. */
+  auth: boolean;
+  body: z.ZodType;
+  query: z.ZodType;
+  success: { status: number; code: string };
+  /** Authorization that depends on the path or query only. */
+  permit?: (req: Pick<ApiRequest, 'principal' | 'route' | 'query'>) => void;
+  handle: (req: ApiRequest, engine: LeaseEngine) => Promise<object | Outcome<object>>;
+}
+
+const LEASE = '/api/v1/leases/{realm}/{area}/{resource}';
+
+function routeTriple(route: string) {
+  const [a, b, c] = routeSegments(route);
+  return [a, b, c] as const;
+}
+
+const needOnRoute = (perm: 'read' | 'write') => (req: Pick<ApiRequest, 'principal' | 'route'>) =>
+  authorize(req.principal, routeTriple(req.route), perm);
+
+/** Parsed selector of a query, `invalid_selector` if bad. */
+export function querySelector(query: Record<string, unknown>): ParsedSelector {
+  const text = query.selector;
+  if (typeof text !== 'string') fail('invalid_selector', 'selector is required');
+  const r = parseSelector(text);
+  if (!r.ok) fail('invalid_selector', `selector ${r.reason}`);
+  return r.value;
+}
+
+function proofOf(body: Record<string, unknown>) {
+  return {
+    sessionId: body.session_id as string,
+    requestId: body.request_id as string,
+    leaseId: body.lease_id as string,
+    fencingToken: body.fencing_token as number,
+    digest: requestDigest(body),
+  };
+}
+
+export const ROUTES: RouteDef[] = [
+  {
+    method: 'POST',
+    path: '/api/v1/sessions',
+    operation: 'session_open',
+    summary: 'Open a session',
+    auth: true,
+    body: S.OpenSessionBody,
+    query: S.NoQuery,
+    success: { status: 201, code: 'session_opened' },
+    permit: (req) => authorizeAnyWrite(req.principal),
+    handle: (req, e) => e.openSession(req.principal, req.body.owner_id as string, (req.body.ttl_ms as number | undefined) ?? 15_000),
+  },
+  {
+    method: 'POST',
+    path: '/api/v1/sessions/keepalive',
+    operation: 'session_keepalive',
+    summary: 'Keep a session alive',
+    auth: true,
+    body: S.SessionIdBody,
+    query: S.NoQuery,
+    success: { status: 200, code: 'session_kept_alive' },
+    permit: (req) => authorizeAnyWrite(req.principal),
+    handle: (req, e) => e.keepAlive(req.principal, req.body.session_id as string),
+  },
+  {
+    method: 'POST',
+    path: '/api/v1/sessions/close',
+    operation: 'session_close',
+    summary: 'Close a session, releasing its leases',
+    auth: true,
+    body: S.SessionIdBody,
+    query: S.NoQuery,
+    success: { status: 200, code: 'session_closed' },
+    permit: (req) => authorizeAnyWrite(req.principal),
+    handle: (req, e) => e.closeSession(req.principal, req.body.session_id as string),
+  },
+  {
+    method: 'GET',
+    path: '/api/v1/sessions',
+    operation: 'session_list',
+    summary: 'List sessions of the caller’s family',
+    auth: true,
+    body: S.EmptyBody,
+    query: S.ListSessionsQuery,
+    success: { status: 200, code: 'session_listed' },
+    permit: (req) => authorize(req.principal, ALL, 'read'),
+    handle: (req, e) =>
+      e.listSessions(req.principal, {
+        ownerId: req.query.owner_id as string | undefined,
+        limit: (req.query.limit as number | undefined) ?? 100,
+        cursor: req.query.cursor as string | undefined,
+      }),
+  },
+  {
+    method: 'GET',
+    path: '/api/v1/leases',
+    operation: 'lease_list',
+    summary: 'List held leases matching a selector',
+    auth: true,
+    body: S.EmptyBody,
+    query: S.ListLeasesQuery,
+    success: { status: 200, code: 'lease_listed' },
+    permit: (req) => authorize(req.principal, querySelector(req.query).triple, 'read'),
+    handle: (req, e) =>
+      e.list(req.principal, querySelector(req.query), {
+        limit: (req.query.limit as number | undefined) ?? 100,
+        cursor: req.query.cursor as string | undefined,
+        ownerId: req.query.owner_id as string | undefined,
+        incarnation: req.query.holder_incarnation as string | undefined,
+      }),
+  },
+  {
+    method: 'GET',
+    path: LEASE,
+    operation: 'lease_inspect',
+    summary: 'Inspect the lease of one route',
+    auth: true,
+    body: S.EmptyBody,
+    query: S.NoQuery,
+    success: { status: 200, code: 'lease_inspected' },
+    permit: needOnRoute('read'),
+    handle: (req, e) => e.inspect(req.principal, req.route),
+  },
+  {
+    method: 'POST',
+    path: `${LEASE}/acquire`,
+    operation: 'lease_acquire',
+    summary: 'Acquire a lease (optionally waiting in the route’s FIFO queue)',
+    auth: true,
+    body: S.AcquireBody,
+    query: S.NoQuery,
+    success: { status: 200, code: 'lease_acquired' },
+    permit: needOnRoute('write'),
+    handle: (req, e) =>
+      e.acquire(req.principal, req.route, {
+        sessionId: req.body.session_id as string,
+        requestId: req.body.request_id as string,
+        ttlMs: (req.body.ttl_ms as number | undefined) ?? 30_000,
+        maxLifetimeMs: (req.body.max_lifetime_ms as number | undefined) ?? 3_600_000,
+        waitMs: (req.body.wait_ms as number | undefined) ?? 0,
+        metadata: (req.body.metadata as Record<string, string | number | boolean> | undefined) ?? null,
+        digest: requestDigest(req.body),
+        signal: req.signal,
+      }),
+  },
+  {
+    method: 'POST',
+    path: `${LEASE}/renew`,
+    operation: 'lease_renew',
+    summary: 'Renew a held lease',
+    auth: true,
+    body: S.RenewBody,
+    query: S.NoQuery,
+    success: { status: 200, code: 'lease_renewed' },
+    permit: needOnRoute('write'),
+    handle: (req, e) => e.renew(req.principal, req.route, { ...proofOf(req.body), ttlMs: req.body.ttl_ms as number | undefined }),
+  },
+  {
+    method: 'POST',
+    path: `${LEASE}/release`,
+    operation: 'lease_release',
+    summary: 'Release a held lease',
+    auth: true,
+    body: S.ReleaseBody,
+    query: S.NoQuery,
+    success: { status: 200, code: 'lease_released' },
+    permit: needOnRoute('write'),
+    handle: (req, e) => e.release(req.principal, req.route, proofOf(req.body)),
+  },
+  {
+    method: 'PUT',
+    path: `${LEASE}/checkpoint`,
+    operation: 'checkpoint_write',
+    summary: 'Write the route’s checkpoint, fenced by the lease',
+    auth: true,
+    body: S.CheckpointBody,
+    query: S.NoQuery,
+    success: { status: 200, code: 'checkpoint_written' },
+    permit: needOnRoute('write'),
+    handle: (req, e) => {
+      const value = JSON.stringify(req.body.value);
+      if (Buffer.byteLength(value) > 64 * 1024) fail('invalid_request', 'checkpoint value is larger than 64 KiB');
+      return e.writeCheckpoint(req.principal, req.route, { ...proofOf(req.body), value });
+    },
+  },
+  {
+    method: 'GET',
+    path: `${LEASE}/checkpoint`,
+    operation: 'checkpoint_read',
+    summary: 'Read the route’s checkpoint',
+    auth: true,
+    body: S.EmptyBody,
+    query: S.NoQuery,
+    success: { status: 200, code: 'checkpoint_read' },
+    permit: needOnRoute('read'),
+    handle: (req, e) => e.readCheckpoint(req.principal, req.route),
+  },
+  {
+    method: 'GET',
+    path: '/api/v1/auth/whoami',
+    operation: 'whoami',
+    summary: 'Describe the calling token',
+    auth: true,
+    body: S.EmptyBody,
+    query: S.NoQuery,
+    success: { status: 200, code: 'whoami' },
+    handle: async (req) => ({
+      token_id: req.principal.tokenId,
+      name: req.principal.name,
+      family: req.principal.family,
+      grants: req.principal.grants.map((g) => g.text),
+      root: req.principal.root,
+    }),
+  },
+  {
+    method: 'POST',
+    path: '/api/v1/tokens',
+    operation: 'token_create',
+    summary: 'Create a token with grants contained in the caller’s admin grants',
+    auth: true,
+    body: S.CreateTokenBody,
+    query: S.NoQuery,
+    success: { status: 201, code: 'token_created' },
+    handle: (req, e) =>
+      e.createToken(req.principal, {
+        name: req.body.name as string,
+        grants: req.body.grants as string[],
+        expiresAt: req.body.expires_at === undefined ? undefined : Date.parse(req.body.expires_at as string),
+        family: req.body.family as string | undefined,
+        root: req.body.root as boolean | undefined,
+      }),
+  },
+  {
+    method: 'GET',
+    path: '/api/v1/tokens',
+    operation: 'token_list',
+    summary: 'List tokens of the caller’s family',
+    auth: true,
+    body: S.EmptyBody,
+    query: S.ListTokensQuery,
+    success: { status: 200, code: 'token_listed' },
+    permit: (req) => authorize(req.principal, ALL, 'admin'),
+    handle: (req, e) => e.listTokens(req.principal, req.query.family as string | undefined),
+  },
+  {
+    method: 'DELETE',
+    path: '/api/v1/tokens/{token_id}',
+    operation: 'token_revoke',
+    summary: 'Revoke a token',
+    auth: true,
+    body: S.EmptyBody,
+    query: S.NoQuery,
+    success: { status: 200, code: 'token_revoked' },
+    permit: (req) => authorize(req.principal, ALL, 'admin'),
+    handle: (req, e) => e.revokeToken(req.principal, req.params.token_id!),
+  },
+];
+

@@ -1,0 +1,106 @@
+/**
+ * Request schemas (zod), strict: unknown fields are rejected. The same
+ * schemas generate the OpenAPI document, so the contract is written once.
+ * Limits are CONTRACT.md §13's.
+ */
+
+import { z } from 'zod';
+
+const CONTROL = /\p{Cc}/u;
+
+/** 1–128 Unicode code points, no control characters (owner_id, token names). */
+export const displayName = z
+  .string()
+  .refine((s) => [...s].length >= 1 && [...s].length <= 128, 'must be 1 to 128 characters')
+  .refine((s) => !CONTROL.test(s), 'must not contain control characters');
+
+export const requestId = z.string().regex(/^[!-~]{1,128}$/, 'must be 1 to 128 visible ASCII characters');
+export const sessionId = z.string().min(1).max(256);
+export const fencingToken = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
+export const leaseTtl = z.number().int().min(1_000).max(600_000);
+export const sessionTtl = z.number().int().min(2_000).max(300_000);
+export const maxLifetime = z.number().int().min(1_000).max(86_400_000);
+export const waitMs = z.number().int().min(0).max(30_000);
+
+const METADATA_KEY = /^[A-Za-z0-9_.-]{1,64}$/;
+export const metadata = z
+  .record(z.string(), z.union([z.string(), z.number(), z.boolean()]))
+  .superRefine((m, ctx) => {
+    const keys = Object.keys(m);
+    if (keys.length > 16) ctx.addIssue({ code: 'custom', message: 'at most 16 keys' });
+    for (const k of keys) {
+      if (!METADATA_KEY.test(k)) ctx.addIssue({ code: 'custom', message: `key ${JSON.stringify(k.slice(0, 70))} must be 1 to 64 characters from A-Z a-z 0-9 _ . -` });
+      const v = m[k];
+      if (typeof v === 'number' && !Number.isFinite(v)) ctx.addIssue({ code: 'custom', message: `value of ${k} must be finite` });
+    }
+    if (Buffer.byteLength(JSON.stringify(m)) > 1024) ctx.addIssue({ code: 'custom', message: 'at most 1 KiB encoded' });
+  });
+
+export const OpenSessionBody = z.strictObject({ owner_id: displayName, ttl_ms: sessionTtl.optional() });
+export const SessionIdBody = z.strictObject({ session_id: sessionId });
+
+export const AcquireBody = z.strictObject({
+  session_id: sessionId,
+  request_id: requestId,
+  ttl_ms: leaseTtl.optional(),
+  max_lifetime_ms: maxLifetime.optional(),
+  wait_ms: waitMs.optional(),
+  metadata: metadata.optional(),
+});
+
+export const RenewBody = z.strictObject({
+  session_id: sessionId,
+  request_id: requestId,
+  lease_id: z.string().min(1).max(128),
+  fencing_token: fencingToken,
+  ttl_ms: leaseTtl.optional(),
+});
+
+export const ReleaseBody = z.strictObject({
+  session_id: sessionId,
+  request_id: requestId,
+  lease_id: z.string().min(1).max(128),
+  fencing_token: fencingToken,
+});
+
+export const CheckpointBody = z.strictObject({
+  session_id: sessionId,
+  request_id: requestId,
+  lease_id: z.string().min(1).max(128),
+  fencing_token: fencingToken,
+  value: z.json(),
+});
+
+export const CreateTokenBody = z.strictObject({
+  name: displayName,
+  grants: z.array(z.string().max(512)).min(1).max(64),
+  expires_at: z.iso.datetime({ offset: false }).optional(),
+  family: z.string().optional(),
+  root: z.boolean().optional(),
+});
+
+/** An empty body (or `{}`) for calls that take none. */
+export const EmptyBody = z.strictObject({});
+
+const limit = z
+  .string()
+  .regex(/^[0-9]{1,4}$/, 'must be an integer from 1 to 1000')
+  .transform(Number)
+  .pipe(z.number().int().min(1, 'must be at least 1').max(1_000, 'must be at most 1000'));
+
+export const ListLeasesQuery = z.strictObject({
+  selector: z.string(),
+  owner_id: displayName.optional(),
+  holder_incarnation: z.string().min(1).max(64).optional(),
+  limit: limit.optional(),
+  cursor: z.string().min(1).max(4096).optional(),
+});
+
+export const ListSessionsQuery = z.strictObject({
+  owner_id: displayName.optional(),
+  limit: limit.optional(),
+  cursor: z.string().min(1).max(4096).optional(),
+});
+
+export const ListTokensQuery = z.strictObject({ family: z.string().optional() });
+export const NoQuery = z.strictObject({});

@@ -1,0 +1,81 @@
+/**
+ * The application's own Node server (Next's custom-server mode). It owns the
+ * lease engine, serves /api/* through server/http, and hands every other
+ * request to Next. See ../shared/STACK.md for why the API does not run
+ * through Next's route pipeline (about 30x slower here).
+ */
+
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ConfigError, loadConfig, type Config } from './config';
+import { startAppServer, type AppServerOptions } from './app-server';
+
+const VERSION = process.env.npm_package_version ?? '0.1.0';
+
+async function nextHandler(config: Config): Promise<AppServerOptions['fallback']> {
+  if (config.LEASEHOLD_CONSOLE === 'off') return undefined;
+  process.env.NEXT_TELEMETRY_DISABLED = '1';
+  const { default: next } = await import('next');
+  const app = next({ dev: config.NODE_ENV !== 'production', hostname: config.HOST, port: config.PORT });
+  await app.prepare();
+  const handle = app.getRequestHandler();
+  return (req, res) => void handle(req, res);
+}
+
+async function main(): Promise<void> {
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      console.error(`leasehold: ${e.message}`);
+      process.exit(2);
+    }
+    throw e;
+  }
+  if (config.LEASEHOLD_DATABASE_URL) {
+    console.error('leasehold: LEASEHOLD_DATABASE_URL is set, but this build has only the embedded store; unset it to use SQLite');
+    process.exit(2);
+  }
+  const fallback = await nextHandler(config);
+  const app = await startAppServer({
+    dataDir: config.LEASEHOLD_DATA_DIR,
+    host: config.HOST,
+    port: config.PORT,
+    synchronous: config.LEASEHOLD_SYNC,
+    corsOrigins: config.corsOrigins,
+    version: VERSION,
+    engine: {
+      limits: { idempotencyTtlMs: config.LEASEHOLD_IDEMPOTENCY_TTL_S * 1000 },
+      bootstrapSecret: config.LEASEHOLD_BOOTSTRAP_TOKEN,
+      secret: config.LEASEHOLD_SECRET,
+    },
+    fallback,
+  });
+  if (app.bootstrapToken) {
+    const file = join(config.LEASEHOLD_DATA_DIR, 'admin-token');
+    writeFileSync(file, `${app.bootstrapToken}\n`, { mode: 0o600 });
+    console.log(`leasehold: bootstrap admin token (shown once, also in ${file}):\n\n  ${app.bootstrapToken}\n`);
+  }
+  console.log(`leasehold: listening on ${app.url} (store: sqlite in ${config.LEASEHOLD_DATA_DIR}${fallback ? ', console on' : ', API only'})`);
+
+  const shutdown = (signal: string) => {
+    console.log(`leasehold: ${signal}, shutting down`);
+    const force = setTimeout(() => process.exit(1), 10_000);
+    force.unref();
+    app.close().then(
+      () => process.exit(0),
+      (e: unknown) => {
+        console.error('leasehold: shutdown failed', e);
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGTERM', () => shutdown('SIGTERM'));
+  process.once('SIGINT', () => shutdown('SIGINT'));
+}
+
+main().catch((e: unknown) => {
+  console.error(`leasehold: failed to start: ${e instanceof Error ? e.message : String(e)}`);
+  process.exit(1);
+});

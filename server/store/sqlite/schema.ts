@@ -1,0 +1,86 @@
+/**
+ * SQLite schema, versioned by `PRAGMA user_version`. Each entry migrates from
+ * the previous version; they run in one transaction at open.
+ *
+ * Only active leases live in `leases`: a terminal lease is deleted, and what
+ * must outlive it (its idempotent answer, its checkpoint, the family's
+ * counter that fences successors) lives in its own table.
+ */
+export const MIGRATIONS: readonly string[] = [
+  `
+  CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+  CREATE TABLE families (family TEXT PRIMARY KEY, revision INTEGER NOT NULL) WITHOUT ROWID;
+  CREATE TABLE sessions (
+    id_hash TEXT PRIMARY KEY,
+    family TEXT NOT NULL,
+    incarnation TEXT NOT NULL UNIQUE,
+    owner_id TEXT NOT NULL,
+    ttl_ms INTEGER NOT NULL,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL
+  ) WITHOUT ROWID;
+  CREATE INDEX sessions_expiry ON sessions (expires_at);
+  CREATE INDEX sessions_listing ON sessions (family, created_at, incarnation);
+  CREATE TABLE leases (
+    family TEXT NOT NULL,
+    route TEXT NOT NULL,
+    realm TEXT NOT NULL,
+    area TEXT NOT NULL,
+    resource TEXT NOT NULL,
+    lease_id TEXT NOT NULL,
+    fencing_token INTEGER NOT NULL,
+    session_hash TEXT NOT NULL,
+    owner_id TEXT NOT NULL,
+    incarnation TEXT NOT NULL,
+    acquired_at INTEGER NOT NULL,
+    renewed_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    max_expires_at INTEGER NOT NULL,
+    ttl_ms INTEGER NOT NULL,
+    renewal_count INTEGER NOT NULL,
+    revision INTEGER NOT NULL,
+    metadata TEXT,
+    PRIMARY KEY (family, route)
+  ) WITHOUT ROWID;
+  CREATE INDEX leases_expiry ON leases (expires_at);
+  CREATE INDEX leases_session ON leases (session_hash);
+  CREATE INDEX leases_by_resource ON leases (family, resource, route);
+  CREATE INDEX leases_by_area ON leases (family, area, route);
+  CREATE TABLE checkpoints (
+    family TEXT NOT NULL,
+    route TEXT NOT NULL,
+    value TEXT NOT NULL,
+    fencing_token INTEGER NOT NULL,
+    lease_id TEXT NOT NULL,
+    written_at INTEGER NOT NULL,
+    version INTEGER NOT NULL,
+    PRIMARY KEY (family, route)
+  ) WITHOUT ROWID;
+  CREATE TABLE idempotency (
+    family TEXT NOT NULL,
+    op TEXT NOT NULL,
+    route TEXT NOT NULL,
+    request_id TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    status INTEGER NOT NULL,
+    answer TEXT NOT NULL,
+    expires_at INTEGER NOT NULL,
+    PRIMARY KEY (family, op, route, request_id)
+  ) WITHOUT ROWID;
+  CREATE INDEX idempotency_expiry ON idempotency (expires_at);
+  CREATE TABLE tokens (
+    id TEXT PRIMARY KEY,
+    secret_hash TEXT NOT NULL UNIQUE,
+    name TEXT NOT NULL,
+    family TEXT NOT NULL,
+    grants TEXT NOT NULL,
+    root INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER,
+    revoked_at INTEGER,
+    created_by TEXT
+  ) WITHOUT ROWID;
+  CREATE INDEX tokens_family ON tokens (family, created_at);
+  `,
+];

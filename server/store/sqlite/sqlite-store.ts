@@ -1,0 +1,479 @@
+/**
+ * The embedded store: SQLite (better-sqlite3) in WAL mode in a data directory.
+ *
+ * Group commit: atomic steps that arrive in the same turn of the event loop
+ * run one after another inside one SQLite transaction, each in its own
+ * savepoint (a step that throws rolls back only itself), and the transaction
+ * commits before any of them resolves. So no answer (not even a read's) is
+ * given before the state it reports is durable, and a burst of 64 requests
+ * costs one commit instead of 64.
+ *
+ * Durability: `synchronous=NORMAL` in WAL survives a process crash (SIGKILL)
+ * with every committed step; `synchronous=FULL` also survives power loss, at
+ * the cost of an fsync per commit (docs/benchmarks.md has the figures).
+ *
+ * One process per data directory: the database is opened in exclusive
+ * locking mode, so a second process fails at open instead of sharing it.
+ */
+
+import Database from 'better-sqlite3';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { routeSegments } from '@/lib/selector';
+import { MIGRATIONS } from './schema';
+import {
+  StoreUnavailableError,
+  type CheckpointRow,
+  type IdempotencyRow,
+  type LeaseRow,
+  type LeaseScan,
+  type LeaseScanResult,
+  type SessionRow,
+  type Store,
+  type TokenRow,
+  type Tx,
+} from '../types';
+
+export interface SqliteStoreOptions {
+  dataDir: string;
+  /** `full` adds an fsync per commit (power-loss durable). */
+  synchronous?: 'normal' | 'full';
+  /** Backend time; injected so tests move time instead of sleeping. */
+  clock?: () => number;
+}
+
+interface Pending {
+  fn: (tx: Tx) => Promise<unknown>;
+  resolve: (v: unknown) => void;
+  reject: (e: unknown) => void;
+}
+
+const LEASE_COLS = `family, route, lease_id AS leaseId, fencing_token AS fencingToken,
+  session_hash AS sessionHash, owner_id AS ownerId, incarnation, acquired_at AS acquiredAt,
+  renewed_at AS renewedAt, expires_at AS expiresAt, max_expires_at AS maxExpiresAt,
+  ttl_ms AS ttlMs, renewal_count AS renewalCount, revision, metadata`;
+const SESSION_COLS = `family, id_hash AS idHash, incarnation, owner_id AS ownerId, ttl_ms AS ttlMs,
+  created_at AS createdAt, expires_at AS expiresAt`;
+const TOKEN_COLS = `id, secret_hash AS secretHash, name, family, grants, root, kind,
+  created_at AS createdAt, expires_at AS expiresAt, revoked_at AS revokedAt, created_by AS createdBy`;
+
+type RawToken = Omit<TokenRow, 'grants' | 'root'> & { grants: string; root: number };
+
+function tokenFromRaw(raw: RawToken | undefined): TokenRow | undefined {
+  if (!raw) return undefined;
+  return { ...raw, grants: JSON.parse(raw.grants) as string[], root: raw.root === 1 };
+}
+
+function prefixEnd(prefix: string): string {
+  // Every route byte is ASCII; the prefix ends in '/', whose successor is '0'.
+  return prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1);
+}
+
+export class SqliteStore implements Store {
+  readonly kind = 'sqlite' as const;
+  private readonly db: Database.Database;
+  private readonly clock: () => number;
+  private readonly tx: SqliteTx;
+  private queue: Pending[] = [];
+  private scheduled = false;
+  private flushing = false;
+  private closed = false;
+  private readonly epochValue: string;
+
+  /** Open (creating if needed) the store in `dataDir`. Throws if another process holds it. */
+  constructor(opts: SqliteStoreOptions) {
+    mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
+    this.clock = opts.clock ?? Date.now;
+    this.db = new Database(join(opts.dataDir, 'leasehold.sqlite'));
+    try {
+      this.db.pragma('journal_mode = WAL');
+      this.db.pragma('locking_mode = EXCLUSIVE');
+      this.db.pragma(`synchronous = ${opts.synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
+      this.db.pragma('busy_timeout = 0');
+      this.migrate();
+    } catch (e) {
+      this.db.close();
+      if (e instanceof Error && /locked|busy/i.test(e.message)) {
+        throw new Error(`the data directory ${opts.dataDir} is in use by another Leasehold process`);
+      }
+      throw e;
+    }
+    this.tx = new SqliteTx(this.db);
+    const existing = this.db.prepare(`SELECT value FROM meta WHERE key = 'epoch'`).get() as { value: string } | undefined;
+    if (existing) {
+      this.epochValue = existing.value;
+    } else {
+      this.epochValue = `ep_${randomBytes(12).toString('base64url')}`;
+      this.db.prepare(`INSERT INTO meta (key, value) VALUES ('epoch', ?)`).run(this.epochValue);
+    }
+  }
+
+  private migrate(): void {
+    const version = this.db.pragma('user_version', { simple: true }) as number;
+    if (version > MIGRATIONS.length) {
+      throw new Error(`the data directory was written by a newer Leasehold (schema ${version})`);
+    }
+    // BEGIN IMMEDIATE takes the exclusive lock even when nothing migrates.
+    this.db.exec('BEGIN IMMEDIATE');
+    try {
+      for (let v = version; v < MIGRATIONS.length; v++) this.db.exec(MIGRATIONS[v]!);
+      this.db.pragma(`user_version = ${MIGRATIONS.length}`);
+      this.db.exec('COMMIT');
+    } catch (e) {
+      this.db.exec('ROLLBACK');
+      throw e;
+    }
+  }
+
+  now(): number {
+    return this.clock();
+  }
+
+  epoch(): string {
+    return this.epochValue;
+  }
+
+  atomic<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
+    if (this.closed) return Promise.reject(new StoreUnavailableError('store is closed', false));
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject });
+      this.schedule();
+    });
+  }
+
+  private schedule(): void {
+    if (this.scheduled || this.flushing) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      void this.flush();
+    });
+  }
+
+  private async flush(): Promise<void> {
+    if (this.flushing || this.queue.length === 0) return;
+    this.flushing = true;
+    const batch = this.queue;
+    this.queue = [];
+    const outcomes: Array<{ ok: boolean; value: unknown }> = [];
+    try {
+      this.db.exec('BEGIN IMMEDIATE');
+    } catch (e) {
+      this.flushing = false;
+      for (const p of batch) p.reject(new StoreUnavailableError(`cannot begin: ${(e as Error).message}`, false));
+      this.schedule();
+      return;
+    }
+    for (const p of batch) {
+      this.db.exec('SAVEPOINT step');
+      try {
+        this.tx.now = this.clock();
+        const value = await p.fn(this.tx);
+        this.db.exec('RELEASE step');
+        outcomes.push({ ok: true, value });
+      } catch (e) {
+        this.db.exec('ROLLBACK TO step');
+        this.db.exec('RELEASE step');
+        outcomes.push({ ok: false, value: e });
+      }
+    }
+    let commitError: unknown;
+    try {
+      this.db.exec('COMMIT');
+    } catch (e) {
+      commitError = e;
+      try {
+        this.db.exec('ROLLBACK');
+      } catch {
+        // The transaction is already gone; nothing more to undo.
+      }
+    }
+    this.flushing = false;
+    for (let i = 0; i < batch.length; i++) {
+      const p = batch[i]!;
+      const o = outcomes[i]!;
+      if (commitError) p.reject(new StoreUnavailableError(`commit failed: ${(commitError as Error).message}`, false));
+      else if (o.ok) p.resolve(o.value);
+      else p.reject(o.value);
+    }
+    if (this.queue.length > 0) this.schedule();
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    // Let steps already queued finish and commit first.
+    while (this.queue.length > 0 || this.flushing || this.scheduled) {
+      await new Promise((r) => setImmediate(r));
+      if (!this.flushing && !this.scheduled && this.queue.length > 0) await this.flush();
+    }
+    this.closed = true;
+    this.db.pragma('wal_checkpoint(TRUNCATE)');
+    this.db.close();
+  }
+}
+
+/** The `Tx` over one connection: prepared statements, answered synchronously but typed async. */
+class SqliteTx implements Tx {
+  now = 0;
+  private readonly s;
+
+  constructor(private readonly db: Database.Database) {
+    const p = (sql: string) => db.prepare(sql);
+    this.s = {
+      revision: p(`SELECT revision FROM families WHERE family = ?`).pluck(),
+      bumpRevision: p(
+        `INSERT INTO families (family, revision) VALUES (?, 1)
+         ON CONFLICT (family) DO UPDATE SET revision = revision + 1 RETURNING revision`,
+      ).pluck(),
+      getSession: p(`SELECT ${SESSION_COLS} FROM sessions WHERE id_hash = ?`),
+      insertSession: p(
+        `INSERT INTO sessions (id_hash, family, incarnation, owner_id, ttl_ms, created_at, expires_at)
+         VALUES (@idHash, @family, @incarnation, @ownerId, @ttlMs, @createdAt, @expiresAt)`,
+      ),
+      setSessionExpiry: p(`UPDATE sessions SET expires_at = ? WHERE id_hash = ?`),
+      deleteSession: p(`DELETE FROM sessions WHERE id_hash = ?`),
+      dueSessions: p(`SELECT ${SESSION_COLS} FROM sessions WHERE expires_at <= ? ORDER BY expires_at LIMIT ?`),
+      listSessionsFirst: p(
+        `SELECT ${SESSION_COLS} FROM sessions WHERE family = ? ORDER BY created_at, incarnation LIMIT ?`,
+      ),
+      listSessionsAfter: p(
+        `SELECT ${SESSION_COLS} FROM sessions WHERE family = ? AND (created_at, incarnation) > (?, ?)
+         ORDER BY created_at, incarnation LIMIT ?`,
+      ),
+      countSessionLeases: p(`SELECT count(*) FROM leases WHERE session_hash = ?`).pluck(),
+      getLease: p(`SELECT ${LEASE_COLS} FROM leases WHERE family = ? AND route = ?`),
+      insertLease: p(
+        `INSERT INTO leases (family, route, realm, area, resource, lease_id, fencing_token, session_hash,
+           owner_id, incarnation, acquired_at, renewed_at, expires_at, max_expires_at, ttl_ms,
+           renewal_count, revision, metadata)
+         VALUES (@family, @route, @realm, @area, @resource, @leaseId, @fencingToken, @sessionHash,
+           @ownerId, @incarnation, @acquiredAt, @renewedAt, @expiresAt, @maxExpiresAt, @ttlMs,
+           @renewalCount, @revision, @metadata)`,
+      ),
+      renewLease: p(
+        `UPDATE leases SET renewed_at = ?, expires_at = ?, ttl_ms = ?, renewal_count = ?
+         WHERE family = ? AND route = ? AND lease_id = ?`,
+      ),
+      deleteLease: p(`DELETE FROM leases WHERE family = ? AND route = ? AND lease_id = ? AND fencing_token = ?`),
+      sessionLeases: p(`SELECT ${LEASE_COLS} FROM leases WHERE session_hash = ? ORDER BY route`),
+      dueLeases: p(`SELECT ${LEASE_COLS} FROM leases WHERE expires_at <= ? ORDER BY expires_at LIMIT ?`),
+      countLeasesAll: p(`SELECT count(*) FROM leases`).pluck(),
+      countLeasesFamily: p(`SELECT count(*) FROM leases WHERE family = ?`).pluck(),
+      scanRange: p(
+        `SELECT ${LEASE_COLS} FROM leases WHERE family = ? AND route > ? AND route < ? ORDER BY route`,
+      ),
+      scanResource: p(
+        `SELECT ${LEASE_COLS} FROM leases INDEXED BY leases_by_resource
+         WHERE family = ? AND resource = ? AND route > ? ORDER BY route`,
+      ),
+      scanArea: p(
+        `SELECT ${LEASE_COLS} FROM leases INDEXED BY leases_by_area
+         WHERE family = ? AND area = ? AND route > ? ORDER BY route`,
+      ),
+      getCheckpoint: p(
+        `SELECT family, route, value, fencing_token AS fencingToken, lease_id AS leaseId,
+           written_at AS writtenAt, version FROM checkpoints WHERE family = ? AND route = ?`,
+      ),
+      putCheckpoint: p(
+        `INSERT INTO checkpoints (family, route, value, fencing_token, lease_id, written_at, version)
+         VALUES (@family, @route, @value, @fencingToken, @leaseId, @writtenAt, @version)
+         ON CONFLICT (family, route) DO UPDATE SET value = excluded.value,
+           fencing_token = excluded.fencing_token, lease_id = excluded.lease_id,
+           written_at = excluded.written_at, version = excluded.version`,
+      ),
+      getIdem: p(
+        `SELECT family, op, route, request_id AS requestId, digest, status, answer, expires_at AS expiresAt
+         FROM idempotency WHERE family = ? AND op = ? AND route = ? AND request_id = ?`,
+      ),
+      putIdem: p(
+        `INSERT OR REPLACE INTO idempotency (family, op, route, request_id, digest, status, answer, expires_at)
+         VALUES (@family, @op, @route, @requestId, @digest, @status, @answer, @expiresAt)`,
+      ),
+      deleteIdem: p(`DELETE FROM idempotency WHERE family = ? AND op = ? AND route = ? AND request_id = ?`),
+      pruneIdem: p(
+        `DELETE FROM idempotency WHERE (family, op, route, request_id) IN
+           (SELECT family, op, route, request_id FROM idempotency WHERE expires_at <= ? LIMIT ?)`,
+      ),
+      tokenByHash: p(`SELECT ${TOKEN_COLS} FROM tokens WHERE secret_hash = ?`),
+      tokenById: p(`SELECT ${TOKEN_COLS} FROM tokens WHERE id = ?`),
+      insertToken: p(
+        `INSERT INTO tokens (id, secret_hash, name, family, grants, root, kind, created_at, expires_at, revoked_at, created_by)
+         VALUES (@id, @secretHash, @name, @family, @grants, @root, @kind, @createdAt, @expiresAt, @revokedAt, @createdBy)`,
+      ),
+      revokeToken: p(`UPDATE tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`),
+      listTokensAll: p(`SELECT ${TOKEN_COLS} FROM tokens ORDER BY created_at, id`),
+      listTokensFamily: p(`SELECT ${TOKEN_COLS} FROM tokens WHERE family = ? ORDER BY created_at, id`),
+      countTokens: p(`SELECT count(*) FROM tokens`).pluck(),
+      countLiveRoots: p(
+        `SELECT count(*) FROM tokens WHERE root = 1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)`,
+      ).pluck(),
+      getMeta: p(`SELECT value FROM meta WHERE key = ?`).pluck(),
+      initMeta: p(`INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING`),
+    };
+  }
+
+  async revision(family: string): Promise<number> {
+    return (this.s.revision.get(family) as number | undefined) ?? 0;
+  }
+  async bumpRevision(family: string): Promise<number> {
+    return this.s.bumpRevision.get(family) as number;
+  }
+
+  async getSession(idHash: string): Promise<SessionRow | undefined> {
+    return this.s.getSession.get(idHash) as SessionRow | undefined;
+  }
+  async insertSession(row: SessionRow): Promise<void> {
+    this.s.insertSession.run(row);
+  }
+  async setSessionExpiry(idHash: string, expiresAt: number): Promise<void> {
+    this.s.setSessionExpiry.run(expiresAt, idHash);
+  }
+  async deleteSession(idHash: string): Promise<void> {
+    this.s.deleteSession.run(idHash);
+  }
+  async dueSessions(now: number, limit: number): Promise<SessionRow[]> {
+    return this.s.dueSessions.all(now, limit) as SessionRow[];
+  }
+  async listSessions(family: string, ownerId: string | undefined, after: [number, string] | null, limit: number): Promise<SessionRow[]> {
+    // The owner filter is applied while reading so that a page is still `limit` long.
+    const out: SessionRow[] = [];
+    const it = (
+      after ? this.s.listSessionsAfter.iterate(family, after[0], after[1], -1) : this.s.listSessionsFirst.iterate(family, -1)
+    ) as IterableIterator<SessionRow>;
+    for (const row of it) {
+      if (ownerId !== undefined && row.ownerId !== ownerId) continue;
+      out.push(row);
+      if (out.length >= limit) {
+        it.return?.();
+        break;
+      }
+    }
+    return out;
+  }
+  async countSessionLeases(idHash: string): Promise<number> {
+    return this.s.countSessionLeases.get(idHash) as number;
+  }
+
+  async getLease(family: string, route: string): Promise<LeaseRow | undefined> {
+    return this.s.getLease.get(family, route) as LeaseRow | undefined;
+  }
+  async insertLease(row: LeaseRow): Promise<void> {
+    const [realm, area, resource] = routeSegments(row.route);
+    this.s.insertLease.run({ ...row, realm, area, resource });
+  }
+  async updateLeaseRenewal(family: string, route: string, leaseId: string, renewedAt: number, expiresAt: number, ttlMs: number, renewalCount: number): Promise<void> {
+    this.s.renewLease.run(renewedAt, expiresAt, ttlMs, renewalCount, family, route, leaseId);
+  }
+  async deleteLease(family: string, route: string, leaseId: string, fencingToken: number): Promise<boolean> {
+    return this.s.deleteLease.run(family, route, leaseId, fencingToken).changes === 1;
+  }
+  async sessionLeases(idHash: string): Promise<LeaseRow[]> {
+    return this.s.sessionLeases.all(idHash) as LeaseRow[];
+  }
+  async dueLeases(now: number, limit: number): Promise<LeaseRow[]> {
+    return this.s.dueLeases.all(now, limit) as LeaseRow[];
+  }
+  async countLeases(family: string | null): Promise<number> {
+    return (family === null ? this.s.countLeasesAll.get() : this.s.countLeasesFamily.get(family)) as number;
+  }
+
+  /**
+   * Keyset scan in route order over the narrowest index the selector allows:
+   * a route prefix when the realm is literal, else the resource or area index.
+   * Non-indexed positions, expiry and filters are checked per examined row.
+   */
+  async scanLeases(scan: LeaseScan): Promise<LeaseScanResult> {
+    const [realm, area, resource] = scan.triple;
+    const after = scan.after ?? '';
+    let it: IterableIterator<LeaseRow>;
+    if (realm !== null) {
+      const prefix = area !== null ? `lease://${realm}/${area}/` : `lease://${realm}/`;
+      const from = after < prefix ? prefix : after;
+      // `route > from` would skip the prefix itself, which is never a route (routes have a resource).
+      it = this.s.scanRange.iterate(scan.family, from, prefixEnd(prefix)) as IterableIterator<LeaseRow>;
+    } else if (resource !== null) {
+      it = this.s.scanResource.iterate(scan.family, resource, after) as IterableIterator<LeaseRow>;
+    } else if (area !== null) {
+      it = this.s.scanArea.iterate(scan.family, area, after) as IterableIterator<LeaseRow>;
+    } else {
+      it = this.s.scanRange.iterate(scan.family, after, 'lease;') as IterableIterator<LeaseRow>;
+    }
+    const rows: LeaseRow[] = [];
+    let examined = 0;
+    let lastExamined: string | null = null;
+    let exhausted = true;
+    for (const row of it) {
+      examined++;
+      lastExamined = row.route;
+      const [r, a, s] = routeSegments(row.route);
+      if (
+        (realm === null || r === realm) &&
+        (area === null || a === area) &&
+        (resource === null || s === resource) &&
+        row.expiresAt > scan.now &&
+        (scan.ownerId === undefined || row.ownerId === scan.ownerId) &&
+        (scan.incarnation === undefined || row.incarnation === scan.incarnation)
+      ) {
+        rows.push(row);
+      }
+      if (rows.length >= scan.want || examined >= scan.budget) {
+        exhausted = false;
+        it.return?.();
+        break;
+      }
+    }
+    return { rows, examined, lastExamined, exhausted };
+  }
+
+  async getCheckpoint(family: string, route: string): Promise<CheckpointRow | undefined> {
+    return this.s.getCheckpoint.get(family, route) as CheckpointRow | undefined;
+  }
+  async putCheckpoint(row: CheckpointRow): Promise<void> {
+    this.s.putCheckpoint.run(row);
+  }
+
+  async getIdempotency(family: string, op: string, route: string, requestId: string): Promise<IdempotencyRow | undefined> {
+    return this.s.getIdem.get(family, op, route, requestId) as IdempotencyRow | undefined;
+  }
+  async putIdempotency(row: IdempotencyRow): Promise<void> {
+    this.s.putIdem.run(row);
+  }
+  async deleteIdempotency(family: string, op: string, route: string, requestId: string): Promise<void> {
+    this.s.deleteIdem.run(family, op, route, requestId);
+  }
+  async pruneIdempotency(now: number, limit: number): Promise<number> {
+    return this.s.pruneIdem.run(now, limit).changes;
+  }
+
+  async getTokenByHash(secretHash: string): Promise<TokenRow | undefined> {
+    return tokenFromRaw(this.s.tokenByHash.get(secretHash) as RawToken | undefined);
+  }
+  async getToken(id: string): Promise<TokenRow | undefined> {
+    return tokenFromRaw(this.s.tokenById.get(id) as RawToken | undefined);
+  }
+  async insertToken(row: TokenRow): Promise<void> {
+    this.s.insertToken.run({ ...row, grants: JSON.stringify(row.grants), root: row.root ? 1 : 0 });
+  }
+  async revokeToken(id: string, at: number): Promise<void> {
+    this.s.revokeToken.run(at, id);
+  }
+  async listTokens(family: string | null): Promise<TokenRow[]> {
+    const raws = (family === null ? this.s.listTokensAll.all() : this.s.listTokensFamily.all(family)) as RawToken[];
+    return raws.map((r) => tokenFromRaw(r)!);
+  }
+  async countTokens(): Promise<number> {
+    return this.s.countTokens.get() as number;
+  }
+  async countLiveRootTokens(now: number): Promise<number> {
+    return this.s.countLiveRoots.get(now) as number;
+  }
+
+  async getMeta(key: string): Promise<string | undefined> {
+    return this.s.getMeta.get(key) as string | undefined;
+  }
+  async initMeta(key: string, value: string): Promise<string> {
+    this.s.initMeta.run(key, value);
+    return this.s.getMeta.get(key) as string;
+  }
+}

@@ -1,0 +1,192 @@
+/**
+ * The store boundary. Two backends sit behind it: the embedded SQLite store
+ * (server/store/sqlite) and, later, PostgreSQL. Everything above it talks to
+ * the store only through `atomic()` and the asynchronous `Tx` it hands out, so
+ * nothing above assumes the store is in-process: a PostgreSQL `Tx` is one
+ * database transaction with row locks, an SQLite `Tx` one savepoint inside a
+ * group-committed transaction.
+ *
+ * Time belongs to the store (backend time): `tx.now` is read once when the
+ * atomic step starts, from the injected clock (SQLite) or the database clock
+ * (PostgreSQL, after its locks are taken).
+ */
+
+import type { Triple } from '@/lib/selector';
+
+export type Family = string & { readonly __brand: 'Family' };
+
+export interface SessionRow {
+  family: string;
+  /** SHA-256 of the session secret; the secret itself is never stored. */
+  idHash: string;
+  incarnation: string;
+  ownerId: string;
+  ttlMs: number;
+  createdAt: number;
+  expiresAt: number;
+}
+
+export interface LeaseRow {
+  family: string;
+  route: string;
+  leaseId: string;
+  fencingToken: number;
+  sessionHash: string;
+  ownerId: string;
+  incarnation: string;
+  acquiredAt: number;
+  renewedAt: number;
+  expiresAt: number;
+  maxExpiresAt: number;
+  ttlMs: number;
+  renewalCount: number;
+  /** Revision of the change that created this lease. */
+  revision: number;
+  /** The metadata object as canonical JSON text, or null. */
+  metadata: string | null;
+}
+
+export interface CheckpointRow {
+  family: string;
+  route: string;
+  /** The JSON value as text, so it round-trips exactly. */
+  value: string;
+  fencingToken: number;
+  leaseId: string;
+  writtenAt: number;
+  version: number;
+}
+
+export interface IdempotencyRow {
+  family: string;
+  op: string;
+  route: string;
+  requestId: string;
+  digest: string;
+  status: number;
+  /** The original answer's payload, as JSON text. */
+  answer: string;
+  expiresAt: number;
+}
+
+export interface TokenRow {
+  id: string;
+  secretHash: string;
+  name: string;
+  family: string;
+  grants: string[];
+  root: boolean;
+  kind: 'api' | 'embed';
+  createdAt: number;
+  expiresAt: number | null;
+  revokedAt: number | null;
+  createdBy: string | null;
+}
+
+export interface LeaseScan {
+  family: string;
+  triple: Triple;
+  /** Keyset position: only routes strictly greater than this are examined. */
+  after: string | null;
+  /** Stop after this many matches. */
+  want: number;
+  /** Stop after examining this many stored routes. */
+  budget: number;
+  now: number;
+  ownerId?: string;
+  incarnation?: string;
+}
+
+export interface LeaseScanResult {
+  rows: LeaseRow[];
+  examined: number;
+  /** The last route examined (the keyset position to resume from), or null if none. */
+  lastExamined: string | null;
+  /** True when the index range was read to its end. */
+  exhausted: boolean;
+}
+
+/** One atomic step's view of the store. Every method is asynchronous by design. */
+export interface Tx {
+  /** Backend time in epoch milliseconds, fixed for this step. */
+  readonly now: number;
+
+  /** The current revision of a family (0 when it has never changed). */
+  revision(family: string): Promise<number>;
+  /** Increment the family's revision and return the new value. */
+  bumpRevision(family: string): Promise<number>;
+
+  getSession(idHash: string): Promise<SessionRow | undefined>;
+  insertSession(row: SessionRow): Promise<void>;
+  setSessionExpiry(idHash: string, expiresAt: number): Promise<void>;
+  deleteSession(idHash: string): Promise<void>;
+  /** Sessions whose expiry is at or before `now`, earliest first. */
+  dueSessions(now: number, limit: number): Promise<SessionRow[]>;
+  listSessions(family: string, ownerId: string | undefined, after: [number, string] | null, limit: number): Promise<SessionRow[]>;
+  countSessionLeases(idHash: string): Promise<number>;
+
+  getLease(family: string, route: string): Promise<LeaseRow | undefined>;
+  insertLease(row: LeaseRow): Promise<void>;
+  /** Update renewal fields of the lease with this exact lease_id and token. */
+  updateLeaseRenewal(family: string, route: string, leaseId: string, renewedAt: number, expiresAt: number, ttlMs: number, renewalCount: number): Promise<void>;
+  /** Compare-and-delete: remove only the lease with this exact lease_id and token. */
+  deleteLease(family: string, route: string, leaseId: string, fencingToken: number): Promise<boolean>;
+  sessionLeases(idHash: string): Promise<LeaseRow[]>;
+  /** Leases whose expiry is at or before `now`, earliest first. */
+  dueLeases(now: number, limit: number): Promise<LeaseRow[]>;
+  scanLeases(scan: LeaseScan): Promise<LeaseScanResult>;
+  countLeases(family: string | null): Promise<number>;
+
+  getCheckpoint(family: string, route: string): Promise<CheckpointRow | undefined>;
+  putCheckpoint(row: CheckpointRow): Promise<void>;
+
+  getIdempotency(family: string, op: string, route: string, requestId: string): Promise<IdempotencyRow | undefined>;
+  putIdempotency(row: IdempotencyRow): Promise<void>;
+  deleteIdempotency(family: string, op: string, route: string, requestId: string): Promise<void>;
+  pruneIdempotency(now: number, limit: number): Promise<number>;
+
+  getTokenByHash(secretHash: string): Promise<TokenRow | undefined>;
+  getToken(id: string): Promise<TokenRow | undefined>;
+  insertToken(row: TokenRow): Promise<void>;
+  revokeToken(id: string, at: number): Promise<void>;
+  listTokens(family: string | null): Promise<TokenRow[]>;
+  countTokens(): Promise<number>;
+  countLiveRootTokens(now: number): Promise<number>;
+
+  getMeta(key: string): Promise<string | undefined>;
+  /** Set a meta value only if it is absent; returns the value now stored. */
+  initMeta(key: string, value: string): Promise<string>;
+}
+
+export interface StoreInfo {
+  kind: 'sqlite' | 'postgres';
+  epoch: string;
+}
+
+/** Thrown by a backend that cannot answer safely. `maybeCommitted` means the step may have taken effect. */
+export class StoreUnavailableError extends Error {
+  constructor(
+    message: string,
+    readonly maybeCommitted: boolean,
+  ) {
+    super(message);
+    this.name = 'StoreUnavailableError';
+  }
+}
+
+export interface Store {
+  readonly kind: 'sqlite' | 'postgres';
+  /**
+   * Run `fn` as one atomic, isolated step and resolve once its effects are
+   * durable (committed). If `fn` throws, none of its writes take effect and
+   * the error is rethrown. Never runs two steps' writes interleaved.
+   * `fn` must only await the `Tx` it is given.
+   */
+  atomic<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
+  /** Backend time now, for decisions outside a step (cache ages, timers). */
+  now(): number;
+  /** The store's epoch (created with the store, never changes). */
+  epoch(): string;
+  /** Flush pending work and release the store. */
+  close(): Promise<void>;
+}
