@@ -198,10 +198,20 @@ export class LeaseEngine {
   private async run<T>(fn: (step: Step) => Promise<T>): Promise<T> {
     let step: Step | undefined;
     let value: T;
+    let refusal: LeaseholdError | undefined;
     try {
       value = await this.store.atomic(async (tx: Tx) => {
         step = newStep(tx);
-        return fn(step);
+        try {
+          return await fn(step);
+        } catch (e) {
+          // A domain refusal still commits the housekeeping the step did
+          // before refusing (expirations it processed); any other error
+          // rolls the whole step back.
+          if (!(e instanceof LeaseholdError)) throw e;
+          refusal = e;
+          return undefined as T;
+        }
       });
     } catch (e) {
       if (step) {
@@ -222,6 +232,7 @@ export class LeaseEngine {
       r.waiter.reject(r.error);
     }
     for (const g of done.grants) this.deliver(g);
+    if (refusal) throw refusal;
     return value;
   }
 

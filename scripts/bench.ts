@@ -1,0 +1,561 @@
+/**
+ * `npm run bench`: Leasehold against a bare Node HTTP server (the floor), on
+ * loopback, in one run. Method and figures: docs/benchmarks.md.
+ *
+ * 1. acquire → release cycles at 1, 16 and 64 concurrent workers, each worker
+ *    with its own session and its own small set of routes, against the floor
+ *    (scripts/bench-floor.ts) and Leasehold (synchronous=NORMAL) side by side;
+ *    then Leasehold with LEASEHOLD_SYNC=full (a separate server) at 1 and 64.
+ * 2. LIST page latency with 100,000 held leases: an exact-prefix selector, a
+ *    walk of `lease://acme/**` with the cursor, and a resource selector.
+ *
+ * Every server is a child process (API only, NODE_ENV=production, fresh temp
+ * data dir); the load generator is this process (node:http, keep-alive).
+ * Prints tables, writes the raw figures to bench-results.json. Knobs (for
+ * quick trials only; the documented figures use the defaults):
+ * BENCH_DURATION_S (5), BENCH_WARMUP_S (1), BENCH_LIST_LEASES (100000).
+ */
+
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { Agent, request } from 'node:http';
+import { cpus, tmpdir, totalmem } from 'node:os';
+import { dirname, join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+const SERVER = join(ROOT, 'dist', 'server.mjs');
+const DURATION_MS = Number(process.env.BENCH_DURATION_S ?? 5) * 1000;
+const WARMUP_MS = Number(process.env.BENCH_WARMUP_S ?? 1) * 1000;
+const LIST_LEASES = Number(process.env.BENCH_LIST_LEASES ?? 100_000);
+const LEVELS = [1, 16, 64];
+const ROUTES_PER_WORKER = 8;
+const TOKEN = `lh_bench_${Math.random().toString(36).slice(2)}${Math.random().toString(36).slice(2)}`;
+const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
+
+// ---- child processes ----------------------------------------------------------
+
+interface Child {
+  name: string;
+  proc: ChildProcess;
+  url: string;
+  host: string;
+  port: number;
+  dataDir?: string;
+}
+
+const live = new Set<ChildProcess>();
+const tempDirs: string[] = [];
+
+function killAll(): void {
+  for (const p of live) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
+  for (const d of tempDirs) rmSync(d, { recursive: true, force: true });
+}
+process.on('exit', killAll);
+for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(sig, () => {
+    killAll();
+    process.exit(130);
+  });
+}
+// The run must stop by itself, whatever happens.
+setTimeout(() => {
+  console.error('bench: watchdog: still running after 8 minutes, giving up');
+  process.exit(1);
+}, 8 * 60_000).unref();
+
+function startChild(name: string, args: string[], env: Record<string, string>): Promise<Child> {
+  const proc = spawn(process.execPath, args, {
+    cwd: ROOT,
+    env: { ...process.env, NODE_ENV: 'production', HOST: '127.0.0.1', PORT: '0', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  live.add(proc);
+  let out = '';
+  // Keep draining the pipes for the child's whole life (bounded memory).
+  const keep = (d: Buffer) => {
+    out = (out + d.toString()).slice(-16_384);
+  };
+  proc.stdout!.on('data', keep);
+  proc.stderr!.on('data', keep);
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${name} did not start within 30 s:\n${out}`)), 30_000);
+    const onExit = (code: number | null, sig: string | null) => {
+      clearTimeout(timer);
+      reject(new Error(`${name} exited (${code ?? sig}) before listening:\n${out}`));
+    };
+    proc.once('exit', onExit);
+    proc.stdout!.on('data', function watch() {
+      const m = /listening on (http:\/\/[^\s,)]+)/.exec(out);
+      if (!m) return;
+      proc.stdout!.off('data', watch);
+      proc.off('exit', onExit);
+      clearTimeout(timer);
+      const u = new URL(m[1]!);
+      resolve({ name, proc, url: u.origin, host: u.hostname, port: Number(u.port) });
+    });
+  });
+}
+
+async function startLeasehold(sync: 'normal' | 'full'): Promise<Child> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'leasehold-bench-'));
+  tempDirs.push(dataDir);
+  const c = await startChild(`leasehold (sync=${sync})`, [SERVER], {
+    LEASEHOLD_CONSOLE: 'off',
+    LEASEHOLD_DATA_DIR: dataDir,
+    LEASEHOLD_SYNC: sync,
+    LEASEHOLD_BOOTSTRAP_TOKEN: TOKEN,
+  });
+  return { ...c, dataDir };
+}
+
+function startFloor(): Promise<Child> {
+  return startChild('floor', ['--import', 'tsx', join(ROOT, 'scripts', 'bench-floor.ts')], {});
+}
+
+async function stopChild(c: Child): Promise<void> {
+  const p = c.proc;
+  if (p.exitCode === null && p.signalCode === null) {
+    const exited = new Promise<void>((r) => p.once('exit', () => r()));
+    p.kill('SIGTERM');
+    const t = setTimeout(() => p.kill('SIGKILL'), 5_000);
+    await exited;
+    clearTimeout(t);
+  }
+  live.delete(p);
+  if (c.dataDir) rmSync(c.dataDir, { recursive: true, force: true });
+}
+
+/** CPU seconds (user + system) a process has used so far, from /proc. */
+function cpuSeconds(pid: number | undefined): number {
+  if (pid === undefined) return NaN;
+  if (pid === process.pid) {
+    const u = process.cpuUsage();
+    return (u.user + u.system) / 1e6;
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) / CLK_TCK;
+  } catch {
+    return NaN;
+  }
+}
+
+// ---- HTTP client --------------------------------------------------------------
+
+const agent = new Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 256 });
+
+interface Res {
+  status: number;
+  body: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+}
+
+function send(t: Child, method: string, path: string, body?: unknown): Promise<Res> {
+  const payload = body === undefined ? undefined : JSON.stringify(body);
+  const headers: Record<string, string | number> = { Authorization: `Bearer ${TOKEN}` };
+  if (payload !== undefined) {
+    headers['Content-Type'] = 'application/json';
+    headers['Content-Length'] = Buffer.byteLength(payload);
+  }
+  return new Promise((resolve, reject) => {
+    const req = request({ host: t.host, port: t.port, method, path, headers, agent }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        let parsed: unknown = text;
+        try {
+          parsed = JSON.parse(text);
+        } catch {
+          // leave as text
+        }
+        resolve({ status: res.statusCode ?? 0, body: parsed });
+      });
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
+function leasePath(route: string, action?: string): string {
+  const p = `/api/v1/leases/${route.slice('lease://'.length).split('/').map(encodeURIComponent).join('/')}`;
+  return action ? `${p}/${action}` : p;
+}
+
+async function openSession(t: Child, owner: string): Promise<string> {
+  const r = await send(t, 'POST', '/api/v1/sessions', { owner_id: owner, ttl_ms: 300_000 });
+  if (r.status !== 201) throw new Error(`${t.name}: open session: ${r.status} ${JSON.stringify(r.body)}`);
+  return r.body.session.session_id as string;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function pct(sorted: number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+}
+
+function summary(samples: number[]): { n: number; p50_ms: number; p99_ms: number; max_ms: number } {
+  const s = [...samples].sort((a, b) => a - b);
+  const r3 = (x: number) => Math.round(x * 1000) / 1000;
+  return { n: s.length, p50_ms: r3(pct(s, 50)), p99_ms: r3(pct(s, 99)), max_ms: r3(s[s.length - 1] ?? NaN) };
+}
+
+// ---- acquire → release cycles -------------------------------------------------
+
+interface CycleResult {
+  target: string;
+  workers: number;
+  cycles: number;
+  seconds: number;
+  cycles_per_s: number;
+  p50_ms: number;
+  p99_ms: number;
+  max_ms: number;
+  errors: number;
+  error_codes: Record<string, number>;
+  /** Share of one core the server process used during the measured window. */
+  server_cpu: number;
+  /** Share of one core this load generator used. */
+  client_cpu: number;
+  server_cpu_us_per_cycle: number;
+}
+
+let levelSeq = 0;
+
+async function cycles(t: Child, label: string, workers: number): Promise<CycleResult> {
+  const tag = `${label}-${++levelSeq}`;
+  const sessions = await Promise.all(Array.from({ length: workers }, (_, w) => openSession(t, `bench-${tag}-${w}`)));
+  const start = performance.now();
+  const from = start + WARMUP_MS;
+  const end = from + DURATION_MS;
+  const lat: number[] = [];
+  const errorCodes: Record<string, number> = {};
+  let errors = 0;
+  const cpu = { server0: NaN, client0: NaN, server1: NaN, client1: NaN };
+  const mark0 = setTimeout(() => {
+    cpu.server0 = cpuSeconds(t.proc.pid);
+    cpu.client0 = cpuSeconds(process.pid);
+  }, WARMUP_MS);
+  const mark1 = setTimeout(() => {
+    cpu.server1 = cpuSeconds(t.proc.pid);
+    cpu.client1 = cpuSeconds(process.pid);
+  }, WARMUP_MS + DURATION_MS);
+
+  const note = (r: Res) => {
+    const code = `${r.status} ${typeof r.body === 'object' && r.body ? r.body.code : ''}`.trim();
+    errorCodes[code] = (errorCodes[code] ?? 0) + 1;
+  };
+
+  await Promise.all(
+    sessions.map(async (session_id, w) => {
+      const routes = Array.from({ length: ROUTES_PER_WORKER }, (_, k) => leasePath(`lease://bench/${tag}-w${w}/r-${k}`));
+      let k = 0;
+      while (performance.now() < end) {
+        const base = routes[k % routes.length]!;
+        const n = k++;
+        const t0 = performance.now();
+        const a = await send(t, 'POST', `${base}/acquire`, { session_id, request_id: `${tag}-${w}-${n}-a`, ttl_ms: 30_000 });
+        let ok = a.status === 200;
+        if (ok) {
+          const r = await send(t, 'POST', `${base}/release`, {
+            session_id,
+            request_id: `${tag}-${w}-${n}-r`,
+            lease_id: a.body.lease.lease_id,
+            fencing_token: a.body.lease.fencing_token,
+          });
+          ok = r.status === 200;
+          if (!ok) note(r);
+        } else note(a);
+        const t1 = performance.now();
+        if (t1 >= from && t1 <= end) {
+          if (ok) lat.push(t1 - t0);
+          else errors++;
+        }
+      }
+    }),
+  );
+  clearTimeout(mark0);
+  clearTimeout(mark1);
+  if (Number.isNaN(cpu.server1)) {
+    cpu.server1 = cpuSeconds(t.proc.pid);
+    cpu.client1 = cpuSeconds(process.pid);
+  }
+  const seconds = DURATION_MS / 1000;
+  const s = summary(lat);
+  const serverCpu = cpu.server1 - cpu.server0;
+  return {
+    target: t.name,
+    workers,
+    cycles: lat.length,
+    seconds,
+    cycles_per_s: Math.round(lat.length / seconds),
+    p50_ms: s.p50_ms,
+    p99_ms: s.p99_ms,
+    max_ms: s.max_ms,
+    errors,
+    error_codes: errorCodes,
+    server_cpu: Math.round((serverCpu / seconds) * 100) / 100,
+    client_cpu: Math.round(((cpu.client1 - cpu.client0) / seconds) * 100) / 100,
+    server_cpu_us_per_cycle: lat.length ? Math.round((serverCpu / lat.length) * 1e6) : NaN,
+  };
+}
+
+// ---- LIST with many held leases -----------------------------------------------
+
+function seedRoutes(total: number): string[] {
+  // acme: 100 areas × 960 resources; globex and initech: 10 areas × 200 each
+  // (100,000 in all at the default size). Smaller totals scale acme down.
+  const others: string[] = [];
+  for (const realm of ['globex', 'initech']) for (let a = 0; a < 10; a++) for (let r = 0; r < 200; r++) others.push(`lease://${realm}/area-${a}/res-${r}`);
+  const acmePerArea = Math.max(200, Math.floor((total - others.length) / 100));
+  const acme: string[] = [];
+  for (let a = 0; a < 100; a++) for (let r = 0; r < acmePerArea; r++) acme.push(`lease://acme/area-${a}/res-${r}`);
+  return [...acme, ...others];
+}
+
+interface ListResult {
+  case: string;
+  selector: string;
+  pages: number;
+  items_per_page_min: number;
+  items_per_page_max: number;
+  p50_ms: number;
+  p99_ms: number;
+  max_ms: number;
+}
+
+async function listPage(t: Child, selector: string, cursor?: string): Promise<{ ms: number; items: unknown[]; next: string | null }> {
+  const q = new URLSearchParams({ selector, limit: '100' });
+  if (cursor) q.set('cursor', cursor);
+  const t0 = performance.now();
+  const r = await send(t, 'GET', `/api/v1/leases?${q}`);
+  const ms = performance.now() - t0;
+  if (r.status !== 200) throw new Error(`list ${selector}: ${r.status} ${JSON.stringify(r.body)}`);
+  return { ms, items: r.body.items as unknown[], next: r.body.next_cursor as string | null };
+}
+
+function listResult(name: string, selector: string, samples: Array<{ ms: number; items: unknown[] }>): ListResult {
+  const s = summary(samples.map((x) => x.ms));
+  const counts = samples.map((x) => x.items.length);
+  return {
+    case: name,
+    selector,
+    pages: s.n,
+    items_per_page_min: Math.min(...counts),
+    items_per_page_max: Math.max(...counts),
+    p50_ms: s.p50_ms,
+    p99_ms: s.p99_ms,
+    max_ms: s.max_ms,
+  };
+}
+
+async function listBench(t: Child): Promise<{ seed: Record<string, number>; results: ListResult[]; walk: Record<string, number> }> {
+  const routes = seedRoutes(LIST_LEASES);
+  const sessions = await Promise.all(Array.from({ length: 8 }, (_, i) => openSession(t, `seed-${i}`)));
+  const keepalive = setInterval(() => {
+    for (const session_id of sessions) void send(t, 'POST', '/api/v1/sessions/keepalive', { session_id }).catch(() => {});
+  }, 30_000);
+  try {
+    // Seed: 64 concurrent acquire loops over HTTP.
+    const t0 = performance.now();
+    let next = 0;
+    let failed = 0;
+    await Promise.all(
+      Array.from({ length: 64 }, async () => {
+        while (next < routes.length) {
+          const i = next++;
+          const r = await send(t, 'POST', leasePath(routes[i]!, 'acquire'), { session_id: sessions[i % sessions.length], request_id: `seed-${i}`, ttl_ms: 600_000 });
+          if (r.status !== 200) failed++;
+        }
+      }),
+    );
+    const seedSeconds = (performance.now() - t0) / 1000;
+    if (failed) throw new Error(`seeding: ${failed} acquires failed`);
+    const seed = { leases: routes.length, seconds: Math.round(seedSeconds * 10) / 10, acquires_per_s: Math.round(routes.length / seedSeconds) };
+    console.log(`seeded ${routes.length} held leases in ${seed.seconds} s (${seed.acquires_per_s} acquires/s, 64 concurrent)`);
+
+    const results: ListResult[] = [];
+    const N = 300;
+    const warm = async (sel: string) => {
+      for (let i = 0; i < 20; i++) await listPage(t, sel);
+    };
+
+    // (a) exact prefix: one area, first page, rotating over the areas.
+    await warm('lease://acme/area-7/*');
+    const a: Array<{ ms: number; items: unknown[] }> = [];
+    for (let i = 0; i < N; i++) a.push(await listPage(t, `lease://acme/area-${(7 + i * 13) % 100}/*`));
+    results.push(listResult('(a) exact prefix, first page', 'lease://acme/area-{N}/*', a));
+
+    // (b) a realm walked with the cursor, 100 items a page, from start to end.
+    await warm('lease://acme/**');
+    const b: Array<{ ms: number; items: unknown[] }> = [];
+    let cursor: string | undefined;
+    let walked = 0;
+    const seen = new Set<string>();
+    const walkStart = performance.now();
+    do {
+      const p = await listPage(t, 'lease://acme/**', cursor);
+      b.push(p);
+      walked += p.items.length;
+      for (const it of p.items as Array<{ route: string }>) seen.add(it.route);
+      cursor = p.next ?? undefined;
+    } while (cursor);
+    const walkSeconds = (performance.now() - walkStart) / 1000;
+    const acmeCount = routes.filter((r) => r.startsWith('lease://acme/')).length;
+    if (walked !== acmeCount || seen.size !== acmeCount) throw new Error(`walk of lease://acme/** returned ${walked} items (${seen.size} distinct), expected ${acmeCount}`);
+    results.push(listResult('(b) lease://acme/** walked with the cursor, every page', 'lease://acme/**', b));
+    const walk = { pages: b.length, items: walked, seconds: Math.round(walkSeconds * 100) / 100 };
+
+    // (c) resource in every realm and area: first page, rotating over resources.
+    await warm('lease://*/*/res-42');
+    const c: Array<{ ms: number; items: unknown[] }> = [];
+    for (let i = 0; i < N; i++) c.push(await listPage(t, `lease://*/*/res-${(42 + i * 7) % 200}`));
+    results.push(listResult('(c) resource wildcard, first page', 'lease://*/*/res-{N}', c));
+
+    return { seed, results, walk };
+  } finally {
+    clearInterval(keepalive);
+  }
+}
+
+// ---- output -------------------------------------------------------------------
+
+function table(head: string[], rows: Array<Array<string | number>>): string {
+  const cells = [head, ...rows.map((r) => r.map(String))];
+  const w = head.map((_, i) => Math.max(...cells.map((r) => r[i]!.length)));
+  const line = (r: string[]) => r.map((c, i) => (i === 0 ? c.padEnd(w[i]!) : c.padStart(w[i]!))).join('  ');
+  return [line(cells[0]!), w.map((n) => '-'.repeat(n)).join('  '), ...cells.slice(1).map(line)].join('\n');
+}
+
+const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : '-');
+
+async function main(): Promise<void> {
+  if (!existsSync(SERVER)) {
+    console.log('dist/server.mjs is missing: npm run build:server');
+    const r = spawnSync('npm', ['run', 'build:server'], { cwd: ROOT, stdio: 'inherit' });
+    if (r.status !== 0) throw new Error('npm run build:server failed');
+  }
+  const machine = {
+    cpus: cpus().length,
+    cpu_model: cpus()[0]?.model ?? 'unknown',
+    memory_gib: Math.round(totalmem() / 2 ** 30),
+    node: process.version,
+    platform: `${process.platform} ${process.arch}`,
+  };
+  console.log(`bench: ${machine.cpus} × ${machine.cpu_model}, Node ${machine.node}; ${WARMUP_MS / 1000} s warm-up + ${DURATION_MS / 1000} s per level\n`);
+
+  const floor = await startFloor();
+  const normal = await startLeasehold('normal');
+  const rows: CycleResult[] = [];
+  const pairs: Array<{ workers: number; floor: CycleResult; leasehold: CycleResult; ratio: number }> = [];
+  for (const workers of LEVELS) {
+    const fl = await cycles(floor, 'floor', workers);
+    const lh = await cycles(normal, 'normal', workers);
+    rows.push(fl, lh);
+    const ratio = Math.round((lh.cycles_per_s / fl.cycles_per_s) * 1000) / 1000;
+    pairs.push({ workers, floor: fl, leasehold: lh, ratio });
+    console.log(`${workers} workers: floor ${fl.cycles_per_s}/s, leasehold ${lh.cycles_per_s}/s (× ${ratio})`);
+  }
+  await stopChild(floor);
+  await stopChild(normal);
+
+  const full = await startLeasehold('full');
+  const fullRows: CycleResult[] = [];
+  for (const workers of [1, 64]) {
+    const r = await cycles(full, 'full', workers);
+    fullRows.push(r);
+    console.log(`${workers} workers, sync=full: ${r.cycles_per_s}/s`);
+  }
+  await stopChild(full);
+
+  console.log(`\nseeding ${LIST_LEASES} leases for LIST …`);
+  const listServer = await startLeasehold('normal');
+  const list = await listBench(listServer);
+  await stopChild(listServer);
+
+  // ---- report
+  console.log('\nacquire → release cycles (2 POSTs a cycle), keep-alive HTTP on loopback\n');
+  console.log(
+    table(
+      ['workers', 'floor cyc/s', 'p50 ms', 'p99 ms', 'leasehold cyc/s', 'p50 ms', 'p99 ms', 'ratio', 'lh CPU µs/cyc', 'errors'],
+      pairs.map((p) => [
+        p.workers,
+        p.floor.cycles_per_s,
+        f1(p.floor.p50_ms),
+        f1(p.floor.p99_ms),
+        p.leasehold.cycles_per_s,
+        f1(p.leasehold.p50_ms),
+        f1(p.leasehold.p99_ms),
+        p.ratio.toFixed(2),
+        p.leasehold.server_cpu_us_per_cycle,
+        p.floor.errors + p.leasehold.errors,
+      ]),
+    ),
+  );
+  const at64 = pairs.find((p) => p.workers === 64)!;
+  const target = at64.ratio >= 0.4;
+  console.log(`\ntarget at 64 workers: leasehold ≥ 0.4 × floor → ${at64.ratio.toFixed(2)} × (${target ? 'met' : 'NOT met'})`);
+
+  console.log('\nsynchronous=FULL (LEASEHOLD_SYNC=full) against NORMAL\n');
+  console.log(
+    table(
+      ['workers', 'normal cyc/s', 'p50 ms', 'p99 ms', 'full cyc/s', 'p50 ms', 'p99 ms', 'full/normal'],
+      fullRows.map((f) => {
+        const n = pairs.find((p) => p.workers === f.workers)!.leasehold;
+        return [f.workers, n.cycles_per_s, f1(n.p50_ms), f1(n.p99_ms), f.cycles_per_s, f1(f.p50_ms), f1(f.p99_ms), (f.cycles_per_s / n.cycles_per_s).toFixed(2)];
+      }),
+    ),
+  );
+
+  console.log(`\nLIST, limit=100, with ${list.seed.leases} held leases (one client, sequential)\n`);
+  console.log(
+    table(
+      ['case', 'selector', 'pages', 'items/page', 'p50 ms', 'p99 ms', 'max ms'],
+      list.results.map((r) => [
+        r.case,
+        r.selector,
+        r.pages,
+        r.items_per_page_min === r.items_per_page_max ? r.items_per_page_min : `${r.items_per_page_min}–${r.items_per_page_max}`,
+        f1(r.p50_ms),
+        f1(r.p99_ms),
+        f1(r.max_ms),
+      ]),
+    ),
+  );
+  console.log(`\nfull walk of lease://acme/**: ${list.walk.items} items in ${list.walk.pages} pages, ${list.walk.seconds} s`);
+
+  const allRows = [...rows, ...fullRows];
+  const errs = allRows.filter((r) => r.errors > 0);
+  for (const r of errs) console.log(`errors: ${r.target} at ${r.workers} workers: ${JSON.stringify(r.error_codes)}`);
+  console.log('\nCPU (share of one core) during the measured windows:');
+  console.log(
+    table(
+      ['target', 'workers', 'server CPU', 'client CPU', 'server µs/cycle'],
+      allRows.map((r) => [r.target, r.workers, r.server_cpu.toFixed(2), r.client_cpu.toFixed(2), r.server_cpu_us_per_cycle]),
+    ),
+  );
+
+  const out = {
+    date: new Date().toISOString(),
+    machine,
+    config: { warmup_s: WARMUP_MS / 1000, duration_s: DURATION_MS / 1000, levels: LEVELS, routes_per_worker: ROUTES_PER_WORKER, list_leases: LIST_LEASES },
+    cycles: { pairs, full: fullRows },
+    target_64: { ratio: at64.ratio, met: target },
+    list,
+  };
+  writeFileSync(join(ROOT, 'bench-results.json'), `${JSON.stringify(out, null, 2)}\n`);
+  console.log('\nraw results: bench-results.json');
+  agent.destroy();
+}
+
+main().then(
+  () => process.exit(0),
+  (e: unknown) => {
+    console.error(`bench: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,105 @@
+/**
+ * An engine over a real SQLite store in a temporary directory, with a manual
+ * clock: engine tests move time instead of sleeping.
+ */
+
+import { rmSync } from 'node:fs';
+import { LeaseEngine, type AcquireInput, type EngineOptions } from '../engine/engine';
+import type { EngineEvent, LeaseChange } from '../engine/events';
+import { requestDigest } from '../engine/ids';
+import type { Principal } from '../engine/tokens';
+import { SqliteStore } from '../store/sqlite/sqlite-store';
+import { ManualClock, rid, tempDir } from './harness';
+
+const SECRET = 'lh_engine_test_bootstrap_secret_0123456789';
+
+export interface EngineFixture {
+  clock: ManualClock;
+  engine: LeaseEngine;
+  admin: Principal;
+  dir: string;
+  /** Every event published since start (or the last restart). */
+  events: EngineEvent[];
+  changes(): LeaseChange[];
+  open(ownerId?: string, ttlMs?: number): Promise<string>;
+  acquire(route: string, sessionId: string, extra?: Partial<AcquireInput> & { body?: Record<string, unknown> }): ReturnType<LeaseEngine['acquire']>;
+  /** Close and reopen the engine on the same directory (same clock). */
+  restart(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function engineFixture(opts: EngineOptions = {}): Promise<EngineFixture> {
+  const clock = new ManualClock();
+  const dir = tempDir('leasehold-engine-');
+  const events: EngineEvent[] = [];
+  const boot = async () => {
+    const engine = new LeaseEngine(new SqliteStore({ dataDir: dir, clock: clock.now }), {
+      sweepIntervalMs: 3_600_000,
+      bootstrapSecret: SECRET,
+      ...opts,
+    });
+    engine.events.subscribe((e) => events.push(e));
+    await engine.start();
+    return engine;
+  };
+  const f: EngineFixture = {
+    clock,
+    engine: await boot(),
+    admin: undefined as unknown as Principal,
+    dir,
+    events,
+    changes: () => events.filter((e): e is LeaseChange => e.type === 'change'),
+    async open(ownerId = 'worker', ttlMs = 15_000) {
+      return (await f.engine.openSession(f.admin, ownerId, ttlMs)).session.session_id;
+    },
+    acquire(route, sessionId, extra = {}) {
+      const requestId = extra.requestId ?? rid();
+      const body = extra.body ?? { session_id: sessionId, request_id: requestId };
+      return f.engine.acquire(f.admin, route, {
+        sessionId,
+        requestId,
+        ttlMs: 30_000,
+        maxLifetimeMs: 3_600_000,
+        waitMs: 0,
+        metadata: null,
+        digest: requestDigest(body),
+        ...extra,
+      });
+    },
+    async restart() {
+      await f.engine.stop();
+      events.length = 0;
+      f.engine = await boot();
+      f.admin = await f.engine.tokens.authenticate(SECRET);
+    },
+    async close() {
+      await f.engine.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  f.admin = await f.engine.tokens.authenticate(SECRET);
+  return f;
+}
+
+/** A renew/release/checkpoint proof from an acquire answer. */
+export function proofOf(sessionId: string, lease: { lease_id: string; fencing_token: number }, requestId = rid()) {
+  return {
+    sessionId,
+    requestId,
+    leaseId: lease.lease_id,
+    fencingToken: lease.fencing_token,
+    digest: requestDigest({ session_id: sessionId, request_id: requestId, lease_id: lease.lease_id, fencing_token: lease.fencing_token }),
+  };
+}
+
+/** Await a promise expected to reject with a LeaseholdError of this code; returns the error. */
+export async function rejectsWith(p: Promise<unknown>, code: string): Promise<{ code: string; retryable: boolean; retryAfterMs?: number }> {
+  try {
+    await p;
+  } catch (e) {
+    const err = e as { code?: string; retryable: boolean; retryAfterMs?: number };
+    if (err.code !== code) throw new Error(`expected ${code}, got ${err.code ?? String(e)}`);
+    return err as { code: string; retryable: boolean; retryAfterMs?: number };
+  }
+  throw new Error(`expected ${code}, but it succeeded`);
+}
