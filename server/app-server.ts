@@ -19,6 +19,7 @@ export interface AppServerOptions {
   clock?: () => number;
   engine?: EngineOptions;
   corsOrigins?: string[];
+  publicOrigin?: string;
   version?: string;
   /** Serves everything outside /api/. */
   fallback?: (req: IncomingMessage, res: ServerResponse) => void;
@@ -40,7 +41,7 @@ export async function startAppServer(opts: AppServerOptions): Promise<AppServer>
   const store = new SqliteStore({ dataDir: opts.dataDir, synchronous: opts.synchronous, clock: opts.clock });
   const engine = new LeaseEngine(store, opts.engine);
   const { bootstrapToken } = await engine.start();
-  const api = createApiHandler(engine, { corsOrigins: opts.corsOrigins, version: opts.version, log: opts.log });
+  const api = createApiHandler(engine, { corsOrigins: opts.corsOrigins, publicOrigin: opts.publicOrigin, version: opts.version, log: opts.log });
   const fallback =
     opts.fallback ??
     ((_req: IncomingMessage, res: ServerResponse) => {

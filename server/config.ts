@@ -20,7 +20,7 @@ const Env = z.object({
   NODE_ENV: z.string().optional(),
   LEASEHOLD_DATA_DIR: z.string().min(1).default('.data'),
   LEASEHOLD_DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').optional(),
-  LEASEHOLD_PUBLIC_ORIGIN: z.url().optional(),
+  LEASEHOLD_PUBLIC_ORIGIN: z.url().transform((u) => new URL(u).origin).optional(),
   LEASEHOLD_CORS_ORIGINS: z.string().optional(),
   LEASEHOLD_METRICS: z.enum(['on', 'off']).default('on'),
   LEASEHOLD_METRICS_PUBLIC: bool.default(false),

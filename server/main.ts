@@ -44,6 +44,7 @@ async function main(): Promise<void> {
     port: config.PORT,
     synchronous: config.LEASEHOLD_SYNC,
     corsOrigins: config.corsOrigins,
+    publicOrigin: config.LEASEHOLD_PUBLIC_ORIGIN,
     version: VERSION,
     engine: {
       limits: { idempotencyTtlMs: config.LEASEHOLD_IDEMPOTENCY_TTL_S * 1000 },

@@ -186,6 +186,7 @@ export class LeaseEngine {
     return this.run(async (step) => {
       const n = await expireDue(this.ctx, step, SWEEP_BATCH);
       await step.tx.pruneIdempotency(step.now, 1_000);
+      await step.tx.pruneLogins(step.now);
       return n;
     });
   }

@@ -6,7 +6,7 @@
 
 import { allowingGrant, parseGrant, type Grant, type Permission } from '@/lib/grants';
 import { parseSelector, type Triple } from '@/lib/selector';
-import type { Store, TokenRow } from '../store/types';
+import type { LoginRow, Store, TokenRow } from '../store/types';
 import { fail } from './errors';
 import { hashSecret, randomId } from './ids';
 import { iso } from './views';
@@ -77,39 +77,83 @@ export function tokenInfo(row: TokenRow): TokenInfo {
 }
 
 const CACHE_MS = 1_000;
+/** A console login lasts at most this long (and never past its token). */
+export const LOGIN_TTL_MS = 12 * 3_600_000;
+
+interface Cached<T> {
+  value: T;
+  at: number;
+}
 
 /**
- * Authenticates secrets with a short cache (1 s), invalidated at once on a
- * local revoke. Another instance's revoke is seen within the cache age.
+ * Authenticates bearer secrets and console logins with a short cache (1 s),
+ * invalidated at once by a local revoke or logout. Another instance's revoke
+ * is seen within the cache age.
  */
 export class TokenAuthority {
-  private readonly cache = new Map<string, { row: TokenRow; at: number }>();
+  private readonly byHash = new Map<string, Cached<TokenRow>>();
+  private readonly logins = new Map<string, Cached<LoginRow>>();
 
   constructor(private readonly store: Store) {}
 
-  /** The principal of a live token, or `invalid_credential`. */
-  async authenticate(secret: string): Promise<Principal> {
-    const hash = hashSecret(secret);
+  private async cached<T>(map: Map<string, Cached<T>>, key: string, load: () => Promise<T | undefined>): Promise<T | undefined> {
     const now = this.store.now();
-    let entry = this.cache.get(hash);
-    if (!entry || now - entry.at > CACHE_MS) {
-      const row = await this.store.atomic((tx) => tx.getTokenByHash(hash));
-      if (!row) {
-        this.cache.delete(hash);
-        fail('invalid_credential', 'unknown token');
-      }
-      entry = { row, at: now };
-      if (this.cache.size > 10_000) this.cache.clear();
-      this.cache.set(hash, entry);
+    const hit = map.get(key);
+    if (hit && now - hit.at <= CACHE_MS) return hit.value;
+    const value = await load();
+    if (value === undefined) {
+      map.delete(key);
+      return undefined;
     }
-    const row = entry.row;
+    if (map.size > 10_000) map.clear();
+    map.set(key, { value, at: now });
+    return value;
+  }
+
+  private live(row: TokenRow | undefined): Principal {
+    if (!row) fail('invalid_credential', 'unknown token');
     if (row.revokedAt !== null) fail('invalid_credential', 'token revoked');
-    if (row.expiresAt !== null && row.expiresAt <= now) fail('invalid_credential', 'token expired');
+    if (row.expiresAt !== null && row.expiresAt <= this.store.now()) fail('invalid_credential', 'token expired');
     return principalOf(row);
   }
 
+  /** The principal of a live bearer token, or `invalid_credential`. */
+  async authenticate(secret: string): Promise<Principal> {
+    const hash = hashSecret(secret);
+    return this.live(await this.cached(this.byHash, hash, () => this.store.atomic((tx) => tx.getTokenByHash(hash))));
+  }
+
+  /** The principal behind a console login cookie, or `invalid_credential`. */
+  async authenticateLogin(cookieSecret: string): Promise<Principal> {
+    const hash = hashSecret(cookieSecret);
+    const login = await this.cached(this.logins, hash, () => this.store.atomic((tx) => tx.getLogin(hash)));
+    if (!login || login.expiresAt <= this.store.now()) fail('invalid_credential', 'login expired; log in again');
+    const row = await this.store.atomic((tx) => tx.getToken(login.tokenId));
+    return this.live(row);
+  }
+
+  /** Exchange a live token for a login (the cookie's secret), valid 12 h at most. */
+  async login(secret: string): Promise<{ cookieSecret: string; expiresAt: number; principal: Principal }> {
+    const principal = await this.authenticate(secret);
+    const cookieSecret = `lc_${randomId('', 32)}`;
+    const expiresAt = await this.store.atomic(async (tx) => {
+      const expiresAt = Math.min(tx.now + LOGIN_TTL_MS, principal.expiresAt ?? Infinity);
+      await tx.insertLogin({ idHash: hashSecret(cookieSecret), tokenId: principal.tokenId, createdAt: tx.now, expiresAt });
+      await tx.pruneLogins(tx.now);
+      return expiresAt;
+    });
+    return { cookieSecret, expiresAt, principal };
+  }
+
+  /** End a login; unknown cookies are ignored. */
+  async logout(cookieSecret: string): Promise<void> {
+    const hash = hashSecret(cookieSecret);
+    this.logins.delete(hash);
+    await this.store.atomic((tx) => tx.deleteLogin(hash));
+  }
+
   forget(tokenId: string): void {
-    for (const [k, v] of this.cache) if (v.row.id === tokenId) this.cache.delete(k);
+    for (const [k, v] of this.byHash) if (v.value.id === tokenId) this.byHash.delete(k);
   }
 }
 

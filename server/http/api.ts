@@ -15,13 +15,15 @@ import { LeaseholdError, fail } from '../engine/errors';
 import { parseJsonBody, readBody, MAX_BODY_BYTES } from './body';
 import { correlationId, errorBody, STATUS_OF, successBody } from './envelope';
 import { openApiDocument } from './openapi';
-import { ROUTES, type ApiRequest, type RouteDef } from './routes';
+import { LOGIN_COOKIE, ROUTES, type ApiRequest, type RouteDef } from './routes';
 import type { Principal } from '../engine/tokens';
 
 export interface ApiOptions {
   /** Origins allowed to call with a bearer token from a browser (CORS, never with credentials). */
   corsOrigins?: readonly string[];
   version?: string;
+  /** The origin browsers use (`LEASEHOLD_PUBLIC_ORIGIN`); else taken from the Host header. */
+  publicOrigin?: string;
   /** Where unexpected errors are logged (with their correlation id). */
   log?: (line: string) => void;
 }
@@ -106,6 +108,32 @@ function bearer(req: IncomingMessage): string | undefined {
   return m[1]!;
 }
 
+function readCookie(req: IncomingMessage, name: string): string | undefined {
+  const header = req.headers.cookie;
+  if (!header) return undefined;
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim() || undefined;
+  }
+  return undefined;
+}
+
+/**
+ * Cookie-authenticated mutations must come from the console's own origin
+ * (CONTRACT.md §10): `Sec-Fetch-Site: same-origin`, or an `Origin` equal to
+ * the public origin.
+ */
+function sameOrigin(req: IncomingMessage, publicOrigin: string | undefined): boolean {
+  if (req.headers['sec-fetch-site'] === 'same-origin') return true;
+  const origin = req.headers.origin;
+  if (!origin) return false;
+  if (publicOrigin) return origin === publicOrigin;
+  const host = req.headers.host;
+  return host !== undefined && (origin === `http://${host}` || origin === `https://${host}`);
+}
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
 const NO_PRINCIPAL: Principal = { tokenId: '', name: '', family: '', grants: [], root: false, expiresAt: null };
 
 /** Build the `/api/*` request handler over an engine. */
@@ -154,7 +182,7 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
 
     if (path === '/api/v1/health' || path === '/api/v1/openapi.json') {
       if (req.method !== 'GET' && req.method !== 'HEAD') {
-        fail('method_not_allowed', 'use GET');
+        throw Object.assign(new LeaseholdError('method_not_allowed', 'this path takes GET, HEAD'), { allow: 'GET, HEAD' });
       }
       if (path === '/api/v1/openapi.json') {
         send(req, res, 200, openApiDocument(version), cid);
@@ -190,11 +218,18 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
     }
     const { def, params } = hit;
 
+    // A bearer token wins over the console's cookie when both are present.
     const token = bearer(req);
+    const loginCookie = readCookie(req, LOGIN_COOKIE);
+    const viaCookie = token === undefined && loginCookie !== undefined;
     let principal = NO_PRINCIPAL;
     if (def.auth) {
-      if (token === undefined) fail('invalid_credential', 'a bearer token is required');
-      principal = await engine.tokens.authenticate(token);
+      if (token !== undefined) principal = await engine.tokens.authenticate(token);
+      else if (loginCookie !== undefined) principal = await engine.tokens.authenticateLogin(loginCookie);
+      else fail('invalid_credential', 'a bearer token or a console login is required');
+    }
+    if (viaCookie && !SAFE_METHODS.has(req.method ?? 'GET') && !sameOrigin(req, opts.publicOrigin)) {
+      fail('access_denied', 'a cookie-authenticated change must come from the console’s own origin');
     }
 
     const route = params.realm !== undefined ? pathRoute(params) : '';
@@ -205,7 +240,21 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
     res.on('close', () => {
       if (!res.writableFinished) ac.abort();
     });
-    const request: ApiRequest = { method, params, query: rawQuery, body: {}, principal, route, signal: ac.signal };
+    const extraHeaders: Record<string, string> = {};
+    const request: ApiRequest = {
+      method,
+      params,
+      query: rawQuery,
+      body: {},
+      principal,
+      route,
+      signal: ac.signal,
+      loginCookie,
+      setHeader: (name, value) => {
+        extraHeaders[name] = value;
+      },
+      secureCookies: opts.publicOrigin?.startsWith('https:') ?? false,
+    };
     def.permit?.(request);
 
     const declared = Number(req.headers['content-length'] ?? 0);
@@ -218,7 +267,8 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
     const isOutcome = 'answer' in result && 'replayed' in result;
     const payload = (isOutcome ? result.answer : result) as object;
     const replayed = isOutcome && result.replayed === true;
-    send(req, res, def.success.status, successBody(def.success.code, cid, payload), cid, replayed ? { 'Idempotent-Replay': 'true' } : {});
+    if (replayed) extraHeaders['Idempotent-Replay'] = 'true';
+    send(req, res, def.success.status, successBody(def.success.code, cid, payload), cid, extraHeaders);
   }
 
   /** Serve one `/api/*` request. Never throws. */

@@ -23,6 +23,12 @@ export interface ApiRequest {
   route: string;
   /** Aborted when the client disconnects. */
   signal: AbortSignal;
+  /** The console login cookie's secret, when the request carried one. */
+  loginCookie: string | undefined;
+  /** Add a response header (login and logout set the cookie). */
+  setHeader(name: string, value: string): void;
+  /** Whether cookies must be marked Secure (the public origin is https). */
+  secureCookies: boolean;
 }
 
 export interface ApiResult {
@@ -75,6 +81,12 @@ function proofOf(body: Record<string, unknown>) {
     fencingToken: body.fencing_token as number,
     digest: requestDigest(body),
   };
+}
+
+export const LOGIN_COOKIE = 'leasehold_login';
+
+function cookie(req: ApiRequest, value: string, maxAgeS: number): string {
+  return `${LOGIN_COOKIE}=${value}; HttpOnly; SameSite=Strict; Path=/; Max-Age=${maxAgeS}${req.secureCookies ? '; Secure' : ''}`;
 }
 
 export const ROUTES: RouteDef[] = [
@@ -234,6 +246,36 @@ export const ROUTES: RouteDef[] = [
     success: { status: 200, code: 'checkpoint_read' },
     permit: needOnRoute('read'),
     handle: (req, e) => e.readCheckpoint(req.principal, req.route),
+  },
+  {
+    method: 'POST',
+    path: '/api/v1/auth/login',
+    operation: 'login',
+    summary: 'Exchange a token for the console’s httpOnly login cookie',
+    auth: false,
+    body: S.LoginBody,
+    query: S.NoQuery,
+    success: { status: 200, code: 'logged_in' },
+    handle: async (req, e) => {
+      const { cookieSecret, expiresAt, principal } = await e.tokens.login(req.body.token as string);
+      req.setHeader('Set-Cookie', cookie(req, cookieSecret, Math.max(1, Math.floor((expiresAt - e.store.now()) / 1000))));
+      return { token_id: principal.tokenId, name: principal.name, family: principal.family, expires_at: new Date(expiresAt).toISOString() };
+    },
+  },
+  {
+    method: 'POST',
+    path: '/api/v1/auth/logout',
+    operation: 'logout',
+    summary: 'End the console login and clear its cookie',
+    auth: false,
+    body: S.EmptyBody,
+    query: S.NoQuery,
+    success: { status: 200, code: 'logged_out' },
+    handle: async (req, e) => {
+      if (req.loginCookie) await e.tokens.logout(req.loginCookie);
+      req.setHeader('Set-Cookie', cookie(req, '', 0));
+      return {};
+    },
   },
   {
     method: 'GET',

@@ -79,6 +79,8 @@ export const CreateTokenBody = z.strictObject({
   root: z.boolean().optional(),
 });
 
+export const LoginBody = z.strictObject({ token: z.string().min(1).max(512) });
+
 /** An empty body (or `{}`) for calls that take none. */
 export const EmptyBody = z.strictObject({});
 

@@ -83,6 +83,14 @@ export interface TokenRow {
   createdBy: string | null;
 }
 
+/** A console login: the cookie holds a secret whose hash is `idHash`. */
+export interface LoginRow {
+  idHash: string;
+  tokenId: string;
+  createdAt: number;
+  expiresAt: number;
+}
+
 export interface LeaseScan {
   family: string;
   triple: Triple;
@@ -152,6 +160,11 @@ export interface Tx {
   listTokens(family: string | null): Promise<TokenRow[]>;
   countTokens(): Promise<number>;
   countLiveRootTokens(now: number): Promise<number>;
+
+  insertLogin(row: LoginRow): Promise<void>;
+  getLogin(idHash: string): Promise<LoginRow | undefined>;
+  deleteLogin(idHash: string): Promise<void>;
+  pruneLogins(now: number): Promise<number>;
 
   getMeta(key: string): Promise<string | undefined>;
   /** Set a meta value only if it is absent; returns the value now stored. */

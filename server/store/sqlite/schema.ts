@@ -83,4 +83,13 @@ export const MIGRATIONS: readonly string[] = [
   ) WITHOUT ROWID;
   CREATE INDEX tokens_family ON tokens (family, created_at);
   `,
+  `
+  CREATE TABLE logins (
+    id_hash TEXT PRIMARY KEY,
+    token_id TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL
+  ) WITHOUT ROWID;
+  CREATE INDEX logins_expiry ON logins (expires_at);
+  `,
 ];

@@ -27,6 +27,7 @@ import {
   type CheckpointRow,
   type IdempotencyRow,
   type LeaseRow,
+  type LoginRow,
   type LeaseScan,
   type LeaseScanResult,
   type SessionRow,
@@ -308,6 +309,10 @@ class SqliteTx implements Tx {
       countLiveRoots: p(
         `SELECT count(*) FROM tokens WHERE root = 1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)`,
       ).pluck(),
+      insertLogin: p(`INSERT INTO logins (id_hash, token_id, created_at, expires_at) VALUES (@idHash, @tokenId, @createdAt, @expiresAt)`),
+      getLogin: p(`SELECT id_hash AS idHash, token_id AS tokenId, created_at AS createdAt, expires_at AS expiresAt FROM logins WHERE id_hash = ?`),
+      deleteLogin: p(`DELETE FROM logins WHERE id_hash = ?`),
+      pruneLogins: p(`DELETE FROM logins WHERE expires_at <= ?`),
       getMeta: p(`SELECT value FROM meta WHERE key = ?`).pluck(),
       initMeta: p(`INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING`),
     };
@@ -467,6 +472,19 @@ class SqliteTx implements Tx {
   }
   async countLiveRootTokens(now: number): Promise<number> {
     return this.s.countLiveRoots.get(now) as number;
+  }
+
+  async insertLogin(row: LoginRow): Promise<void> {
+    this.s.insertLogin.run(row);
+  }
+  async getLogin(idHash: string): Promise<LoginRow | undefined> {
+    return this.s.getLogin.get(idHash) as LoginRow | undefined;
+  }
+  async deleteLogin(idHash: string): Promise<void> {
+    this.s.deleteLogin.run(idHash);
+  }
+  async pruneLogins(now: number): Promise<number> {
+    return this.s.pruneLogins.run(now).changes;
   }
 
   async getMeta(key: string): Promise<string | undefined> {
