@@ -23,6 +23,14 @@ else
   echo "build failed: the end-to-end tests cannot run" >&2
 fi
 
+echo "== typecheck and lint (import boundaries)"
+if npm run --silent typecheck && npm run --silent lint; then
+  passed=$((passed + 1))
+else
+  status=1
+  failed=$((failed + 1))
+fi
+
 echo "== unit and HTTP tests"
 bash scripts/test-unit.sh 2>&1 | tee "$unit_log"
 unit_rc=${PIPESTATUS[0]}

@@ -214,11 +214,11 @@ export async function acquireStep(ctx: EngineContext, step: Step, p: WaiterParam
   if (current.sessionHash === p.sessionHash) {
     fail('lease_conflict', 'this session already holds the route (leases are not re-entrant)', { retryable: false });
   }
-  const retryAfterMs = Math.max(50, current.expiresAt - step.now);
-  if (waitMs <= 0) fail('lease_conflict', 'lease is held', { retryAfterMs });
   if (ctx.waiters.hasSession(p.family, p.route, p.sessionHash)) {
     fail('lease_conflict', 'this session is already waiting for the route', { retryable: false });
   }
+  const retryAfterMs = Math.max(50, current.expiresAt - step.now);
+  if (waitMs <= 0) fail('lease_conflict', 'lease is held', { retryAfterMs });
   if (ctx.waiters.count(p.family, p.route) >= ctx.limits.waitersPerRoute) {
     fail('rate_limited', 'too many waiters for this route', { retryAfterMs });
   }

@@ -5,6 +5,8 @@
  */
 
 import { z } from 'zod';
+import { parseGrant } from '@/lib/grants';
+import { FAMILY_RE } from '../engine/tokens';
 
 const CONTROL = /\p{Cc}/u;
 
@@ -71,11 +73,24 @@ export const CheckpointBody = z.strictObject({
   value: z.json(),
 });
 
+/**
+ * Grants and family are checked here, with the rest of the body, because
+ * HTTP.md orders body validation before the permission check for token
+ * creation: a malformed grant is 400 even next to one the creator may not give.
+ */
 export const CreateTokenBody = z.strictObject({
   name: displayName,
-  grants: z.array(z.string().max(512)).min(1).max(64),
+  grants: z
+    .array(
+      z
+        .string()
+        .max(512)
+        .refine((g) => parseGrant(g).ok, 'must be selector#permission (read, write or admin) with a valid selector'),
+    )
+    .min(1)
+    .max(64),
   expires_at: z.iso.datetime({ offset: false }).optional(),
-  family: z.string().optional(),
+  family: z.string().regex(FAMILY_RE, 'must match [a-z0-9][a-z0-9-]{0,62}').optional(),
   root: z.boolean().optional(),
 });
 

@@ -26,7 +26,7 @@ export interface Reply {
   status: number;
   headers: Record<string, string | string[] | undefined>;
   /** Parsed JSON, or the raw text when the body is not JSON. */
-  body: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+  body: any; 
   text: string;
 }
 
