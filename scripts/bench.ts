@@ -14,10 +14,12 @@
  * Prints tables, writes the raw figures to bench-results.json. Knobs (for
  * quick trials only; the documented figures use the defaults):
  * BENCH_DURATION_S (5), BENCH_WARMUP_S (1), BENCH_LIST_LEASES (100000).
+ * BENCH_CPU_PROF=<dir> runs the synchronous=NORMAL server under `node
+ * --cpu-prof` and prints its top functions by self time afterwards.
  */
 
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -32,6 +34,7 @@ const LIST_LEASES = Number(process.env.BENCH_LIST_LEASES ?? 100_000);
 const LEVELS = [1, 16, 64];
 const ROUTES_PER_WORKER = 8;
 const TOKEN = `lh_bench_${Math.random().toString(36).slice(2)}${Math.random().toString(36).slice(2)}`;
+const CPU_PROF = process.env.BENCH_CPU_PROF;
 const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
 
 // ---- child processes ----------------------------------------------------------
@@ -98,10 +101,11 @@ function startChild(name: string, args: string[], env: Record<string, string>): 
   });
 }
 
-async function startLeasehold(sync: 'normal' | 'full'): Promise<Child> {
+async function startLeasehold(sync: 'normal' | 'full', profile = false): Promise<Child> {
   const dataDir = mkdtempSync(join(tmpdir(), 'leasehold-bench-'));
   tempDirs.push(dataDir);
-  const c = await startChild(`leasehold (sync=${sync})`, [SERVER], {
+  const args = profile && CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`, SERVER] : [SERVER];
+  const c = await startChild(`leasehold (sync=${sync})`, args, {
     LEASEHOLD_CONSOLE: 'off',
     LEASEHOLD_DATA_DIR: dataDir,
     LEASEHOLD_SYNC: sync,
@@ -143,13 +147,30 @@ function cpuSeconds(pid: number | undefined): number {
   }
 }
 
+/** Busy share of all cores over `ms` (from /proc/stat): other load on the machine skews every figure. */
+async function machineBusy(ms: number): Promise<number> {
+  const read = () => {
+    const f = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+    const idle = f[3]! + f[4]!;
+    return { idle, total: f.reduce((a, b) => a + b, 0) };
+  };
+  try {
+    const a = read();
+    await sleep(ms);
+    const b = read();
+    return 1 - (b.idle - a.idle) / (b.total - a.total);
+  } catch {
+    return NaN;
+  }
+}
+
 // ---- HTTP client --------------------------------------------------------------
 
 const agent = new Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 256 });
 
 interface Res {
   status: number;
-  body: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+  body: any;
 }
 
 function send(t: Child, method: string, path: string, body?: unknown): Promise<Res> {
@@ -422,6 +443,31 @@ async function listBench(t: Child): Promise<{ seed: Record<string, number>; resu
   }
 }
 
+/** Top functions by self time (share of the busy, non-idle samples) in the newest .cpuprofile of `dir`. */
+function profileTop(dir: string, n = 20): Array<{ self_pct: number; fn: string }> {
+  const files = readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'));
+  const newest = files.map((f) => join(dir, f)).sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs)[0];
+  if (!newest) return [];
+  const prof = JSON.parse(readFileSync(newest, 'utf8')) as {
+    nodes: Array<{ id: number; hitCount?: number; callFrame: { functionName: string; url: string; lineNumber: number } }>;
+  };
+  const self = new Map<string, number>();
+  let total = 0;
+  for (const node of prof.nodes) {
+    const hits = node.hitCount ?? 0;
+    if (!hits || node.callFrame.functionName === '(idle)') continue;
+    const cf = node.callFrame;
+    const file = cf.url.replace(/^file:\/\//, '').replace(`${ROOT}/`, '');
+    const key = `${cf.functionName || '(anonymous)'} ${file ? `${file}:${cf.lineNumber + 1}` : ''}`.trim();
+    self.set(key, (self.get(key) ?? 0) + hits);
+    total += hits;
+  }
+  return [...self.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, n)
+    .map(([fn, hits]) => ({ self_pct: Math.round((hits / total) * 1000) / 10, fn }));
+}
+
 // ---- output -------------------------------------------------------------------
 
 function table(head: string[], rows: Array<Array<string | number>>): string {
@@ -446,10 +492,14 @@ async function main(): Promise<void> {
     node: process.version,
     platform: `${process.platform} ${process.arch}`,
   };
-  console.log(`bench: ${machine.cpus} × ${machine.cpu_model}, Node ${machine.node}; ${WARMUP_MS / 1000} s warm-up + ${DURATION_MS / 1000} s per level\n`);
+  console.log(`bench: ${machine.cpus} × ${machine.cpu_model}, Node ${machine.node}; ${WARMUP_MS / 1000} s warm-up + ${DURATION_MS / 1000} s per level`);
+  const busyBefore = await machineBusy(2_000);
+  console.log(`machine busy before the run: ${(busyBefore * 100).toFixed(0)}% of all cores`);
+  if (busyBefore > 0.1) console.log('WARNING: other processes are using the CPU; the figures below are not representative');
+  console.log('');
 
   const floor = await startFloor();
-  const normal = await startLeasehold('normal');
+  const normal = await startLeasehold('normal', true);
   const rows: CycleResult[] = [];
   const pairs: Array<{ workers: number; floor: CycleResult; leasehold: CycleResult; ratio: number }> = [];
   for (const workers of LEVELS) {
@@ -528,6 +578,13 @@ async function main(): Promise<void> {
   );
   console.log(`\nfull walk of lease://acme/**: ${list.walk.items} items in ${list.walk.pages} pages, ${list.walk.seconds} s`);
 
+  let profile: Array<{ self_pct: number; fn: string }> | undefined;
+  if (CPU_PROF) {
+    profile = profileTop(CPU_PROF);
+    console.log(`\nleasehold (sync=normal) CPU profile, top functions by self time, % of its busy time (whole run of that server):\n`);
+    for (const p of profile) console.log(`${p.self_pct.toFixed(1).padStart(6)}%  ${p.fn}`);
+  }
+
   const allRows = [...rows, ...fullRows];
   const errs = allRows.filter((r) => r.errors > 0);
   for (const r of errs) console.log(`errors: ${r.target} at ${r.workers} workers: ${JSON.stringify(r.error_codes)}`);
@@ -541,11 +598,12 @@ async function main(): Promise<void> {
 
   const out = {
     date: new Date().toISOString(),
-    machine,
+    machine: { ...machine, busy_before_run: Math.round(busyBefore * 1000) / 1000 },
     config: { warmup_s: WARMUP_MS / 1000, duration_s: DURATION_MS / 1000, levels: LEVELS, routes_per_worker: ROUTES_PER_WORKER, list_leases: LIST_LEASES },
     cycles: { pairs, full: fullRows },
     target_64: { ratio: at64.ratio, met: target },
     list,
+    ...(profile ? { profile } : {}),
   };
   writeFileSync(join(ROOT, 'bench-results.json'), `${JSON.stringify(out, null, 2)}\n`);
   console.log('\nraw results: bench-results.json');

@@ -2,9 +2,29 @@
 
 import { createHash, randomBytes } from 'node:crypto';
 
+const POOL_SIZE = 8192;
+let pool = Buffer.alloc(0);
+let offset = POOL_SIZE;
+
+/**
+ * Cryptographically random bytes from a pooled buffer: one getrandom call per
+ * 8 KiB instead of one per id (ids are minted on every acquisition). Each
+ * byte is handed out once.
+ */
+export function pooledRandom(n: number): Buffer {
+  if (n > POOL_SIZE) return randomBytes(n);
+  if (offset + n > POOL_SIZE) {
+    pool = randomBytes(POOL_SIZE);
+    offset = 0;
+  }
+  const out = Buffer.from(pool.subarray(offset, offset + n));
+  offset += n;
+  return out;
+}
+
 /** A random id with a type prefix: `ls_…`, `hi_…`, `tk_…`. `bytes` of entropy. */
 export function randomId(prefix: string, bytes = 16): string {
-  return `${prefix}${randomBytes(bytes).toString('base64url')}`;
+  return `${prefix}${pooledRandom(bytes).toString('base64url')}`;
 }
 
 /** SHA-256 (hex) of a secret: secrets are stored only as this. */

@@ -14,7 +14,7 @@ import type { ChangeKind } from './events';
 import { findReplay, recordAnswer, type IdemKey } from './idempotency';
 import { randomId } from './ids';
 import type { EngineContext, Step } from './step';
-import { heldLease, leaseView, type HeldLease, type Metadata } from './views';
+import { heldLease, type HeldLease, type Metadata } from './views';
 import type { Waiter, WaiterParams } from './waiters';
 
 export interface AcquireResult {
@@ -98,10 +98,11 @@ export async function endLease(ctx: EngineContext, step: Step, l: LeaseRow, kind
  * The active lease of a route, after processing its expiry (or its holder
  * session's expiry, whichever deadline came first) if due. Undefined if free.
  */
-export async function settleRoute(ctx: EngineContext, step: Step, family: string, route: string): Promise<LeaseRow | undefined> {
+export async function settleRoute(ctx: EngineContext, step: Step, family: string, route: string, known?: SessionRow): Promise<LeaseRow | undefined> {
   const l = await step.tx.getLease(family, route);
   if (!l) return undefined;
-  const s = await step.tx.getSession(l.sessionHash);
+  // The caller may already have read the holder's session in this step.
+  const s = known?.idHash === l.sessionHash ? known : await step.tx.getSession(l.sessionHash);
   if (s && s.expiresAt <= step.now && s.expiresAt <= l.expiresAt) {
     await endSession(ctx, step, s, 'session_expired');
     return undefined;
@@ -119,7 +120,7 @@ export async function settleRoute(ctx: EngineContext, step: Step, family: string
 }
 
 /** Create a lease for a free route (bumping the revision, which is also its fencing token). */
-async function createLease(step: Step, p: WaiterParams, s: SessionRow, queued: boolean, waiters: number): Promise<LeaseRow> {
+async function createLease(step: Step, p: WaiterParams, s: SessionRow, queued: boolean, waiters: number): Promise<{ row: LeaseRow; held: HeldLease }> {
   const revision = await step.tx.bumpRevision(p.family);
   const row: LeaseRow = {
     family: p.family,
@@ -139,17 +140,10 @@ async function createLease(step: Step, p: WaiterParams, s: SessionRow, queued: b
     metadata: p.metadata === null ? null : JSON.stringify(p.metadata),
   };
   await step.tx.insertLease(row);
-  step.events.push({
-    type: 'change',
-    family: p.family,
-    route: p.route,
-    change: 'acquired',
-    revision,
-    fencingToken: revision,
-    queued,
-    lease: leaseView(row, step.now, waiters),
-  });
-  return row;
+  const held = heldLease(row, step.now, waiters);
+  const { lease_id: _, ...view } = held;
+  step.events.push({ type: 'change', family: p.family, route: p.route, change: 'acquired', revision, fencingToken: revision, queued, lease: view });
+  return { row, held };
 }
 
 function acquireKey(p: { family: string; route: string; requestId: string }): IdemKey {
@@ -177,8 +171,8 @@ export async function grantNext(ctx: EngineContext, step: Step, family: string, 
       step.refused.push({ waiter: w, error: sessionGone() });
       continue;
     }
-    const row = await createLease(step, w, s, true, ctx.waiters.count(family, route));
-    const answer: AcquireResult = { lease: heldLease(row, step.now, ctx.waiters.count(family, route)), queued: true };
+    const { row, held } = await createLease(step, w, s, true, ctx.waiters.count(family, route));
+    const answer: AcquireResult = { lease: held, queued: true };
     await recordAnswer(step, acquireKey(w), w.digest, answer, acquireRecordExpiry(ctx, step, row));
     step.grants.push({ waiter: w, lease: row, answer });
     return;
@@ -204,10 +198,10 @@ export async function acquireStep(ctx: EngineContext, step: Step, p: WaiterParam
   if (replay) return { kind: 'done', answer: replay, replayed: true };
   const s = await liveSession(ctx, step, p.family, p.sessionHash);
   if (!s) fail('session_not_found', 'session not found, closed or expired');
-  const current = await settleRoute(ctx, step, p.family, p.route);
+  const current = await settleRoute(ctx, step, p.family, p.route, s);
   if (!current) {
-    const row = await createLease(step, p, s, false, ctx.waiters.count(p.family, p.route));
-    const answer: AcquireResult = { lease: heldLease(row, step.now, ctx.waiters.count(p.family, p.route)), queued: false };
+    const { row, held } = await createLease(step, p, s, false, ctx.waiters.count(p.family, p.route));
+    const answer: AcquireResult = { lease: held, queued: false };
     await recordAnswer(step, acquireKey(p), p.digest, answer, acquireRecordExpiry(ctx, step, row));
     return { kind: 'done', answer, replayed: false };
   }
@@ -237,7 +231,7 @@ export async function acquireStep(ctx: EngineContext, step: Step, p: WaiterParam
 /** The active lease that matches the holder's proof exactly, or `lease_lost`. */
 async function heldBy(ctx: EngineContext, step: Step, family: string, route: string, proof: HolderProof): Promise<LeaseRow> {
   const s = await liveSession(ctx, step, family, proof.sessionHash);
-  const l = s ? await settleRoute(ctx, step, family, route) : undefined;
+  const l = s ? await settleRoute(ctx, step, family, route, s) : undefined;
   if (!l || l.sessionHash !== proof.sessionHash || l.leaseId !== proof.leaseId || l.fencingToken !== proof.fencingToken) {
     fail('lease_lost', 'the lease is not held by this session with this lease_id and token');
   }

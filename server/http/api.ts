@@ -236,10 +236,17 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
     const rawQuery = parseQuery(qs);
     if (params.token_id !== undefined) params.token_id = decodeSegment(params.token_id);
 
-    const ac = new AbortController();
-    res.on('close', () => {
-      if (!res.writableFinished) ac.abort();
-    });
+    // The disconnect signal is made only for handlers that ask for it (a
+    // waiting acquire): an AbortController per request costs measurable CPU.
+    let ac: AbortController | undefined;
+    const signal = () => {
+      if (!ac) {
+        const controller = (ac = new AbortController());
+        if (res.destroyed || res.writableFinished) controller.abort();
+        else res.on('close', () => res.writableFinished || controller.abort());
+      }
+      return ac.signal;
+    };
     const extraHeaders: Record<string, string> = {};
     const request: ApiRequest = {
       method,
@@ -248,7 +255,9 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
       body: {},
       principal,
       route,
-      signal: ac.signal,
+      get signal() {
+        return signal();
+      },
       loginCookie,
       setHeader: (name, value) => {
         extraHeaders[name] = value;

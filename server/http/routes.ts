@@ -192,7 +192,7 @@ export const ROUTES: RouteDef[] = [
         waitMs: (req.body.wait_ms as number | undefined) ?? 0,
         metadata: (req.body.metadata as Record<string, string | number | boolean> | undefined) ?? null,
         digest: requestDigest(req.body),
-        signal: req.signal,
+        signal: req.body.wait_ms ? req.signal : undefined,
       }),
   },
   {

@@ -56,7 +56,11 @@ export const MIGRATIONS: readonly string[] = [
     version INTEGER NOT NULL,
     PRIMARY KEY (family, route)
   ) WITHOUT ROWID;
+  -- A rowid table: records are appended (their answers are a few hundred
+  -- bytes, too large to cluster by key without constant page splits); the
+  -- key lookup goes through a small unique index.
   CREATE TABLE idempotency (
+    id INTEGER PRIMARY KEY,
     family TEXT NOT NULL,
     op TEXT NOT NULL,
     route TEXT NOT NULL,
@@ -64,9 +68,9 @@ export const MIGRATIONS: readonly string[] = [
     digest TEXT NOT NULL,
     status INTEGER NOT NULL,
     answer TEXT NOT NULL,
-    expires_at INTEGER NOT NULL,
-    PRIMARY KEY (family, op, route, request_id)
-  ) WITHOUT ROWID;
+    expires_at INTEGER NOT NULL
+  );
+  CREATE UNIQUE INDEX idempotency_key ON idempotency (family, op, route, request_id);
   CREATE INDEX idempotency_expiry ON idempotency (expires_at);
   CREATE TABLE tokens (
     id TEXT PRIMARY KEY,

@@ -1,0 +1,31 @@
+/**
+ * `npm run bench:engine`: the engine and the SQLite store alone (no HTTP):
+ * acquire → release cycles from 64 concurrent workers, with the CPU time one
+ * cycle costs. Separates store and engine cost from HTTP cost when tuning.
+ */
+import { engineFixture, proofOf } from '../server/testing/engine-fixture';
+
+const WORKERS = 64;
+const CYCLES = Number(process.env.BENCH_CYCLES ?? 300);
+
+const f = await engineFixture();
+f.clock.now = Date.now;
+const sessions = await Promise.all(Array.from({ length: WORKERS }, (_, i) => f.open(`w${i}`, 300_000)));
+
+async function worker(i: number, n: number): Promise<void> {
+  for (let k = 0; k < n; k++) {
+    const route = `lease://bench/w${i}/r${k % 8}`;
+    const a = await f.acquire(route, sessions[i]!);
+    await f.engine.release(f.admin, route, proofOf(sessions[i]!, a.answer.lease));
+  }
+}
+
+await Promise.all(sessions.map((_, i) => worker(i, 50)));
+const t0 = performance.now();
+const c0 = process.cpuUsage();
+await Promise.all(sessions.map((_, i) => worker(i, CYCLES)));
+const ms = performance.now() - t0;
+const cpu = process.cpuUsage(c0);
+const cycles = WORKERS * CYCLES;
+console.log(`engine only, ${WORKERS} workers: ${Math.round((cycles / ms) * 1000)} cycles/s, ${((cpu.user + cpu.system) / cycles).toFixed(1)} µs CPU per cycle`);
+await f.close();
