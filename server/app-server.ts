@@ -48,9 +48,16 @@ export async function startAppServer(opts: AppServerOptions): Promise<AppServer>
       res.writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8' });
       res.end('Not found\n');
     });
+  let inFlight = 0;
+  let idle: (() => void) | undefined;
   const server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
-    if (req.url === '/api' || req.url?.startsWith('/api/')) api(req, res);
-    else fallback(req, res);
+    if (req.url === '/api' || req.url?.startsWith('/api/')) {
+      inFlight++;
+      res.once('close', () => {
+        if (--inFlight === 0) idle?.();
+      });
+      api(req, res);
+    } else fallback(req, res);
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -66,9 +73,19 @@ export async function startAppServer(opts: AppServerOptions): Promise<AppServer>
     url: `http://${host}:${addr.port}`,
     bootstrapToken,
     close() {
+      // Stop accepting, answer waiting acquires, let in-flight answers finish
+      // (for at most 3 s), then commit what is pending and close the store,
+      // and only then cut the remaining connections.
       closing ??= (async () => {
         const closed = new Promise<void>((r) => server.close(() => r()));
         server.closeIdleConnections();
+        engine.drain();
+        if (inFlight > 0) {
+          await new Promise<void>((r) => {
+            idle = r;
+            setTimeout(r, 3_000).unref();
+          });
+        }
         await engine.stop();
         server.closeAllConnections();
         await closed;

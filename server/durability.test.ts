@@ -17,15 +17,12 @@
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { call, leasePath, rid, type Reply } from './testing/harness';
+import { killServers, spawnServer } from './testing/process';
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
-const SERVER = join(ROOT, 'dist', 'server.mjs');
 const TOKEN = `lh_durability_${Math.random().toString(36).slice(2)}_bootstrap`;
 const LOOPS = 8;
 const KILL_AFTER_MS = 1_500;
@@ -45,53 +42,9 @@ interface CheckpointWrite {
   token: number;
 }
 
-const children = new Set<ChildProcess>();
 let dataDir = '';
 
-function killChildren(): void {
-  for (const p of children) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
-}
-process.on('exit', killChildren);
-
-/** Start `node dist/server.mjs` (API only) on a free port; resolves once it listens. */
-function startServer(): Promise<{ proc: ChildProcess; url: string }> {
-  const proc = spawn(process.execPath, [SERVER], {
-    cwd: ROOT,
-    env: {
-      ...process.env,
-      NODE_ENV: 'production',
-      LEASEHOLD_CONSOLE: 'off',
-      LEASEHOLD_DATA_DIR: dataDir,
-      LEASEHOLD_BOOTSTRAP_TOKEN: TOKEN,
-      HOST: '127.0.0.1',
-      PORT: '0',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.add(proc);
-  let out = '';
-  const keep = (d: Buffer) => {
-    out = (out + d.toString()).slice(-16_384);
-  };
-  proc.stdout!.on('data', keep);
-  proc.stderr!.on('data', keep);
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start within 20 s:\n${out}`)), 20_000);
-    const onExit = (code: number | null, sig: string | null) => {
-      clearTimeout(timer);
-      reject(new Error(`server exited (${code ?? sig}) before listening:\n${out}`));
-    };
-    proc.once('exit', onExit);
-    proc.stdout!.on('data', function watch() {
-      const m = /listening on (http:\/\/[^\s,)]+)/.exec(out);
-      if (!m) return;
-      proc.stdout!.off('data', watch);
-      proc.off('exit', onExit);
-      clearTimeout(timer);
-      resolve({ proc, url: new URL(m[1]!).origin });
-    });
-  });
-}
+const startServer = () => spawnServer({ LEASEHOLD_DATA_DIR: dataDir, LEASEHOLD_BOOTSTRAP_TOKEN: TOKEN });
 
 // What the first server acknowledged, and what the second one is.
 const acked: Acked[] = [];
@@ -104,10 +57,6 @@ let url2 = '';
 const api = (url: string, method: string, path: string, body?: unknown) => call(url, method, path, body, { token: TOKEN });
 
 before(async () => {
-  if (!existsSync(SERVER)) {
-    const r = spawnSync('npm', ['run', 'build:server'], { cwd: ROOT, stdio: 'inherit' });
-    if (r.status !== 0) throw new Error('npm run build:server failed');
-  }
   dataDir = mkdtempSync(join(tmpdir(), 'leasehold-durability-'));
   const first = await startServer();
   const s = await api(first.url, 'POST', '/api/v1/sessions', { owner_id: 'durability', ttl_ms: 300_000 });
@@ -170,14 +119,13 @@ before(async () => {
   killed = true;
   await loops;
   await exited;
-  children.delete(first.proc);
 
   const second = await startServer();
   url2 = second.url;
 });
 
 after(() => {
-  killChildren();
+  killServers();
   if (dataDir) rmSync(dataDir, { recursive: true, force: true });
 });
 

@@ -157,8 +157,8 @@ export class LeaseEngine {
     return { bootstrapToken: result.bootstrapToken };
   }
 
-  /** Stop timers, refuse every waiter, and close the store (flushing it). */
-  async stop(): Promise<void> {
+  /** Stop the sweep and refuse every waiter (`backend_unavailable`): the first half of a shutdown. */
+  drain(): void {
     if (this.sweepTimer) clearInterval(this.sweepTimer);
     for (const w of this.waiters.all()) {
       if (this.waiters.remove(w)) {
@@ -166,6 +166,11 @@ export class LeaseEngine {
         w.reject(new LeaseholdError('backend_unavailable', 'the server is shutting down'));
       }
     }
+  }
+
+  /** Drain, then close the store (committing what is pending). */
+  async stop(): Promise<void> {
+    this.drain();
     await this.store.close();
   }
 

@@ -1,0 +1,90 @@
+/**
+ * The server process as users start it (`node dist/server.mjs`): bootstrap
+ * token shown once and kept in a 0600 file, one process per data directory,
+ * invalid configuration refused with the variable's name, clean SIGTERM.
+ */
+
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync, rmSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { call, leasePath, rid, tempDir } from './testing/harness';
+import { killServers, runServerToExit, spawnServer, stopServer } from './testing/process';
+
+const dirs: string[] = [];
+after(() => {
+  killServers();
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+function dir(): string {
+  const d = tempDir('leasehold-main-');
+  dirs.push(d);
+  return d;
+}
+
+test('first start prints the bootstrap admin token once and writes it to a 0600 file', async () => {
+  const d = dir();
+  const first = await spawnServer({ LEASEHOLD_DATA_DIR: d });
+  const file = join(d, 'admin-token');
+  const token = readFileSync(file, 'utf8').trim();
+  assert.match(token, /^lh_/);
+  assert.equal(statSync(file).mode & 0o777, 0o600);
+  assert.ok(first.output().includes(token), 'the token is shown on stdout');
+  const who = await call(first.url, 'GET', '/api/v1/auth/whoami', undefined, { token });
+  assert.deepEqual([who.status, who.body.family, who.body.root, who.body.grants], [200, 'default', true, ['lease://**#admin']]);
+  assert.equal(await stopServer(first.proc), 0);
+
+  const second = await spawnServer({ LEASEHOLD_DATA_DIR: d });
+  assert.equal(second.output().includes(token), false, 'a restart never shows the token again');
+  assert.equal((await call(second.url, 'GET', '/api/v1/auth/whoami', undefined, { token })).status, 200);
+  await stopServer(second.proc);
+});
+
+test('a second process on the same data directory refuses to start', async () => {
+  const d = dir();
+  const owner = await spawnServer({ LEASEHOLD_DATA_DIR: d });
+  const intruder = await runServerToExit({ LEASEHOLD_DATA_DIR: d });
+  assert.notEqual(intruder.code, 0);
+  assert.match(intruder.output, /in use by another Leasehold process/);
+  assert.equal((await call(owner.url, 'GET', '/api/v1/health')).status, 200, 'the owner is unaffected');
+  await stopServer(owner.proc);
+});
+
+for (const [name, value] of [
+  ['PORT', 'eighty'],
+  ['LEASEHOLD_IDEMPOTENCY_TTL_S', '60'],
+  ['LEASEHOLD_SYNC', 'sometimes'],
+  ['LEASEHOLD_PUBLIC_ORIGIN', 'not a url'],
+] as const) {
+  test(`an invalid ${name} stops the server with a message naming it`, async () => {
+    const r = await runServerToExit({ LEASEHOLD_DATA_DIR: dir(), [name]: value });
+    assert.equal(r.code, 2);
+    assert.match(r.output, new RegExp(`invalid ${name}`));
+  });
+}
+
+test('SIGTERM answers a waiting acquire, closes connections and exits 0; the next start sees every write', async () => {
+  const d = dir();
+  const token = `lh_main_test_${Math.random().toString(36).slice(2)}_xx`;
+  const s = await spawnServer({ LEASEHOLD_DATA_DIR: d, LEASEHOLD_BOOTSTRAP_TOKEN: token });
+  const api = (method: string, path: string, body?: unknown) => call(s.url, method, path, body, { token });
+  const a = (await api('POST', '/api/v1/sessions', { owner_id: 'a', ttl_ms: 300_000 })).body.session.session_id;
+  const b = (await api('POST', '/api/v1/sessions', { owner_id: 'b', ttl_ms: 300_000 })).body.session.session_id;
+  const route = 'lease://acme/shutdown/r';
+  const held = await api('POST', leasePath(route, 'acquire'), { session_id: a, request_id: rid(), ttl_ms: 600_000 });
+  assert.equal(held.status, 200);
+  const waiting = api('POST', leasePath(route, 'acquire'), { session_id: b, request_id: rid(), wait_ms: 30_000 });
+  for (let i = 0; i < 100 && (await api('GET', leasePath(route))).body.lease.waiters !== 1; i++) await new Promise((r) => setTimeout(r, 10));
+  const started = Date.now();
+  const code = await stopServer(s.proc);
+  assert.equal(code, 0);
+  assert.ok(Date.now() - started < 5_000, 'shutdown does not wait for the waiter’s deadline');
+  const w = await waiting;
+  assert.deepEqual([w.status, w.body.code], [503, 'backend_unavailable']);
+
+  const again = await spawnServer({ LEASEHOLD_DATA_DIR: d, LEASEHOLD_BOOTSTRAP_TOKEN: token });
+  const inspect = await call(again.url, 'GET', leasePath(route), undefined, { token });
+  assert.equal(inspect.body.lease.fencing_token, held.body.lease.fencing_token);
+  await stopServer(again.proc);
+});

@@ -1,0 +1,107 @@
+/**
+ * The real server as a child process (`node dist/server.mjs`), for tests that
+ * must kill, restart or inspect the process itself.
+ */
+
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const SERVER = join(ROOT, 'dist', 'server.mjs');
+
+let built = false;
+/** Bundle server/main.ts into dist/server.mjs (under a second), once per test process, so tests never run a stale build. */
+export function ensureServerBuilt(): void {
+  if (built) return;
+  const r = spawnSync('npm', ['run', '--silent', 'build:server'], { cwd: ROOT, stdio: 'inherit' });
+  if (r.status !== 0) throw new Error('npm run build:server failed');
+  built = true;
+}
+
+export interface ServerProcess {
+  proc: ChildProcess;
+  url: string;
+  /** Everything the process printed so far (stdout and stderr). */
+  output(): string;
+}
+
+const children = new Set<ChildProcess>();
+process.on('exit', () => {
+  for (const p of children) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
+});
+
+/** Kill every server this test process started. */
+export function killServers(): void {
+  for (const p of children) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
+}
+
+/** Run `node dist/server.mjs` (API only unless env says otherwise) on a free port; resolves once it listens. */
+export function spawnServer(env: Record<string, string>): Promise<ServerProcess> {
+  ensureServerBuilt();
+  const proc = spawn(process.execPath, [SERVER], {
+    cwd: ROOT,
+    env: { ...process.env, NODE_ENV: 'production', LEASEHOLD_CONSOLE: 'off', HOST: '127.0.0.1', PORT: '0', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.add(proc);
+  let out = '';
+  const keep = (d: Buffer) => {
+    out = (out + d.toString()).slice(-65_536);
+  };
+  proc.stdout!.on('data', keep);
+  proc.stderr!.on('data', keep);
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start within 20 s:\n${out}`)), 20_000);
+    const onExit = (code: number | null, sig: string | null) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited (${code ?? sig}) before listening:\n${out}`));
+    };
+    proc.once('exit', onExit);
+    proc.stdout!.on('data', function watch() {
+      const m = /listening on (http:\/\/[^\s,)]+)/.exec(out);
+      if (!m) return;
+      proc.stdout!.off('data', watch);
+      proc.off('exit', onExit);
+      clearTimeout(timer);
+      resolve({ proc, url: new URL(m[1]!).origin, output: () => out });
+    });
+  });
+}
+
+/** Run the server expecting it to exit at once; resolves with its exit code and output. */
+export function runServerToExit(env: Record<string, string>, timeoutMs = 20_000): Promise<{ code: number | null; output: string }> {
+  ensureServerBuilt();
+  return new Promise((resolve, reject) => {
+    const proc = spawn(process.execPath, [SERVER], {
+      cwd: ROOT,
+      env: { ...process.env, NODE_ENV: 'production', LEASEHOLD_CONSOLE: 'off', HOST: '127.0.0.1', PORT: '0', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.add(proc);
+    let out = '';
+    proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    proc.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+    const timer = setTimeout(() => {
+      proc.kill('SIGKILL');
+      reject(new Error(`server did not exit within ${timeoutMs} ms:\n${out}`));
+    }, timeoutMs);
+    proc.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, output: out });
+    });
+  });
+}
+
+/** Send a signal and wait for the process to exit; resolves with its exit code, or rejects after `timeoutMs`. */
+export function stopServer(proc: ChildProcess, signal: NodeJS.Signals = 'SIGTERM', timeoutMs = 10_000): Promise<number | null> {
+  return new Promise((resolve, reject) => {
+    if (proc.exitCode !== null || proc.signalCode !== null) return resolve(proc.exitCode);
+    const timer = setTimeout(() => reject(new Error(`server still running ${timeoutMs} ms after ${signal}`)), timeoutMs);
+    proc.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve(code);
+    });
+    proc.kill(signal);
+  });
+}
