@@ -1,0 +1,75 @@
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { leasePath, rid, startTestServer, type TestServer } from '../testing/harness';
+import { ROUTES } from './routes';
+
+let s: TestServer;
+before(async () => {
+  s = await startTestServer({ corsOrigins: ['https://app.example'] });
+});
+after(async () => {
+  await s.close();
+});
+
+test('health answers without a token: store, epoch, version, uptime, and the correlation header', async () => {
+  const r = await s.call('GET', '/api/v1/health', undefined, { token: null });
+  assert.equal(r.status, 200);
+  assert.equal(r.body.status, 'ok');
+  assert.equal(r.body.store, 'sqlite');
+  assert.equal(r.body.epoch, s.app.store.epoch());
+  assert.equal(typeof r.body.uptime_ms, 'number');
+  assert.equal(typeof r.body.version, 'string');
+  assert.match(String(r.headers['x-correlation-id']), /^c_/);
+});
+
+test('the OpenAPI document describes every route of the table with its schemas', async () => {
+  const r = await s.call('GET', '/api/v1/openapi.json', undefined, { token: null });
+  assert.equal(r.status, 200);
+  assert.equal(r.body.openapi, '3.1.0');
+  const ids = new Set<string>();
+  for (const def of ROUTES) {
+    const op = r.body.paths[def.path]?.[def.method.toLowerCase()];
+    assert.ok(op, `${def.method} ${def.path} is documented`);
+    assert.equal(ids.has(op.operationId), false, 'operation ids are unique');
+    ids.add(op.operationId);
+  }
+  const acquire = r.body.paths['/api/v1/leases/{realm}/{area}/{resource}/acquire'].post;
+  const schema = acquire.requestBody.content['application/json'].schema;
+  assert.deepEqual([...schema.required].sort(), ['request_id', 'session_id']);
+  assert.equal(schema.additionalProperties, false, 'unknown fields are rejected, and documented so');
+  assert.equal(schema.properties.ttl_ms.minimum, 1000);
+  assert.equal(schema.properties.ttl_ms.maximum, 600000);
+  const list = r.body.paths['/api/v1/leases'].get;
+  assert.ok(list.parameters.some((p: { name: string; required: boolean }) => p.name === 'selector' && p.required));
+});
+
+test('HEAD behaves as GET without a body', async () => {
+  const { sessionId } = await s.openSession();
+  await s.call('POST', leasePath('lease://head/a/b', 'acquire'), { session_id: sessionId, request_id: rid() });
+  const get = await s.call('GET', leasePath('lease://head/a/b'));
+  const head = await s.call('HEAD', leasePath('lease://head/a/b'));
+  assert.equal(head.status, 200);
+  assert.equal(head.text, '');
+  assert.equal(head.headers['content-length'], String(Buffer.byteLength(get.text.replace(get.body.correlation_id, head.headers['x-correlation-id'] as string))));
+});
+
+test('CORS: a listed origin gets a preflight and bearer answers, never credentials; others get no CORS headers', async () => {
+  const pre = await s.call('OPTIONS', '/api/v1/leases?selector=lease://**', undefined, {
+    token: null,
+    headers: { Origin: 'https://app.example', 'Access-Control-Request-Method': 'GET' },
+  });
+  assert.equal(pre.status, 204);
+  assert.equal(pre.headers['access-control-allow-origin'], 'https://app.example');
+  assert.match(String(pre.headers['access-control-allow-headers']), /Authorization/);
+  assert.equal(pre.headers['access-control-allow-credentials'], undefined);
+  const get = await s.call('GET', '/api/v1/leases?selector=lease://**', undefined, { headers: { Origin: 'https://app.example' } });
+  assert.equal(get.headers['access-control-allow-origin'], 'https://app.example');
+  const other = await s.call('GET', '/api/v1/leases?selector=lease://**', undefined, { headers: { Origin: 'https://evil.example' } });
+  assert.equal(other.status, 200);
+  assert.equal(other.headers['access-control-allow-origin'], undefined);
+});
+
+test('an unknown /api path is a JSON 404, not a page', async () => {
+  const r = await s.call('GET', '/api/v2/leases', undefined, { token: null });
+  assert.deepEqual([r.status, r.body.code], [404, 'not_found']);
+});
