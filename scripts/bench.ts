@@ -18,9 +18,11 @@
  * --cpu-prof` and prints its top functions by self time afterwards.
  */
 
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
+import { call } from '../server/testing/harness';
+import { spawnListening } from '../server/testing/process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { Agent, request } from 'node:http';
+import { Agent } from 'node:http';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -68,37 +70,11 @@ setTimeout(() => {
   process.exit(1);
 }, 8 * 60_000).unref();
 
-function startChild(name: string, args: string[], env: Record<string, string>): Promise<Child> {
-  const proc = spawn(process.execPath, args, {
-    cwd: ROOT,
-    env: { ...process.env, NODE_ENV: 'production', HOST: '127.0.0.1', PORT: '0', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  live.add(proc);
-  let out = '';
-  // Keep draining the pipes for the child's whole life (bounded memory).
-  const keep = (d: Buffer) => {
-    out = (out + d.toString()).slice(-16_384);
-  };
-  proc.stdout!.on('data', keep);
-  proc.stderr!.on('data', keep);
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${name} did not start within 30 s:\n${out}`)), 30_000);
-    const onExit = (code: number | null, sig: string | null) => {
-      clearTimeout(timer);
-      reject(new Error(`${name} exited (${code ?? sig}) before listening:\n${out}`));
-    };
-    proc.once('exit', onExit);
-    proc.stdout!.on('data', function watch() {
-      const m = /listening on (http:\/\/[^\s,)]+)/.exec(out);
-      if (!m) return;
-      proc.stdout!.off('data', watch);
-      proc.off('exit', onExit);
-      clearTimeout(timer);
-      const u = new URL(m[1]!);
-      resolve({ name, proc, url: u.origin, host: u.hostname, port: Number(u.port) });
-    });
-  });
+async function startChild(name: string, args: string[], env: Record<string, string>): Promise<Child> {
+  const started = await spawnListening(name, args, env, 30_000);
+  live.add(started.proc);
+  const u = new URL(started.url);
+  return { name, proc: started.proc, url: started.url, host: u.hostname, port: Number(u.port) };
 }
 
 async function startLeasehold(sync: 'normal' | 'full', profile = false): Promise<Child> {
@@ -174,31 +150,7 @@ interface Res {
 }
 
 function send(t: Child, method: string, path: string, body?: unknown): Promise<Res> {
-  const payload = body === undefined ? undefined : JSON.stringify(body);
-  const headers: Record<string, string | number> = { Authorization: `Bearer ${TOKEN}` };
-  if (payload !== undefined) {
-    headers['Content-Type'] = 'application/json';
-    headers['Content-Length'] = Buffer.byteLength(payload);
-  }
-  return new Promise((resolve, reject) => {
-    const req = request({ host: t.host, port: t.port, method, path, headers, agent }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        let parsed: unknown = text;
-        try {
-          parsed = JSON.parse(text);
-        } catch {
-          // leave as text
-        }
-        resolve({ status: res.statusCode ?? 0, body: parsed });
-      });
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end(payload);
-  });
+  return call(t.url, method, path, body, { token: TOKEN, agent });
 }
 
 function leasePath(route: string, action?: string): string {

@@ -50,28 +50,17 @@ export const AcquireBody = z.strictObject({
   metadata: metadata.optional(),
 });
 
-export const RenewBody = z.strictObject({
+/** What a holder presents to renew, release or checkpoint: the exact lease. */
+const holderProof = {
   session_id: sessionId,
   request_id: requestId,
   lease_id: z.string().min(1).max(128),
   fencing_token: fencingToken,
-  ttl_ms: leaseTtl.optional(),
-});
+};
 
-export const ReleaseBody = z.strictObject({
-  session_id: sessionId,
-  request_id: requestId,
-  lease_id: z.string().min(1).max(128),
-  fencing_token: fencingToken,
-});
-
-export const CheckpointBody = z.strictObject({
-  session_id: sessionId,
-  request_id: requestId,
-  lease_id: z.string().min(1).max(128),
-  fencing_token: fencingToken,
-  value: z.json(),
-});
+export const RenewBody = z.strictObject({ ...holderProof, ttl_ms: leaseTtl.optional() });
+export const ReleaseBody = z.strictObject(holderProof);
+export const CheckpointBody = z.strictObject({ ...holderProof, value: z.json() });
 
 /**
  * Grants and family are checked here, with the rest of the body, because

@@ -36,6 +36,8 @@ export interface CallOptions {
   /** Send this exact body (string or bytes) instead of JSON-encoding `body`. */
   raw?: string | Buffer;
   signal?: AbortSignal;
+  /** The connection pool (a shared keep-alive agent unless given). */
+  agent?: Agent;
 }
 
 /** One HTTP request with a JSON body; resolves with status, headers and parsed body. */
@@ -50,7 +52,7 @@ export function call(baseUrl: string, method: string, path: string, body?: unkno
   }
   return new Promise((resolve, reject) => {
     const req = httpRequest(
-      { host: url.hostname, port: url.port, method, path, headers, agent: keepAliveAgent, signal: opts.signal },
+      { host: url.hostname, port: url.port, method, path, headers, agent: opts.agent ?? keepAliveAgent, signal: opts.signal },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));

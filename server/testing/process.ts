@@ -36,14 +36,11 @@ export function killServers(): void {
   for (const p of children) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
 }
 
-/** Run `node dist/server.mjs` (API only unless env says otherwise) on a free port; resolves once it listens. */
-export function spawnServer(env: Record<string, string>): Promise<ServerProcess> {
-  ensureServerBuilt();
-  const proc = spawn(process.execPath, [SERVER], {
-    cwd: ROOT,
-    env: { ...process.env, NODE_ENV: 'production', LEASEHOLD_CONSOLE: 'off', HOST: '127.0.0.1', PORT: '0', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+const BASE_ENV: Record<string, string> = { NODE_ENV: 'production', LEASEHOLD_CONSOLE: 'off', HOST: '127.0.0.1', PORT: '0' };
+
+/** Start `node <args>` with the production environment plus `env`, keeping (the tail of) what it prints. */
+function launch(args: string[], env: Record<string, string>): { proc: ChildProcess; output: () => string } {
+  const proc = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...BASE_ENV, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   children.add(proc);
   let out = '';
   const keep = (d: Buffer) => {
@@ -51,44 +48,52 @@ export function spawnServer(env: Record<string, string>): Promise<ServerProcess>
   };
   proc.stdout!.on('data', keep);
   proc.stderr!.on('data', keep);
+  return { proc, output: () => out };
+}
+
+/**
+ * Start a Node server process (`node <args>`) and resolve once it prints
+ * `listening on http://…`. Used for Leasehold itself and for the benchmark's
+ * floor server.
+ */
+export function spawnListening(name: string, args: string[], env: Record<string, string>, timeoutMs = 20_000): Promise<ServerProcess> {
+  const { proc, output } = launch(args, env);
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start within 20 s:\n${out}`)), 20_000);
+    const timer = setTimeout(() => reject(new Error(`${name} did not start within ${timeoutMs} ms:\n${output()}`)), timeoutMs);
     const onExit = (code: number | null, sig: string | null) => {
       clearTimeout(timer);
-      reject(new Error(`server exited (${code ?? sig}) before listening:\n${out}`));
+      reject(new Error(`${name} exited (${code ?? sig}) before listening:\n${output()}`));
     };
     proc.once('exit', onExit);
     proc.stdout!.on('data', function watch() {
-      const m = /listening on (http:\/\/[^\s,)]+)/.exec(out);
+      const m = /listening on (http:\/\/[^\s,)]+)/.exec(output());
       if (!m) return;
       proc.stdout!.off('data', watch);
       proc.off('exit', onExit);
       clearTimeout(timer);
-      resolve({ proc, url: new URL(m[1]!).origin, output: () => out });
+      resolve({ proc, url: new URL(m[1]!).origin, output });
     });
   });
+}
+
+/** Run `node dist/server.mjs` (API only unless env says otherwise) on a free port; resolves once it listens. */
+export function spawnServer(env: Record<string, string>): Promise<ServerProcess> {
+  ensureServerBuilt();
+  return spawnListening('server', [SERVER], env);
 }
 
 /** Run the server expecting it to exit at once; resolves with its exit code and output. */
 export function runServerToExit(env: Record<string, string>, timeoutMs = 20_000): Promise<{ code: number | null; output: string }> {
   ensureServerBuilt();
+  const { proc, output } = launch([SERVER], env);
   return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, [SERVER], {
-      cwd: ROOT,
-      env: { ...process.env, NODE_ENV: 'production', LEASEHOLD_CONSOLE: 'off', HOST: '127.0.0.1', PORT: '0', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    children.add(proc);
-    let out = '';
-    proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-    proc.stderr!.on('data', (d: Buffer) => (out += d.toString()));
     const timer = setTimeout(() => {
       proc.kill('SIGKILL');
-      reject(new Error(`server did not exit within ${timeoutMs} ms:\n${out}`));
+      reject(new Error(`server did not exit within ${timeoutMs} ms:\n${output()}`));
     }, timeoutMs);
     proc.once('exit', (code) => {
       clearTimeout(timer);
-      resolve({ code, output: out });
+      resolve({ code, output: output() });
     });
   });
 }
