@@ -20,10 +20,8 @@ import {
   acquireStep,
   checkpointStep,
   endLease,
-  endSession,
   expireDue,
 
-  liveSession,
   releaseStep,
   renewStep,
   settleRoute,
@@ -36,7 +34,11 @@ import {
 import { forgetAnswer } from './idempotency';
 import { newStep, DEFAULT_LIMITS, type EngineContext, type Grant, type Limits, type Step } from './step';
 import { newSecret, planToken, TokenAuthority, tokenInfo, type CreateTokenInput, type Principal, type TokenInfo } from './tokens';
-import { leaseView, sessionView, type LeaseView, type Metadata, type SessionView } from './views';
+import { leaseView, type LeaseView, type Metadata, type SessionView } from './views';
+import { listQueryKey, listStep, type ListPage, type ListQuery } from './inventory';
+import { closeSessionStep, keepAliveStep, listSessionsStep, newSessionId, openSessionStep, type SessionPage } from './sessions';
+
+export type { ListPage, ListQuery };
 import { WaiterQueues } from './waiters';
 
 export interface Outcome<T> {
@@ -64,22 +66,6 @@ export interface ProofInput {
   leaseId: string;
   fencingToken: number;
   digest: string;
-}
-
-export interface ListPage {
-  items: LeaseView[];
-  next_cursor: string | null;
-  revision: number;
-  epoch: string;
-}
-
-export interface ListQuery {
-  limit: number;
-  cursor?: string;
-  ownerId?: string;
-  incarnation?: string;
-  /** Routes examined at most (defaults to the engine's limit). */
-  budget?: number;
 }
 
 export interface EngineOptions {
@@ -264,61 +250,29 @@ export class LeaseEngine {
 
   /** Open a session; the answer is the only place its secret id ever appears. */
   async openSession(p: Principal, ownerId: string, ttlMs: number): Promise<{ session: SessionView & { session_id: string } }> {
-    const sessionId = `ss_${randomBytes(24).toString('base64url')}`;
-    return this.run(async (step) => {
-      const row = {
-        family: p.family,
-        idHash: hashSecret(sessionId),
-        incarnation: randomId('hi_', 12),
-        ownerId,
-        ttlMs,
-        createdAt: step.now,
-        expiresAt: step.now + ttlMs,
-      };
-      await step.tx.insertSession(row);
-      step.events.push({ type: 'session_opened', family: p.family, incarnation: row.incarnation, ownerId });
-      return { session: { ...sessionView(row, 0), session_id: sessionId } };
-    });
+    const sessionId = newSessionId();
+    return this.run((step) => openSessionStep(step, p.family, ownerId, ttlMs, sessionId));
   }
 
   /** Reset a live session's expiry to now + TTL, or `session_not_found`. */
   async keepAlive(p: Principal, sessionId: string): Promise<{ session: SessionView }> {
-    return this.run(async (step) => {
-      const s = await liveSession(this.ctx, step, p.family, hashSecret(sessionId));
-      if (!s) fail('session_not_found', 'session not found, closed or expired');
-      const expiresAt = step.now + s.ttlMs;
-      await step.tx.setSessionExpiry(s.idHash, expiresAt);
-      const count = await step.tx.countSessionLeases(s.idHash);
-      return { session: sessionView({ ...s, expiresAt }, count) };
-    });
+    return this.run((step) => keepAliveStep(this.ctx, step, p.family, sessionId));
   }
 
   /** Close a live session, releasing its leases and dropping its waits. */
   async closeSession(p: Principal, sessionId: string): Promise<{ released: number }> {
-    return this.run(async (step) => {
-      const s = await liveSession(this.ctx, step, p.family, hashSecret(sessionId));
-      if (!s) fail('session_not_found', 'session not found, closed or expired');
-      return { released: await endSession(this.ctx, step, s, 'session_closed') };
-    });
+    return this.run((step) => closeSessionStep(this.ctx, step, p.family, sessionId));
   }
 
   /** Sessions of the principal's family, by created_at then incarnation. */
-  async listSessions(p: Principal, q: { ownerId?: string; limit: number; cursor?: string }): Promise<{ items: SessionView[]; next_cursor: string | null }> {
+  async listSessions(p: Principal, q: { ownerId?: string; limit: number; cursor?: string }): Promise<SessionPage> {
     const binding = { kind: 'sessions', family: p.family, query: JSON.stringify([q.ownerId ?? null]), epoch: this.store.epoch() };
     const after = q.cursor ? this.codec().decode(q.cursor, binding) : null;
     if (after !== null && !(Array.isArray(after) && typeof after[0] === 'number' && typeof after[1] === 'string')) {
       fail('cursor_invalid', 'cursor is malformed');
     }
-    return this.run(async (step) => {
-      await expireDue(this.ctx, step, SWEEP_BATCH);
-      const rows = await step.tx.listSessions(p.family, q.ownerId, after as [number, string] | null, q.limit + 1);
-      const page = rows.slice(0, q.limit);
-      const items: SessionView[] = [];
-      for (const r of page) items.push(sessionView(r, await step.tx.countSessionLeases(r.idHash)));
-      const last = page[page.length - 1];
-      const next = rows.length > q.limit && last ? this.codec().encode(binding, [last.createdAt, last.incarnation]) : null;
-      return { items, next_cursor: next };
-    });
+    const encode = (pos: [number, string]) => this.codec().encode(binding, pos);
+    return this.run((step) => listSessionsStep(this.ctx, step, p.family, q, after as [number, string] | null, encode));
   }
 
   // ---- leases ---------------------------------------------------------------
@@ -423,37 +377,12 @@ export class LeaseEngine {
    */
   async list(p: Principal, sel: ParsedSelector, q: ListQuery): Promise<ListPage> {
     const epoch = this.store.epoch();
-    const binding = {
-      kind: 'leases',
-      family: p.family,
-      query: JSON.stringify([sel.selector, q.ownerId ?? null, q.incarnation ?? null]),
-      epoch,
-    };
+    const binding = { kind: 'leases', family: p.family, query: listQueryKey(sel, q), epoch };
     const after = q.cursor ? this.codec().decode(q.cursor, binding) : null;
     if (after !== null && typeof after !== 'string') fail('cursor_invalid', 'cursor is malformed');
-    return this.run(async (step) => {
-      await expireDue(this.ctx, step, SWEEP_BATCH);
-      const scan = await step.tx.scanLeases({
-        family: p.family,
-        triple: sel.triple,
-        after: after as string | null,
-        want: q.limit + 1,
-        budget: q.budget ?? this.ctx.limits.listBudget,
-        now: step.now,
-        ownerId: q.ownerId,
-        incarnation: q.incarnation,
-      });
-      const page = scan.rows.slice(0, q.limit);
-      let next: string | null = null;
-      if (scan.rows.length > q.limit) next = page[page.length - 1]!.route;
-      else if (!scan.exhausted && scan.lastExamined !== null) next = scan.lastExamined;
-      return {
-        items: page.map((l) => leaseView(l, step.now, this.waiters.count(p.family, l.route))),
-        next_cursor: next === null ? null : this.codec().encode(binding, next),
-        revision: await step.tx.revision(p.family),
-        epoch,
-      };
-    });
+    const encode = (pos: string) => this.codec().encode(binding, pos);
+    const page = await this.run((step) => listStep(this.ctx, step, p.family, sel, q, after as string | null, encode));
+    return { ...page, epoch };
   }
 
   // ---- tokens ---------------------------------------------------------------

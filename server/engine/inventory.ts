@@ -1,0 +1,67 @@
+/**
+ * Inventory (CONTRACT.md §7): LIST of held, unexpired leases matching a
+ * selector, in route byte order, with keyset pagination and a per-page budget
+ * of examined routes, so a sparse selector always makes progress.
+ */
+
+import type { ParsedSelector } from '@/lib/selector';
+import { expireDue } from './leases';
+import type { EngineContext, Step } from './step';
+import { leaseView, type LeaseView } from './views';
+
+export interface ListPage {
+  items: LeaseView[];
+  next_cursor: string | null;
+  revision: number;
+  epoch: string;
+}
+
+export interface ListQuery {
+  limit: number;
+  cursor?: string;
+  ownerId?: string;
+  incarnation?: string;
+  /** Routes examined at most (defaults to the engine's limit). */
+  budget?: number;
+}
+
+/** What a LIST cursor is bound to, besides family and epoch: the selector as given and the filters. */
+export function listQueryKey(sel: ParsedSelector, q: ListQuery): string {
+  return JSON.stringify([sel.selector, q.ownerId ?? null, q.incarnation ?? null]);
+}
+
+/**
+ * One page, read after processing due expirations. The next cursor is at the
+ * last item when the page is full, else at the last route examined when the
+ * budget ran out, else there is none.
+ */
+export async function listStep(
+  ctx: EngineContext,
+  step: Step,
+  family: string,
+  sel: ParsedSelector,
+  q: ListQuery,
+  after: string | null,
+  encode: (position: string) => string,
+): Promise<Omit<ListPage, 'epoch'>> {
+  await expireDue(ctx, step, 512);
+  const scan = await step.tx.scanLeases({
+    family,
+    triple: sel.triple,
+    after,
+    want: q.limit + 1,
+    budget: q.budget ?? ctx.limits.listBudget,
+    now: step.now,
+    ownerId: q.ownerId,
+    incarnation: q.incarnation,
+  });
+  const page = scan.rows.slice(0, q.limit);
+  let next: string | null = null;
+  if (scan.rows.length > q.limit) next = page[page.length - 1]!.route;
+  else if (!scan.exhausted && scan.lastExamined !== null) next = scan.lastExamined;
+  return {
+    items: page.map((l) => leaseView(l, step.now, ctx.waiters.count(family, l.route))),
+    next_cursor: next === null ? null : encode(next),
+    revision: await step.tx.revision(family),
+  };
+}

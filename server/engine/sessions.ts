@@ -1,0 +1,71 @@
+/**
+ * Sessions (CONTRACT.md §4): open, keep alive, close, list. A session's secret
+ * id is shown once, in the answer to opening it, and stored only as a hash;
+ * observers see its random holder incarnation instead.
+ */
+
+import { fail } from './errors';
+import { hashSecret, pooledRandom, randomId } from './ids';
+import { endSession, expireDue, liveSession } from './leases';
+import type { EngineContext, Step } from './step';
+import { sessionView, type SessionView } from './views';
+
+export interface SessionPage {
+  items: SessionView[];
+  next_cursor: string | null;
+}
+
+/** Mint a session secret: 192 random bits. */
+export function newSessionId(): string {
+  return `ss_${pooledRandom(24).toString('base64url')}`;
+}
+
+export async function openSessionStep(step: Step, family: string, ownerId: string, ttlMs: number, sessionId: string): Promise<{ session: SessionView & { session_id: string } }> {
+  const row = {
+    family,
+    idHash: hashSecret(sessionId),
+    incarnation: randomId('hi_', 12),
+    ownerId,
+    ttlMs,
+    createdAt: step.now,
+    expiresAt: step.now + ttlMs,
+  };
+  await step.tx.insertSession(row);
+  step.events.push({ type: 'session_opened', family, incarnation: row.incarnation, ownerId });
+  return { session: { ...sessionView(row, 0), session_id: sessionId } };
+}
+
+/** Reset a live session's expiry to now + its TTL, or `session_not_found`. */
+export async function keepAliveStep(ctx: EngineContext, step: Step, family: string, sessionId: string): Promise<{ session: SessionView }> {
+  const s = await liveSession(ctx, step, family, hashSecret(sessionId));
+  if (!s) fail('session_not_found', 'session not found, closed or expired');
+  const expiresAt = step.now + s.ttlMs;
+  await step.tx.setSessionExpiry(s.idHash, expiresAt);
+  const count = await step.tx.countSessionLeases(s.idHash);
+  return { session: sessionView({ ...s, expiresAt }, count) };
+}
+
+/** Close a live session, releasing its leases and dropping its waits, or `session_not_found`. */
+export async function closeSessionStep(ctx: EngineContext, step: Step, family: string, sessionId: string): Promise<{ released: number }> {
+  const s = await liveSession(ctx, step, family, hashSecret(sessionId));
+  if (!s) fail('session_not_found', 'session not found, closed or expired');
+  return { released: await endSession(ctx, step, s, 'session_closed') };
+}
+
+/** One page of live sessions by (created_at, incarnation), after the keyset position `after`. */
+export async function listSessionsStep(
+  ctx: EngineContext,
+  step: Step,
+  family: string,
+  q: { ownerId?: string; limit: number },
+  after: [number, string] | null,
+  encode: (position: [number, string]) => string,
+): Promise<SessionPage> {
+  await expireDue(ctx, step, 512);
+  const rows = await step.tx.listSessions(family, q.ownerId, after, q.limit + 1);
+  const page = rows.slice(0, q.limit);
+  const items: SessionView[] = [];
+  for (const r of page) items.push(sessionView(r, await step.tx.countSessionLeases(r.idHash)));
+  const last = page[page.length - 1];
+  return { items, next_cursor: rows.length > q.limit && last ? encode([last.createdAt, last.incarnation]) : null };
+}
