@@ -11,9 +11,9 @@
 
 import { randomBytes } from 'node:crypto';
 import type { ParsedSelector } from '@/lib/selector';
-import { StoreUnavailableError, type Store, type Tx } from '../store/types';
+import type { Store, Tx } from '../store/types';
 import { CursorCodec } from './cursor';
-import { LeaseholdError, fail } from './errors';
+import { LeaseholdError, fail, fromStoreError } from './errors';
 import { EventHub } from './events';
 import { hashSecret, randomId } from './ids';
 import {
@@ -211,10 +211,7 @@ export class LeaseEngine {
         for (const g of step.grants.slice().reverse()) this.waiters.unclaim(g.waiter);
         for (const r of step.refused) r.waiter.reject(r.error);
       }
-      if (e instanceof StoreUnavailableError) {
-        throw new LeaseholdError(e.maybeCommitted ? 'outcome_unknown' : 'backend_unavailable', 'the store cannot answer safely');
-      }
-      throw e;
+      throw fromStoreError(e);
     }
     const done = step!;
     for (const e of done.events) this.events.publish(e);

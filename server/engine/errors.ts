@@ -4,6 +4,8 @@
  * without a status fails to compile.
  */
 
+import { StoreUnavailableError } from '../store/types';
+
 export const ERROR_CODES = [
   'invalid_request',
   'invalid_selector',
@@ -53,6 +55,17 @@ export class LeaseholdError extends Error {
     this.retryable = opts.retryable ?? RETRYABLE_BY_DEFAULT.has(code);
     this.retryAfterMs = opts.retryAfterMs;
   }
+}
+
+/**
+ * The domain error for a store fault: `outcome_unknown` when the step may have
+ * committed, else `backend_unavailable`. Other errors pass through unchanged.
+ */
+export function fromStoreError(e: unknown): unknown {
+  if (e instanceof StoreUnavailableError) {
+    return new LeaseholdError(e.maybeCommitted ? 'outcome_unknown' : 'backend_unavailable', 'the store cannot answer safely');
+  }
+  return e;
 }
 
 /** Shorthand for throwing a domain error. */

@@ -6,8 +6,8 @@
 
 import { allowingGrant, parseGrant, type Grant, type Permission } from '@/lib/grants';
 import { parseSelector, type Triple } from '@/lib/selector';
-import type { LoginRow, Store, TokenRow } from '../store/types';
-import { fail } from './errors';
+import type { LoginRow, Store, TokenRow, Tx } from '../store/types';
+import { fail, fromStoreError } from './errors';
 import { hashSecret, randomId } from './ids';
 import { iso } from './views';
 
@@ -96,6 +96,13 @@ export class TokenAuthority {
 
   constructor(private readonly store: Store) {}
 
+  /** A store step whose faults surface as `backend_unavailable` / `outcome_unknown`. */
+  private atomic<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
+    return this.store.atomic(fn).catch((e: unknown) => {
+      throw fromStoreError(e);
+    });
+  }
+
   private async cached<T>(map: Map<string, Cached<T>>, key: string, load: () => Promise<T | undefined>): Promise<T | undefined> {
     const now = this.store.now();
     const hit = map.get(key);
@@ -120,15 +127,15 @@ export class TokenAuthority {
   /** The principal of a live bearer token, or `invalid_credential`. */
   async authenticate(secret: string): Promise<Principal> {
     const hash = hashSecret(secret);
-    return this.live(await this.cached(this.byHash, hash, () => this.store.atomic((tx) => tx.getTokenByHash(hash))));
+    return this.live(await this.cached(this.byHash, hash, () => this.atomic((tx) => tx.getTokenByHash(hash))));
   }
 
   /** The principal behind a console login cookie, or `invalid_credential`. */
   async authenticateLogin(cookieSecret: string): Promise<Principal> {
     const hash = hashSecret(cookieSecret);
-    const login = await this.cached(this.logins, hash, () => this.store.atomic((tx) => tx.getLogin(hash)));
+    const login = await this.cached(this.logins, hash, () => this.atomic((tx) => tx.getLogin(hash)));
     if (!login || login.expiresAt <= this.store.now()) fail('invalid_credential', 'login expired; log in again');
-    const row = await this.store.atomic((tx) => tx.getToken(login.tokenId));
+    const row = await this.atomic((tx) => tx.getToken(login.tokenId));
     return this.live(row);
   }
 
@@ -136,7 +143,7 @@ export class TokenAuthority {
   async login(secret: string): Promise<{ cookieSecret: string; expiresAt: number; principal: Principal }> {
     const principal = await this.authenticate(secret);
     const cookieSecret = `lc_${randomId('', 32)}`;
-    const expiresAt = await this.store.atomic(async (tx) => {
+    const expiresAt = await this.atomic(async (tx) => {
       const expiresAt = Math.min(tx.now + LOGIN_TTL_MS, principal.expiresAt ?? Infinity);
       await tx.insertLogin({ idHash: hashSecret(cookieSecret), tokenId: principal.tokenId, createdAt: tx.now, expiresAt });
       await tx.pruneLogins(tx.now);
@@ -149,7 +156,7 @@ export class TokenAuthority {
   async logout(cookieSecret: string): Promise<void> {
     const hash = hashSecret(cookieSecret);
     this.logins.delete(hash);
-    await this.store.atomic((tx) => tx.deleteLogin(hash));
+    await this.atomic((tx) => tx.deleteLogin(hash));
   }
 
   forget(tokenId: string): void {

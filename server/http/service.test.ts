@@ -73,3 +73,31 @@ test('an unknown /api path is a JSON 404, not a page', async () => {
   const r = await s.call('GET', '/api/v2/leases', undefined, { token: null });
   assert.deepEqual([r.status, r.body.code], [404, 'not_found']);
 });
+
+test('a store that cannot answer gives 503 backend_unavailable (retryable) and an unavailable health, never a 500', async () => {
+  const broken = await startTestServer();
+  try {
+    const { sessionId } = await broken.openSession();
+    await broken.app.store.close();
+    const r = await broken.call('POST', leasePath('lease://down/a/b', 'acquire'), { session_id: sessionId, request_id: rid() });
+    assert.deepEqual([r.status, r.body.code, r.body.retryable], [503, 'backend_unavailable', true]);
+    const list = await broken.call('GET', '/api/v1/leases?selector=lease://**');
+    assert.equal(list.status, 503, 'an unavailable store is never an empty page');
+    const health = await broken.call('GET', '/api/v1/health', undefined, { token: null });
+    assert.deepEqual([health.status, health.body.status, health.body.store], [503, 'unavailable', 'sqlite']);
+  } finally {
+    await broken.close();
+  }
+});
+
+test('authentication against an unavailable store is 503, not 401 or 500', async () => {
+  const broken = await startTestServer();
+  try {
+    const other = await broken.createToken(['lease://**#read']);
+    await broken.app.store.close();
+    const r = await broken.call('GET', '/api/v1/auth/whoami', undefined, { token: other + 'x' });
+    assert.deepEqual([r.status, r.body.code], [503, 'backend_unavailable']);
+  } finally {
+    await broken.close();
+  }
+});
