@@ -4,7 +4,7 @@
  */
 
 import type { IncomingMessage } from 'node:http';
-import { fail } from '../engine/errors';
+import { LeaseholdError, fail } from '../engine/errors';
 
 export const MAX_BODY_BYTES = 128 * 1024;
 export const MAX_JSON_DEPTH = 32;
@@ -36,7 +36,14 @@ export function readBody(req: IncomingMessage): Promise<RawBody> {
       chunks.push(c);
     });
     req.on('end', () => resolve({ bytes: tooLarge ? Buffer.alloc(0) : Buffer.concat(chunks, size), tooLarge }));
-    req.on('error', reject);
+    // A client that goes away mid-body: nobody is left to answer, but the
+    // request must not hang or be logged as a server fault.
+    const gone = () => reject(new LeaseholdError('invalid_request', 'the client closed the request before its body ended'));
+    req.on('error', gone);
+    req.on('close', () => {
+      if (!req.complete) gone();
+    });
+    if (req.destroyed && !req.complete) gone();
   });
 }
 

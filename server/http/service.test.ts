@@ -101,3 +101,22 @@ test('authentication against an unavailable store is 503, not 401 or 500', async
     await broken.close();
   }
 });
+
+test('a client that goes away in the middle of its body leaves the server unharmed', async () => {
+  const { connect } = await import('node:net');
+  const url = new URL(s.url);
+  await new Promise<void>((resolve) => {
+    const sock = connect(Number(url.port), url.hostname, () => {
+      sock.write(
+        `POST /api/v1/sessions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${s.token}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"owner_id":`,
+      );
+      setTimeout(() => {
+        sock.destroy();
+        resolve();
+      }, 50);
+    });
+  });
+  const r = await s.call('GET', '/api/v1/sessions?owner_id=partial');
+  assert.equal(r.status, 200);
+  assert.equal(r.body.items.length, 0, 'the cut request opened nothing');
+});
