@@ -15,7 +15,6 @@ export const SCHEME = 'lease://';
 export const MAX_ROUTE_BYTES = 400;
 /** A selector has at most five segments (`**` plus two literals, or three), so its size is bounded like a route's. */
 export const MAX_SELECTOR_BYTES = 400;
-export const MAX_SEGMENT_CHARS = 128;
 
 const SEGMENT_RE = /^[A-Za-z0-9\-._~:@]{1,128}$/;
 
@@ -131,26 +130,9 @@ export function contains(outer: Triple, inner: Triple): boolean {
   return true;
 }
 
-/** The canonical route for an exact triple. */
-export function tripleToRoute(triple: Triple): Route {
-  return `${SCHEME}${triple.join('/')}` as Route;
-}
-
-/** Canonical `lease://a/*\/c` form of a triple (used for display and keys, never for answers). */
-export function tripleKey(triple: Triple): string {
-  return `${SCHEME}${triple.map((p) => (p === null ? '*' : p)).join('/')}`;
-}
-
 /** Parse a selector or throw a plain Error with the reason (for trusted inputs such as config and tests). */
 export function selectorOrThrow(input: string): ParsedSelector {
   const r = parseSelector(input);
   if (!r.ok) throw new Error(`invalid selector ${JSON.stringify(input)}: ${r.reason}`);
   return r.value;
-}
-
-/** Parse a route or throw a plain Error with the reason (for trusted inputs). */
-export function routeOrThrow(input: string): Route {
-  const r = parseRoute(input);
-  if (!r.ok) throw new Error(`invalid route ${JSON.stringify(input)}: ${r.reason}`);
-  return r.value.route;
 }

@@ -32,7 +32,7 @@ import {
   type RenewResult,
 } from './leases';
 import { forgetAnswer } from './idempotency';
-import { newStep, DEFAULT_LIMITS, type EngineContext, type Grant, type Limits, type Step } from './step';
+import { newStep, DEFAULT_LIMITS, type EngineContext, type QueuedGrant, type Limits, type Step } from './step';
 import { newSecret, planToken, TokenAuthority, tokenInfo, type CreateTokenInput, type Principal, type TokenInfo } from './tokens';
 import { leaseView, type LeaseView, type Metadata, type SessionView } from './views';
 import { listQueryKey, listStep, type ListPage, type ListQuery } from './inventory';
@@ -226,7 +226,7 @@ export class LeaseEngine {
   }
 
   /** Answer a granted waiter, or roll the grant back if its client already left. */
-  private deliver(g: Grant): void {
+  private deliver(g: QueuedGrant): void {
     const w = g.waiter;
     if (w.timer) clearTimeout(w.timer);
     w.state = 'done';

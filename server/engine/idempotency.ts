@@ -16,11 +16,6 @@ export interface IdemKey {
   requestId: string;
 }
 
-export interface Replayed<T> {
-  answer: T;
-  replayed: true;
-}
-
 /** The recorded answer for this key, or undefined. Throws `idempotency_conflict` if the inputs differ. */
 export async function findReplay<T>(step: Step, key: IdemKey, digest: string): Promise<T | undefined> {
   const row = await step.tx.getIdempotency(key.family, key.op, key.route, key.requestId);

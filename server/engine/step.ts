@@ -31,7 +31,7 @@ export const DEFAULT_LIMITS: Limits = {
   waitersPerRoute: 1_024,
 };
 
-export interface Grant {
+export interface QueuedGrant {
   waiter: Waiter;
   lease: LeaseRow;
   answer: AcquireResult;
@@ -43,7 +43,7 @@ export interface Step {
   /** Published after commit, in order. */
   readonly events: EngineEvent[];
   /** Waiters granted in this step: answered after commit (or rolled back if their client left). */
-  readonly grants: Grant[];
+  readonly grants: QueuedGrant[];
   /** Waiters removed in this step without a grant: refused after commit. */
   readonly refused: Array<{ waiter: Waiter; error: LeaseholdError }>;
   /** Waiters queued by this step: removed again if it fails. */

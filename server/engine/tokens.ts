@@ -5,7 +5,7 @@
  */
 
 import { allowingGrant, parseGrant, type Grant, type Permission } from '@/lib/grants';
-import { parseSelector, type Triple } from '@/lib/selector';
+import type { Triple } from '@/lib/selector';
 import type { LoginRow, Store, TokenRow, Tx } from '../store/types';
 import { fail, fromStoreError } from './errors';
 import { hashSecret, randomId } from './ids';
@@ -204,11 +204,4 @@ export function planToken(creator: Principal, input: CreateTokenInput, now: numb
     revokedAt: null,
     createdBy: creator.tokenId,
   };
-}
-
-/** Parse a selector for authorization, or `invalid_selector`. */
-export function selectorTriple(text: string): Triple {
-  const r = parseSelector(text);
-  if (!r.ok) fail('invalid_selector', `selector ${r.reason}`);
-  return r.value.triple;
 }

@@ -20,7 +20,7 @@ import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { routeSegments } from '@/lib/selector';
+import { matches, routeSegments } from '@/lib/selector';
 import { MIGRATIONS } from './schema';
 import {
   StoreUnavailableError,
@@ -435,11 +435,8 @@ class SqliteTx implements Tx {
     for (const row of it) {
       examined++;
       lastExamined = row.route;
-      const [r, a, s] = routeSegments(row.route);
       if (
-        (realm === null || r === realm) &&
-        (area === null || a === area) &&
-        (resource === null || s === resource) &&
+        matches(scan.triple, routeSegments(row.route)) &&
         row.expiresAt > scan.now &&
         (scan.ownerId === undefined || row.ownerId === scan.ownerId) &&
         (scan.incarnation === undefined || row.incarnation === scan.incarnation)
