@@ -262,7 +262,13 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
       setHeader: (name, value) => {
         extraHeaders[name] = value;
       },
-      secureCookies: opts.publicOrigin?.startsWith('https:') ?? false,
+      // Secure whenever the browser is on https: the public origin says so, the
+      // socket is TLS, or a TLS-terminating proxy says so (marking a cookie
+      // Secure only ever narrows where it is sent).
+      secureCookies:
+        (opts.publicOrigin?.startsWith('https:') ?? false) ||
+        (req.socket as { encrypted?: boolean }).encrypted === true ||
+        req.headers['x-forwarded-proto'] === 'https',
     };
     def.permit?.(request);
 

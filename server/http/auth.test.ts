@@ -33,6 +33,13 @@ describe('console login cookie', () => {
     assert.equal(who.body.family, 'default');
   });
 
+  test('the cookie is Secure when the browser is on https (behind a TLS proxy)', async () => {
+    const plain = await s.call('POST', '/api/v1/auth/login', { token: s.token }, { token: null });
+    assert.doesNotMatch(String(plain.headers['set-cookie']), /Secure/);
+    const tls = await s.call('POST', '/api/v1/auth/login', { token: s.token }, { token: null, headers: { 'X-Forwarded-Proto': 'https' } });
+    assert.match(String(tls.headers['set-cookie']), /; Secure/);
+  });
+
   test('a bad token cannot log in', async () => {
     const r = await s.call('POST', '/api/v1/auth/login', { token: 'lh_nope' }, { token: null });
     assert.deepEqual([r.status, r.body.code], [401, 'invalid_credential']);
