@@ -361,3 +361,57 @@ describe('idempotency', () => {
     assert.notEqual(requestDigest({ a: 1 }), requestDigest({ a: 1, b: 2 }));
   });
 });
+
+describe('races', () => {
+  test('expiry against renew: at the deadline the renew is lease_lost, the lease ends once, and a successor gets a greater token', async () => {
+    const a = await f.open('a', 300_000);
+    const b = await f.open('b', 300_000);
+    const { answer } = await f.acquire(R, a, { ttlMs: 5_000 });
+    f.clock.advance(4_999);
+    const renewed = await f.engine.renew(f.admin, R, proofOf(a, answer.lease));
+    assert.equal(Date.parse(renewed.answer.lease.expires_at), f.clock.t + 5_000, 'one millisecond before the deadline the renew wins');
+    f.clock.advance(5_000);
+    const [renew, take] = await Promise.allSettled([f.engine.renew(f.admin, R, proofOf(a, answer.lease)), f.acquire(R, b)]);
+    assert.equal(renew.status, 'rejected');
+    assert.equal((renew as PromiseRejectedResult).reason.code, 'lease_lost');
+    assert.equal(take.status, 'fulfilled');
+    const successor = (take as PromiseFulfilledResult<Awaited<ReturnType<typeof f.acquire>>>).value.answer.lease;
+    assert.ok(successor.fencing_token > answer.lease.fencing_token);
+    assert.equal(f.changes().filter((c) => c.change === 'expired').length, 1, 'the expiry is processed exactly once');
+    assert.equal((await f.engine.inspect(f.admin, R)).lease.owner_id, 'b');
+  });
+
+  test('concurrent renew and release of one lease: the outcomes agree with one serial order', async () => {
+    for (let i = 0; i < 10; i++) {
+      const s = await f.open();
+      const route = `lease://race/rr/${i}`;
+      const { answer } = await f.acquire(route, s);
+      const [renew, release] = await Promise.allSettled([
+        f.engine.renew(f.admin, route, proofOf(s, answer.lease)),
+        f.engine.release(f.admin, route, proofOf(s, answer.lease)),
+      ]);
+      assert.equal(release.status, 'fulfilled', 'the release always succeeds: renew keeps the token');
+      if (renew.status === 'rejected') assert.equal(renew.reason.code, 'lease_lost');
+      await rejectsWith(f.engine.inspect(f.admin, route), 'lease_not_found');
+    }
+  });
+
+  test('the same request sent twice at once creates one lease: one original answer, one replay', async () => {
+    const s = await f.open();
+    const body = { session_id: s, request_id: 'twice' };
+    const before = f.changes().length;
+    const [x, y] = await Promise.all([f.acquire(R, s, { requestId: 'twice', body }), f.acquire(R, s, { requestId: 'twice', body })]);
+    assert.deepEqual([x.replayed, y.replayed].sort(), [false, true]);
+    assert.deepEqual(x.answer, y.answer);
+    assert.equal(f.changes().length - before, 1, 'one acquisition, one revision');
+  });
+
+  test('concurrent acquires of one free route from many sessions: exactly one lease, every other answer a conflict', async () => {
+    const sessions = await Promise.all(Array.from({ length: 20 }, (_, i) => f.open(`s${i}`)));
+    const results = await Promise.allSettled(sessions.map((s) => f.acquire(R, s)));
+    const won = results.filter((r) => r.status === 'fulfilled');
+    assert.equal(won.length, 1);
+    for (const r of results) if (r.status === 'rejected') assert.equal(r.reason.code, 'lease_conflict');
+    assert.equal(f.changes().filter((c) => c.change === 'acquired').length, 1);
+  });
+});
