@@ -96,7 +96,9 @@ export async function endLease(ctx: EngineContext, step: Step, l: LeaseRow, kind
 
 /**
  * The active lease of a route, after processing its expiry (or its holder
- * session's expiry, whichever deadline came first) if due. Undefined if free.
+ * session's expiry, whichever deadline came first) if due. Ending it grants
+ * the route to its head waiter in this same step, so the answer is then that
+ * waiter's new lease. Undefined if free.
  */
 export async function settleRoute(ctx: EngineContext, step: Step, family: string, route: string, known?: SessionRow): Promise<LeaseRow | undefined> {
   const l = await step.tx.getLease(family, route);
@@ -105,18 +107,15 @@ export async function settleRoute(ctx: EngineContext, step: Step, family: string
   const s = known?.idHash === l.sessionHash ? known : await step.tx.getSession(l.sessionHash);
   if (s && s.expiresAt <= step.now && s.expiresAt <= l.expiresAt) {
     await endSession(ctx, step, s, 'session_expired');
-    return undefined;
-  }
-  if (l.expiresAt <= step.now) {
+  } else if (l.expiresAt <= step.now) {
     await endLease(ctx, step, l, 'expired');
-    return undefined;
-  }
-  if (!s) {
+  } else if (!s) {
     // A lease without its session cannot be renewed or released: end it now.
     await endLease(ctx, step, l, 'session_closed');
-    return undefined;
+  } else {
+    return l;
   }
-  return l;
+  return step.tx.getLease(family, route);
 }
 
 /** Create a lease for a free route (bumping the revision, which is also its fencing token). */

@@ -152,3 +152,19 @@ test('expiry of the holder grants the route to the head waiter', async () => {
   assert.equal(g.answer.lease.owner_id, 'w');
   assert.deepEqual(f.changes().map((c) => c.change), ['acquired', 'expired', 'acquired']);
 });
+
+test('an answer that processes a due expiry reports the waiter it granted, not a free route', async () => {
+  const holder = await f.open('holder', 300_000);
+  const w = await f.open('w', 300_000);
+  const other = await f.open('other', 300_000);
+  await f.acquire(R, holder, { ttlMs: 2_000 });
+  const p = f.acquire(R, w, { waitMs: 5_000 });
+  await queued(1);
+  f.clock.advance(2_000);
+  // No sweep: the inspect itself finds the expiry due.
+  const seen = await f.engine.inspect(f.admin, R);
+  assert.equal(seen.lease.owner_id, 'w');
+  assert.equal((await p).answer.lease.fencing_token, seen.lease.fencing_token);
+  const err = await rejectsWith(f.acquire(R, other), 'lease_conflict');
+  assert.equal(err.retryable, true, 'the waiter was first in line: the newcomer conflicts');
+});
