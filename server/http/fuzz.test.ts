@@ -1,0 +1,77 @@
+/**
+ * Seeded random requests (methods, paths with odd and encoded segments,
+ * headers, bodies of every shape) against the real server: none may be
+ * answered with a 5xx, every error must be the envelope, and the server must
+ * work normally afterwards.
+ */
+
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { leasePath, rid, startTestServer, type TestServer } from '../testing/harness';
+
+let s: TestServer;
+before(async () => {
+  s = await startTestServer();
+});
+after(async () => {
+  await s.close();
+});
+
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const SEGMENTS = ['acme', 'r', 'doc-1', '*', '**', '.', '..', '%2E%2E', '%2F', '%zz', '', 'a%20b', '%C3%A9', 'x'.repeat(130), 'ok~:@_.'];
+const ACTIONS = ['', '/acquire', '/renew', '/release', '/checkpoint', '/force', '/acquire/extra'];
+const PREFIXES = ['/api/v1/leases/', '/api/v1/sessions', '/api/v1/sessions/keepalive', '/api/v1/sessions/close', '/api/v1/tokens', '/api/v1/tokens/', '/api/v1/auth/whoami', '/api/v1/auth/login', '/api/v1/auth/logout', '/api/v1/', '/api/', '/api/v1/health', '/api/v1/openapi.json'];
+const QUERIES = ['', '?selector=lease://**', '?selector=lease://a/*', '?selector=bad', '?limit=0', '?limit=1000&limit=1', '?cursor=abc', '?x=1', '?selector=%zz', '?owner_id=%00'];
+const VALUES: unknown[] = [null, true, 0, -1, 1.5, 2 ** 60, '', 'x', 'lease://a/b/c', [], {}, { a: { b: {} } }, 'ss_bad', 1_000, 30_000, '\u0000', '日本'];
+const FIELDS = ['session_id', 'request_id', 'ttl_ms', 'wait_ms', 'max_lifetime_ms', 'metadata', 'lease_id', 'fencing_token', 'value', 'owner_id', 'token', 'name', 'grants', 'family', 'root', 'expires_at', 'extra'];
+
+test('300 random requests: never a 5xx, always an envelope, and the server still works', async () => {
+  const rnd = prng(20261129);
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)]!;
+  const { sessionId } = await s.openSession('fuzz');
+  for (let i = 0; i < 300; i++) {
+    const method = pick(['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'HEAD', 'OPTIONS']);
+    let path = pick(PREFIXES);
+    if (path === '/api/v1/leases/') {
+      const n = 1 + Math.floor(rnd() * 4);
+      path += Array.from({ length: n }, () => pick(SEGMENTS)).join('/') + pick(ACTIONS);
+    } else if (path === '/api/v1/tokens/') path += pick(SEGMENTS);
+    path += pick(QUERIES);
+    const headers: Record<string, string> = {};
+    const ct = pick(['application/json', 'application/json; charset=utf-8', 'text/plain', 'application/json; charset=latin1', '']);
+    if (ct) headers['Content-Type'] = ct;
+    const auth = rnd();
+    const token = auth < 0.6 ? s.token : auth < 0.8 ? null : 'lh_wrong';
+    if (auth > 0.95) headers.Authorization = 'Basic abc';
+    let raw: string | Buffer | undefined;
+    const shape = rnd();
+    if (shape < 0.5) {
+      const body: Record<string, unknown> = {};
+      for (const k of FIELDS) if (rnd() < 0.3) body[k] = k === 'session_id' && rnd() < 0.5 ? sessionId : k === 'request_id' && rnd() < 0.5 ? rid() : pick(VALUES);
+      raw = JSON.stringify(body);
+    } else if (shape < 0.6) raw = '{"session_id":';
+    else if (shape < 0.7) raw = Buffer.from(Array.from({ length: 64 }, () => Math.floor(rnd() * 256)));
+    else if (shape < 0.75) raw = '['.repeat(40) + ']'.repeat(40);
+    else if (shape < 0.8) raw = JSON.stringify({ value: 'x'.repeat(140 * 1024) });
+    const r = await s.call(method, path, undefined, { token, headers, raw });
+    assert.ok(r.status < 500, `#${i} ${method} ${path} → ${r.status} ${r.text.slice(0, 200)}`);
+    if (r.status >= 400 && method !== 'HEAD') {
+      assert.equal(r.body?.status, 'error', `#${i} ${method} ${path} → not an envelope: ${r.text.slice(0, 200)}`);
+      assert.equal(r.headers['x-correlation-id'], r.body.correlation_id);
+    }
+  }
+  const health = await s.call('GET', '/api/v1/health', undefined, { token: null });
+  assert.equal(health.status, 200);
+  const ok = await s.call('POST', leasePath('lease://fuzz/after/ok', 'acquire'), { session_id: sessionId, request_id: rid() });
+  assert.equal(ok.status, 200, ok.text);
+});
