@@ -18,21 +18,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { selectorOrThrow } from '@/lib/selector';
 import { engineFixture, proofOf, type EngineFixture } from '../testing/engine-fixture';
+import { prng } from '../testing/harness';
 import type { LeaseholdError } from './errors';
 import type { LeaseChange } from './events';
 import type { HeldLease } from './views';
-
-/** mulberry32: a small seeded PRNG. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const ROUTES = ['lease://m/a/1', 'lease://m/a/2', 'lease://m/b/1', 'lease://n/a/1'];
 

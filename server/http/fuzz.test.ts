@@ -7,7 +7,7 @@
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { leasePath, rid, startTestServer, type TestServer } from '../testing/harness';
+import { leasePath, prng, rid, startTestServer, type TestServer } from '../testing/harness';
 
 let s: TestServer;
 before(async () => {
@@ -16,17 +16,6 @@ before(async () => {
 after(async () => {
   await s.close();
 });
-
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const SEGMENTS = ['acme', 'r', 'doc-1', '*', '**', '.', '..', '%2E%2E', '%2F', '%zz', '', 'a%20b', '%C3%A9', 'x'.repeat(130), 'ok~:@_.'];
 const ACTIONS = ['', '/acquire', '/renew', '/release', '/checkpoint', '/force', '/acquire/extra'];

@@ -18,6 +18,18 @@ export class ManualClock {
   }
 }
 
+/** mulberry32: a small seeded PRNG in [0, 1), so randomized tests name the seed that reproduces them. */
+export function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
 export function tempDir(prefix = 'leasehold-test-'): string {
   return mkdtempSync(join(tmpdir(), prefix));
 }
