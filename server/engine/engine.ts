@@ -39,7 +39,7 @@ import { listQueryKey, listStep, type ListPage, type ListQuery } from './invento
 import { closeSessionStep, keepAliveStep, listSessionsStep, newSessionId, openSessionStep, type SessionPage } from './sessions';
 
 export type { ListPage, ListQuery };
-import { WaiterQueues } from './waiters';
+import { WaiterQueues, type Waiter } from './waiters';
 
 export interface Outcome<T> {
   answer: T;
@@ -84,6 +84,13 @@ export interface StartResult {
 }
 
 const SWEEP_BATCH = 512;
+
+/** Answer a waiter that was taken off its queue without a grant. */
+function refuse(r: { waiter: Waiter; error: LeaseholdError }): void {
+  if (r.waiter.timer) clearTimeout(r.waiter.timer);
+  r.waiter.state = 'done';
+  r.waiter.reject(r.error);
+}
 
 export class LeaseEngine {
   readonly events = new EventHub();
@@ -209,17 +216,14 @@ export class LeaseEngine {
       if (step) {
         for (const w of step.enqueued) this.waiters.remove(w);
         for (const g of step.grants.slice().reverse()) this.waiters.unclaim(g.waiter);
-        for (const r of step.refused) r.waiter.reject(r.error);
+        // Waiters the step had already taken off their queue are refused all the same.
+        step.refused.forEach(refuse);
       }
       throw fromStoreError(e);
     }
     const done = step!;
     for (const e of done.events) this.events.publish(e);
-    for (const r of done.refused) {
-      if (r.waiter.timer) clearTimeout(r.waiter.timer);
-      r.waiter.state = 'done';
-      r.waiter.reject(r.error);
-    }
+    done.refused.forEach(refuse);
     for (const g of done.grants) this.deliver(g);
     if (refusal) throw refusal;
     return value;
