@@ -415,3 +415,26 @@ describe('races', () => {
     assert.equal(f.changes().filter((c) => c.change === 'acquired').length, 1);
   });
 });
+
+describe('which deadline came first', () => {
+  test('a lease that expired before its session did ends as expired even when the session expiry is found first', async () => {
+    const s = await f.open('w', 10_000);
+    const { answer } = await f.acquire('lease://first/a/short', s, { ttlMs: 2_000 });
+    await f.acquire('lease://first/a/long', s, { ttlMs: 60_000 });
+    f.clock.advance(20_000);
+    // No sweep: the renew finds the session expired and ends it with its leases.
+    await rejectsWith(f.engine.renew(f.admin, 'lease://first/a/short', proofOf(s, answer.lease)), 'lease_lost');
+    const kinds = Object.fromEntries(f.changes().filter((c) => c.change !== 'acquired').map((c) => [c.route, c.change]));
+    assert.deepEqual(kinds, { 'lease://first/a/short': 'expired', 'lease://first/a/long': 'session_closed' });
+  });
+
+  test('closing a session counts only the leases it released, not those already expired', async () => {
+    const s = await f.open('w', 300_000);
+    await f.acquire('lease://first/b/short', s, { ttlMs: 1_000 });
+    await f.acquire('lease://first/b/long', s, { ttlMs: 60_000 });
+    f.clock.advance(1_000);
+    assert.deepEqual(await f.engine.closeSession(f.admin, s), { released: 1 });
+    const kinds = Object.fromEntries(f.changes().filter((c) => c.change !== 'acquired').map((c) => [c.route, c.change]));
+    assert.deepEqual(kinds, { 'lease://first/b/short': 'expired', 'lease://first/b/long': 'session_closed' });
+  });
+});

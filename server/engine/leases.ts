@@ -65,9 +65,14 @@ export async function liveSession(ctx: EngineContext, step: Step, family: string
 export async function endSession(ctx: EngineContext, step: Step, s: SessionRow, why: 'session_closed' | 'session_expired'): Promise<number> {
   const leases = await step.tx.sessionLeases(s.idHash);
   await step.tx.deleteSession(s.idHash);
+  // A lease whose own deadline came first ends as `expired`, as the sweep
+  // would have ended it: before the session's deadline (on expiry, ties go
+  // to the session), or already past (on close).
+  const endedAt = why === 'session_expired' ? s.expiresAt : step.now + 1;
   let released = 0;
   for (const l of leases) {
-    if (await endLease(ctx, step, l, 'session_closed')) released++;
+    const kind = l.expiresAt < endedAt ? 'expired' : 'session_closed';
+    if ((await endLease(ctx, step, l, kind)) && kind === 'session_closed') released++;
   }
   for (const w of ctx.waiters.ofSession(s.idHash)) {
     if (ctx.waiters.remove(w)) {
