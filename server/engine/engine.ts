@@ -11,6 +11,7 @@
 
 import { randomBytes } from 'node:crypto';
 import type { ParsedSelector } from '@/lib/selector';
+import { AuditLog, auditView, type AuditEvent, type AuditEventType, type AuditFacts, type AuditOptions, type AuditSpec, type Caller } from './audit';
 import type { Store, Tx } from '../store/types';
 import { CursorCodec } from './cursor';
 import { LeaseholdError, fail, fromStoreError } from './errors';
@@ -21,7 +22,6 @@ import {
   checkpointStep,
   endLease,
   expireDue,
-
   releaseStep,
   renewStep,
   settleRoute,
@@ -33,12 +33,16 @@ import {
 } from './leases';
 import { forgetAnswer } from './idempotency';
 import { newStep, DEFAULT_LIMITS, type EngineContext, type QueuedGrant, type Limits, type Step } from './step';
-import { newSecret, planToken, TokenAuthority, tokenInfo, type CreateTokenInput, type Principal, type TokenInfo } from './tokens';
+import { forceEndStep, type ForceReleased, type Revoked } from './operators';
+import { newSecret, planEmbedToken, planToken, TokenAuthority, tokenInfo, type CreateTokenInput, type Principal, type TokenInfo } from './tokens';
 import { leaseView, type LeaseView, type Metadata, type SessionView } from './views';
 import { listQueryKey, listStep, type ListPage, type ListQuery } from './inventory';
 import { closeSessionStep, keepAliveStep, listSessionsStep, newSessionId, openSessionStep, type SessionPage } from './sessions';
 
 export type { ListPage, ListQuery };
+
+/** The caller of system events (expiry): no token, no request. */
+const SYSTEM: Principal = { tokenId: '', name: 'system', family: '', grants: [], root: false, kind: 'api', expiresAt: null };
 import { WaiterQueues, type Waiter } from './waiters';
 
 export interface Outcome<T> {
@@ -70,12 +74,35 @@ export interface ProofInput {
 
 export interface EngineOptions {
   limits?: Partial<Limits>;
+  /** Audit retention and batching. */
+  audit?: Partial<AuditOptions>;
   /** The bootstrap admin token's secret for an empty store (else random). */
   bootstrapSecret?: string;
   /** Key for cursors; else generated once and kept in the store. */
   secret?: string;
   /** How often expirations are processed (ms). */
   sweepIntervalMs?: number;
+}
+
+export interface ForceEndRequest {
+  requestId: string;
+  reason: string;
+  expectedFencingToken: number;
+  digest: string;
+}
+
+export interface AuditQuery {
+  selector: ParsedSelector;
+  eventType?: AuditEventType;
+  since?: number;
+  until?: number;
+  limit: number;
+  cursor?: string;
+}
+
+export interface AuditPage {
+  items: AuditEvent[];
+  next_cursor: string | null;
 }
 
 export interface StartResult {
@@ -96,6 +123,7 @@ export class LeaseEngine {
   readonly events = new EventHub();
   readonly waiters = new WaiterQueues();
   readonly tokens: TokenAuthority;
+  readonly audit: AuditLog;
   private readonly ctx: EngineContext;
   private cursors: CursorCodec | undefined;
   private sweepTimer: ReturnType<typeof setInterval> | undefined;
@@ -108,7 +136,20 @@ export class LeaseEngine {
   ) {
     this.ctx = { store, waiters: this.waiters, limits: { ...DEFAULT_LIMITS, ...opts.limits } };
     this.tokens = new TokenAuthority(store);
+    this.audit = new AuditLog(store, opts.audit);
     this.startedAt = store.now();
+    // Expiry is a system event: audited from the change it makes.
+    this.events.subscribe((e) => {
+      if (e.type === 'change' && e.change === 'expired') {
+        this.audit.record(this.systemRow('lease_expire', 'lease_expired', e.family, e.route, e));
+      } else if (e.type === 'session_expired') {
+        this.audit.record(this.systemRow('session_expire', 'session_expired', e.family, null, { ownerId: e.ownerId, incarnation: e.incarnation }));
+      }
+    });
+  }
+
+  private systemRow(type: AuditEventType, result: string, family: string, route: string | null, facts: AuditFacts) {
+    return this.audit.row({ caller: { ...SYSTEM, family }, type, route, success: result }, result, facts);
   }
 
   get limits(): Limits {
@@ -147,6 +188,7 @@ export class LeaseEngine {
     const every = this.opts.sweepIntervalMs ?? 100;
     this.sweepTimer = setInterval(() => void this.sweepAll(), every);
     this.sweepTimer.unref?.();
+    this.audit.start();
     return { bootstrapToken: result.bootstrapToken };
   }
 
@@ -161,9 +203,10 @@ export class LeaseEngine {
     }
   }
 
-  /** Drain, then close the store (committing what is pending). */
+  /** Drain, write the buffered audit events, then close the store (committing what is pending). */
   async stop(): Promise<void> {
     this.drain();
+    await this.audit.stop();
     await this.store.close();
   }
 
@@ -192,9 +235,11 @@ export class LeaseEngine {
   /**
    * Run one atomic step; after it commits, publish its events, refuse its
    * dropped waiters and deliver its grants. If it fails, undo its in-memory
-   * effects on the queues.
+   * effects on the queues. With an audit spec, the outcome is audited: an
+   * `inTx` success inside the step itself (if that write fails, the step
+   * fails and changes nothing), everything else buffered after the step.
    */
-  private async run<T>(fn: (step: Step) => Promise<T>): Promise<T> {
+  private async run<T>(fn: (step: Step) => Promise<T>, audit?: AuditSpec): Promise<T> {
     let step: Step | undefined;
     let value: T;
     let refusal: LeaseholdError | undefined;
@@ -202,7 +247,9 @@ export class LeaseEngine {
       value = await this.store.atomic(async (tx: Tx) => {
         step = newStep(tx);
         try {
-          return await fn(step);
+          const v = await fn(step);
+          if (audit?.inTx && !step.facts.replayed) await tx.insertAudit([this.audit.row(audit, audit.success, step.facts)]);
+          return v;
         } catch (e) {
           // A domain refusal still commits the housekeeping the step did
           // before refusing (expirations it processed); any other error
@@ -219,14 +266,25 @@ export class LeaseEngine {
         // Waiters the step had already taken off their queue are refused all the same.
         step.refused.forEach(refuse);
       }
-      throw fromStoreError(e);
+      const err = fromStoreError(e);
+      if (audit && err instanceof LeaseholdError) this.audit.note(audit, err.code, step?.facts);
+      throw err;
     }
     const done = step!;
     for (const e of done.events) this.events.publish(e);
     done.refused.forEach(refuse);
     for (const g of done.grants) this.deliver(g);
+    if (audit) {
+      if (refusal) this.audit.note(audit, refusal.code, done.facts);
+      else if (!audit.inTx && !done.facts.replayed && !done.facts.pending) this.audit.note(audit, audit.success, done.facts);
+    }
     if (refusal) throw refusal;
     return value;
+  }
+
+  /** The audit spec of an engine call. */
+  private spec(caller: Caller, type: AuditEventType, route: string | null, success: string, extra?: Partial<AuditSpec>): AuditSpec {
+    return { caller, type, route, success, ...extra };
   }
 
   /** Answer a granted waiter, or roll the grant back if its client already left. */
@@ -250,9 +308,9 @@ export class LeaseEngine {
   // ---- sessions -------------------------------------------------------------
 
   /** Open a session; the answer is the only place its secret id ever appears. */
-  async openSession(p: Principal, ownerId: string, ttlMs: number): Promise<{ session: SessionView & { session_id: string } }> {
+  async openSession(p: Caller, ownerId: string, ttlMs: number): Promise<{ session: SessionView & { session_id: string } }> {
     const sessionId = newSessionId();
-    return this.run((step) => openSessionStep(step, p.family, ownerId, ttlMs, sessionId));
+    return this.run((step) => openSessionStep(step, p.family, ownerId, ttlMs, sessionId), this.spec(p, 'session_open', null, 'session_opened'));
   }
 
   /** Reset a live session's expiry to now + TTL, or `session_not_found`. */
@@ -261,8 +319,8 @@ export class LeaseEngine {
   }
 
   /** Close a live session, releasing its leases and dropping its waits. */
-  async closeSession(p: Principal, sessionId: string): Promise<{ released: number }> {
-    return this.run((step) => closeSessionStep(this.ctx, step, p.family, sessionId));
+  async closeSession(p: Caller, sessionId: string): Promise<{ released: number }> {
+    return this.run((step) => closeSessionStep(this.ctx, step, p.family, sessionId), this.spec(p, 'session_close', null, 'session_closed'));
   }
 
   /** Sessions of the principal's family, by created_at then incarnation. */
@@ -284,8 +342,10 @@ export class LeaseEngine {
    * until granted, the deadline passes (`lease_conflict`) or the client goes
    * away (the waiter is dropped; an undeliverable grant is rolled back).
    */
-  async acquire(p: Principal, route: string, input: AcquireInput): Promise<Outcome<AcquireResult>> {
+  async acquire(p: Caller, route: string, input: AcquireInput): Promise<Outcome<AcquireResult>> {
+    const spec = this.spec(p, 'lease_acquire', route, 'lease_acquired');
     if (input.maxLifetimeMs > this.ctx.limits.maxLifetimeMs) {
+      this.audit.note(spec, 'invalid_request');
       fail('invalid_request', `max_lifetime_ms exceeds the server maximum of ${this.ctx.limits.maxLifetimeMs}`);
     }
     const params = {
@@ -298,7 +358,7 @@ export class LeaseEngine {
       maxLifetimeMs: input.maxLifetimeMs,
       metadata: input.metadata,
     };
-    const r = await this.run((step) => acquireStep(this.ctx, step, params, input.waitMs, input.signal));
+    const r = await this.run((step) => acquireStep(this.ctx, step, params, input.waitMs, input.signal), spec);
     if (r.kind === 'done') return { answer: r.answer, replayed: r.replayed };
     const w = r.waiter;
     if (w.state === 'waiting') {
@@ -316,6 +376,11 @@ export class LeaseEngine {
         { once: true },
       );
     }
+    // A waiting acquire is audited when it is answered.
+    r.done.then(
+      (a) => this.audit.note(spec, 'lease_acquired', { ownerId: a.lease.owner_id, incarnation: a.lease.holder_incarnation, fencingToken: a.lease.fencing_token }),
+      (e: unknown) => this.audit.note(spec, e instanceof LeaseholdError ? e.code : 'internal_error'),
+    );
     return { answer: await r.done, replayed: false };
   }
 
@@ -337,18 +402,27 @@ export class LeaseEngine {
   }
 
   /** Renew the exact lease held by the session, or `lease_lost` (nothing changes). */
-  async renew(p: Principal, route: string, input: ProofInput & { ttlMs?: number }): Promise<Outcome<RenewResult>> {
-    return this.run((step) => renewStep(this.ctx, step, p.family, route, this.proof(input), input.ttlMs, input.requestId, input.digest));
+  async renew(p: Caller, route: string, input: ProofInput & { ttlMs?: number }): Promise<Outcome<RenewResult>> {
+    return this.run(
+      (step) => renewStep(this.ctx, step, p.family, route, this.proof(input), input.ttlMs, input.requestId, input.digest),
+      this.spec(p, 'lease_renew', route, 'lease_renewed'),
+    );
   }
 
   /** Release the exact lease held by the session, or `lease_lost`; a stale release never removes a successor. */
-  async release(p: Principal, route: string, input: ProofInput): Promise<Outcome<ReleaseResult>> {
-    return this.run((step) => releaseStep(this.ctx, step, p.family, route, this.proof(input), input.requestId, input.digest));
+  async release(p: Caller, route: string, input: ProofInput): Promise<Outcome<ReleaseResult>> {
+    return this.run(
+      (step) => releaseStep(this.ctx, step, p.family, route, this.proof(input), input.requestId, input.digest),
+      this.spec(p, 'lease_release', route, 'lease_released'),
+    );
   }
 
   /** The fenced write of a route's checkpoint (`value` is JSON text). */
-  async writeCheckpoint(p: Principal, route: string, input: ProofInput & { value: string }): Promise<Outcome<CheckpointWritten>> {
-    return this.run((step) => checkpointStep(this.ctx, step, p.family, route, this.proof(input), input.value, input.requestId, input.digest));
+  async writeCheckpoint(p: Caller, route: string, input: ProofInput & { value: string }): Promise<Outcome<CheckpointWritten>> {
+    return this.run(
+      (step) => checkpointStep(this.ctx, step, p.family, route, this.proof(input), input.value, input.requestId, input.digest),
+      this.spec(p, 'lease_checkpoint', route, 'checkpoint_written'),
+    );
   }
 
   /** The route's checkpoint as last written (linearizable), or `checkpoint_not_found`. */
@@ -386,28 +460,119 @@ export class LeaseEngine {
     return { ...page, epoch };
   }
 
+  // ---- operators ------------------------------------------------------------
+
+  /**
+   * End the route's lease as `force_released` if it carries the expected
+   * token (`lease_mismatch` otherwise, `lease_not_found` if free; nothing
+   * changes). The next waiter is granted in the same step, and the audit
+   * event is written in it too: no success without its audit.
+   */
+  async forceRelease(p: Caller, route: string, input: ForceEndRequest): Promise<Outcome<ForceReleased>> {
+    return this.forceEnd(p, route, input, false, 'lease_force_release', 'lease_force_released');
+  }
+
+  /** As forceRelease, ending the lease as `revoked`; `closeSession` also closes the holder's session. */
+  async revoke(p: Caller, route: string, input: ForceEndRequest & { closeSession: boolean }): Promise<Outcome<Revoked>> {
+    return this.forceEnd(p, route, input, input.closeSession, 'lease_revoke', 'lease_revoked') as Promise<Outcome<Revoked>>;
+  }
+
+  private async forceEnd(p: Caller, route: string, input: ForceEndRequest, closeSession: boolean, type: AuditEventType, success: string): Promise<Outcome<ForceReleased | Revoked>> {
+    const kind = type === 'lease_revoke' ? 'revoked' : 'force_released';
+    let replayed = false;
+    const answer = await this.run(
+      async (step) => {
+        const a = await forceEndStep(this.ctx, step, p.family, route, { ...input, kind, closeSession });
+        replayed = step.facts.replayed === true;
+        return a;
+      },
+      this.spec(p, type, route, success, { inTx: true, reason: input.reason }),
+    );
+    return { answer, replayed };
+  }
+
+  // ---- audit ----------------------------------------------------------------
+
+  /**
+   * One page of the family's audit events matching the selector, newest
+   * first (time, then id). Events without a route are included only when the
+   * selector matches every route (the caller was authorized on it). Buffered
+   * events are written first, so the page reflects every answered request.
+   */
+  async listAudit(p: Principal, q: AuditQuery): Promise<AuditPage> {
+    await this.audit.flush().catch((e: unknown) => {
+      throw fromStoreError(e);
+    });
+    const triple = q.selector.triple;
+    const routeless = triple.every((t) => t === null);
+    const binding = {
+      kind: 'audit',
+      family: p.family,
+      query: JSON.stringify([triple, q.eventType ?? null, q.since ?? null, q.until ?? null]),
+      epoch: this.store.epoch(),
+    };
+    const before = q.cursor ? this.codec().decode(q.cursor, binding) : null;
+    if (before !== null && !(Array.isArray(before) && before.length === 2 && before.every((n) => Number.isSafeInteger(n)))) {
+      fail('cursor_invalid', 'cursor is malformed');
+    }
+    const rows = await this.run((step) =>
+      step.tx.scanAudit({
+        family: p.family,
+        triple,
+        routeless,
+        eventType: q.eventType,
+        since: q.since,
+        until: q.until,
+        before: before as [number, number] | null,
+        limit: q.limit + 1,
+      }),
+    );
+    const page = rows.slice(0, q.limit);
+    const last = page[page.length - 1];
+    return { items: page.map(auditView), next_cursor: rows.length > q.limit && last ? this.codec().encode(binding, [last.time, last.seq]) : null };
+  }
+
   // ---- tokens ---------------------------------------------------------------
 
   /** Create a token whose grants are each contained in one admin grant of the creator. */
-  async createToken(p: Principal, input: CreateTokenInput): Promise<{ token_id: string; token: string; family: string }> {
+  async createToken(p: Caller, input: CreateTokenInput): Promise<{ token_id: string; token: string; family: string }> {
     const secret = newSecret();
     return this.run(async (step) => {
       const row = planToken(p, input, step.now);
       await step.tx.insertToken({ ...row, secretHash: hashSecret(secret) });
+      step.facts.subjectTokenId = row.id;
       return { token_id: row.id, token: secret, family: row.family };
-    });
+    }, this.spec(p, 'token_create', null, 'token_created'));
+  }
+
+  /**
+   * Create a read-only token for one selector (contained with `read` in one
+   * grant of the creator), expiring at the earlier of `ttlMs` (at most 24 h)
+   * and the creator's expiry. It may only read the inventory.
+   */
+  async createEmbedToken(p: Caller, selector: string, ttlMs: number): Promise<{ token_id: string; token: string; expires_at: string }> {
+    const secret = newSecret();
+    return this.run(async (step) => {
+      const row = planEmbedToken(p, selector, ttlMs, step.now);
+      await step.tx.insertToken({ ...row, secretHash: hashSecret(secret) });
+      step.facts.subjectTokenId = row.id;
+      return { token_id: row.id, token: secret, expires_at: new Date(row.expiresAt!).toISOString() };
+    }, this.spec(p, 'embed_token_create', null, 'embed_token_created'));
   }
 
   /** Tokens of a family (the caller's; a root token may name another). */
-  async listTokens(p: Principal, family?: string): Promise<{ items: TokenInfo[] }> {
-    if (family !== undefined && !p.root && family !== p.family) fail('access_denied', 'only a root token may list another family');
+  async listTokens(p: Caller, family?: string): Promise<{ items: TokenInfo[] }> {
+    if (family !== undefined && !p.root && family !== p.family) {
+      this.audit.note(this.spec(p, 'access_denied', null, ''), 'access_denied');
+      fail('access_denied', 'only a root token may list another family');
+    }
     return this.run(async (step) => ({
       items: (await step.tx.listTokens(family ?? p.family)).filter((t) => t.revokedAt === null && t.kind === 'api').map(tokenInfo),
     }));
   }
 
   /** Revoke a token. Only a root token may revoke a root token; the last live root cannot be revoked. */
-  async revokeToken(p: Principal, tokenId: string): Promise<Record<string, never>> {
+  async revokeToken(p: Caller, tokenId: string): Promise<Record<string, never>> {
     await this.run(async (step) => {
       const t = await step.tx.getToken(tokenId);
       if (!t || t.revokedAt !== null || (t.family !== p.family && !p.root)) fail('not_found', 'no such token');
@@ -416,7 +581,8 @@ export class LeaseEngine {
         if ((await step.tx.countLiveRootTokens(step.now)) <= 1) fail('invalid_request', 'cannot revoke the last root token');
       }
       await step.tx.revokeToken(tokenId, step.now);
-    });
+      step.facts.subjectTokenId = tokenId;
+    }, this.spec(p, 'token_revoke', null, 'token_revoked'));
     this.tokens.forget(tokenId);
     return {};
   }

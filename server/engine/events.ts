@@ -26,6 +26,9 @@ export interface LeaseChange {
   /** Present on `acquired` only. */
   queued?: boolean;
   lease?: LeaseView;
+  /** The former holder, on the changes that end a lease (for the audit trail; never sent to the feed). */
+  ownerId?: string;
+  incarnation?: string;
 }
 
 /** A renewal: no membership change, no revision (renewal hints). */

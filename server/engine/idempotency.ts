@@ -11,18 +11,22 @@ import type { Step } from './step';
 
 export interface IdemKey {
   family: string;
-  op: 'acquire' | 'renew' | 'release' | 'checkpoint';
+  op: 'acquire' | 'renew' | 'release' | 'checkpoint' | 'force_release' | 'revoke';
   route: string;
   requestId: string;
 }
 
-/** The recorded answer for this key, or undefined. Throws `idempotency_conflict` if the inputs differ. */
+/**
+ * The recorded answer for this key (marking the step a replay), or
+ * undefined. Throws `idempotency_conflict` if the inputs differ.
+ */
 export async function findReplay<T>(step: Step, key: IdemKey, digest: string): Promise<T | undefined> {
   const row = await step.tx.getIdempotency(key.family, key.op, key.route, key.requestId);
   if (!row || row.expiresAt <= step.now) return undefined;
   if (row.digest !== digest) {
     fail('idempotency_conflict', 'request_id was already used with different inputs', { retryable: false });
   }
+  step.facts.replayed = true;
   return JSON.parse(row.answer) as T;
 }
 

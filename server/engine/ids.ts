@@ -53,3 +53,12 @@ export function requestDigest(body: Record<string, unknown>): string {
   for (const k of Object.keys(body)) if (k !== 'request_id') rest[k] = body[k];
   return createHash('sha256').update(canonicalJson(rest)).digest('hex');
 }
+
+const correlationPrefix = `c_${randomBytes(6).toString('base64url')}`;
+let correlationCounter = 0;
+
+/** A correlation id unique to this process's lifetime (random prefix + counter). */
+export function correlationId(): string {
+  correlationCounter = (correlationCounter + 1) % Number.MAX_SAFE_INTEGER;
+  return `${correlationPrefix}${correlationCounter.toString(36)}`;
+}

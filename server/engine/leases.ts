@@ -94,7 +94,7 @@ function sessionGone(): LeaseholdError {
 export async function endLease(ctx: EngineContext, step: Step, l: LeaseRow, kind: Exclude<ChangeKind, 'acquired'>): Promise<boolean> {
   if (!(await step.tx.deleteLease(l.family, l.route, l.leaseId, l.fencingToken))) return false;
   const revision = await step.tx.bumpRevision(l.family);
-  step.events.push({ type: 'change', family: l.family, route: l.route, change: kind, revision, fencingToken: l.fencingToken });
+  step.events.push({ type: 'change', family: l.family, route: l.route, change: kind, revision, fencingToken: l.fencingToken, ownerId: l.ownerId, incarnation: l.incarnation });
   await grantNext(ctx, step, l.family, l.route);
   return true;
 }
@@ -202,9 +202,11 @@ export async function acquireStep(ctx: EngineContext, step: Step, p: WaiterParam
   if (replay) return { kind: 'done', answer: replay, replayed: true };
   const s = await liveSession(ctx, step, p.family, p.sessionHash);
   if (!s) fail('session_not_found', 'session not found, closed or expired');
+  Object.assign(step.facts, { ownerId: s.ownerId, incarnation: s.incarnation });
   const current = await settleRoute(ctx, step, p.family, p.route, s);
   if (!current) {
     const { row, held } = await createLease(step, p, s, false, ctx.waiters.count(p.family, p.route));
+    step.facts.fencingToken = row.fencingToken;
     const answer: AcquireResult = { lease: held, queued: false };
     await recordAnswer(step, acquireKey(p), p.digest, answer, acquireRecordExpiry(ctx, step, row));
     return { kind: 'done', answer, replayed: false };
@@ -229,12 +231,15 @@ export async function acquireStep(ctx: EngineContext, step: Step, p: WaiterParam
   const waiter: Waiter = { ...p, state: 'waiting', signal, timer: undefined, resolve, reject };
   ctx.waiters.enqueue(waiter);
   step.enqueued.push(waiter);
+  step.facts.pending = true;
   return { kind: 'wait', waiter, done };
 }
 
 /** The active lease that matches the holder's proof exactly, or `lease_lost`. */
 async function heldBy(ctx: EngineContext, step: Step, family: string, route: string, proof: HolderProof): Promise<LeaseRow> {
   const s = await liveSession(ctx, step, family, proof.sessionHash);
+  // The audit event names the presenting session and the token it presented.
+  Object.assign(step.facts, { ownerId: s?.ownerId, incarnation: s?.incarnation, fencingToken: proof.fencingToken });
   const l = s ? await settleRoute(ctx, step, family, route, s) : undefined;
   if (!l || l.sessionHash !== proof.sessionHash || l.leaseId !== proof.leaseId || l.fencingToken !== proof.fencingToken) {
     fail('lease_lost', 'the lease is not held by this session with this lease_id and token');

@@ -31,6 +31,7 @@ export async function openSessionStep(step: Step, family: string, ownerId: strin
     expiresAt: step.now + ttlMs,
   };
   await step.tx.insertSession(row);
+  Object.assign(step.facts, { ownerId, incarnation: row.incarnation });
   step.events.push({ type: 'session_opened', family, incarnation: row.incarnation, ownerId });
   return { session: { ...sessionView(row, 0), session_id: sessionId } };
 }
@@ -49,6 +50,7 @@ export async function keepAliveStep(ctx: EngineContext, step: Step, family: stri
 export async function closeSessionStep(ctx: EngineContext, step: Step, family: string, sessionId: string): Promise<{ released: number }> {
   const s = await liveSession(ctx, step, family, hashSecret(sessionId));
   if (!s) fail('session_not_found', 'session not found, closed or expired');
+  Object.assign(step.facts, { ownerId: s.ownerId, incarnation: s.incarnation });
   return { released: await endSession(ctx, step, s, 'session_closed') };
 }
 

@@ -8,6 +8,7 @@
  */
 
 import type { Store, Tx } from '../store/types';
+import type { AuditFacts } from './audit';
 import type { EngineEvent } from './events';
 import type { LeaseholdError } from './errors';
 import type { AcquireResult } from './leases';
@@ -48,6 +49,8 @@ export interface Step {
   readonly refused: Array<{ waiter: Waiter; error: LeaseholdError }>;
   /** Waiters queued by this step: removed again if it fails. */
   readonly enqueued: Waiter[];
+  /** What the step learned about its subject, for its audit event. */
+  readonly facts: AuditFacts;
 }
 
 export interface EngineContext {
@@ -57,5 +60,5 @@ export interface EngineContext {
 }
 
 export function newStep(tx: Tx): Step {
-  return { tx, now: tx.now, events: [], grants: [], refused: [], enqueued: [] };
+  return { tx, now: tx.now, events: [], grants: [], refused: [], enqueued: [], facts: {} };
 }

@@ -5,7 +5,7 @@
  */
 
 import { allowingGrant, parseGrant, type Grant, type Permission } from '@/lib/grants';
-import type { Triple } from '@/lib/selector';
+import { parseSelector, type Triple } from '@/lib/selector';
 import type { LoginRow, Store, TokenRow, Tx } from '../store/types';
 import { fail, fromStoreError } from './errors';
 import { hashSecret, randomId } from './ids';
@@ -17,6 +17,8 @@ export interface Principal {
   family: string;
   grants: Grant[];
   root: boolean;
+  /** `embed` tokens only read the inventory (the embeddable widget's token). */
+  kind: 'api' | 'embed';
   expiresAt: number | null;
 }
 
@@ -60,6 +62,7 @@ function principalOf(row: TokenRow): Principal {
       return r.value;
     }),
     root: row.root,
+    kind: row.kind,
     expiresAt: row.expiresAt,
   };
 }
@@ -201,6 +204,33 @@ export function planToken(creator: Principal, input: CreateTokenInput, now: numb
     kind: 'api',
     createdAt: now,
     expiresAt: input.expiresAt ?? null,
+    revokedAt: null,
+    createdBy: creator.tokenId,
+  };
+}
+
+/** Embed tokens live at most this long (and never past their creator). */
+export const EMBED_MAX_TTL_MS = 86_400_000;
+
+/**
+ * Plan a read-only embed token for one selector, which one grant of the
+ * creator must contain with `read`. An embed token cannot mint another.
+ */
+export function planEmbedToken(creator: Principal, selector: string, ttlMs: number, now: number): Omit<TokenRow, 'secretHash'> {
+  const sel = parseSelector(selector);
+  if (!sel.ok) fail('invalid_selector', `selector ${sel.reason}`);
+  if (creator.kind === 'embed') fail('access_denied', 'an embed token cannot create tokens');
+  authorize(creator, sel.value.triple, 'read');
+  const expiresAt = Math.min(now + Math.min(ttlMs, EMBED_MAX_TTL_MS), creator.expiresAt ?? Infinity);
+  return {
+    id: randomId('tk_', 12),
+    name: `embed ${selector}`,
+    family: creator.family,
+    grants: [`${selector}#read`],
+    root: false,
+    kind: 'embed',
+    createdAt: now,
+    expiresAt,
     revokedAt: null,
     createdBy: creator.tokenId,
   };

@@ -13,10 +13,12 @@ import type { z } from 'zod';
 import type { LeaseEngine } from '../engine/engine';
 import { LeaseholdError, fail } from '../engine/errors';
 import { parseJsonBody, readBody, MAX_BODY_BYTES } from './body';
-import { correlationId, errorBody, STATUS_OF, successBody } from './envelope';
+import { errorBody, STATUS_OF, successBody } from './envelope';
+import { correlationId } from '../engine/ids';
 import { openApiDocument } from './openapi';
 import { LOGIN_COOKIE, ROUTES, type ApiRequest, type RouteDef } from './routes';
 import type { Principal } from '../engine/tokens';
+import type { Caller } from '../engine/audit';
 
 export interface ApiOptions {
   /** Origins allowed to call with a bearer token from a browser (CORS, never with credentials). */
@@ -134,7 +136,7 @@ function sameOrigin(req: IncomingMessage, publicOrigin: string | undefined): boo
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
-const NO_PRINCIPAL: Principal = { tokenId: '', name: '', family: '', grants: [], root: false, expiresAt: null };
+const NO_PRINCIPAL: Principal = { tokenId: '', name: '', family: '', grants: [], root: false, kind: 'api', expiresAt: null };
 
 /** Build the `/api/*` request handler over an engine. */
 export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
@@ -165,6 +167,7 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
 
   function sendError(req: IncomingMessage, res: ServerResponse, e: unknown, cid: string, extra: Record<string, string> = {}): void {
     if (e instanceof LeaseholdError) {
+      if (e.code === 'invalid_credential') engine.audit.count('invalid_credential');
       const headers = { ...extra };
       if (e.retryAfterMs !== undefined) headers['Retry-After'] = String(Math.max(1, Math.ceil(e.retryAfterMs / 1000)));
       send(req, res, STATUS_OF[e.code], errorBody(e.code, e.message, cid, e.retryable, e.retryAfterMs), cid, headers);
@@ -175,6 +178,7 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
   }
 
   async function dispatch(req: IncomingMessage, res: ServerResponse, cid: string): Promise<void> {
+    const startedAt = engine.store.now();
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);
@@ -222,17 +226,24 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
     const token = bearer(req);
     const loginCookie = readCookie(req, LOGIN_COOKIE);
     const viaCookie = token === undefined && loginCookie !== undefined;
-    let principal = NO_PRINCIPAL;
+    let principal: Caller = NO_PRINCIPAL;
     if (def.auth) {
       if (token !== undefined) principal = await engine.tokens.authenticate(token);
       else if (loginCookie !== undefined) principal = await engine.tokens.authenticateLogin(loginCookie);
       else fail('invalid_credential', 'a bearer token or a console login is required');
+      principal = { ...principal, request: { correlationId: cid, startedAt } };
     }
-    if (viaCookie && !SAFE_METHODS.has(req.method ?? 'GET') && !sameOrigin(req, opts.publicOrigin)) {
-      fail('access_denied', 'a cookie-authenticated change must come from the console’s own origin');
-    }
-
     const route = params.realm !== undefined ? pathRoute(params) : '';
+    // Every refusal from here to the permission check is an audited access_denied.
+    const denied = (message: string) => {
+      engine.audit.note({ caller: principal, type: 'access_denied', route: route || null, success: '' }, 'access_denied');
+      fail('access_denied', message);
+    };
+    if (viaCookie && !SAFE_METHODS.has(req.method ?? 'GET') && !sameOrigin(req, opts.publicOrigin)) {
+      denied('a cookie-authenticated change must come from the console’s own origin');
+    }
+    if (principal.kind === 'embed' && !def.embed) denied('an embed token may only read the inventory');
+
     const rawQuery = parseQuery(qs);
     if (params.token_id !== undefined) params.token_id = decodeSegment(params.token_id);
 
@@ -270,7 +281,12 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
         (req.socket as { encrypted?: boolean }).encrypted === true ||
         req.headers['x-forwarded-proto'] === 'https',
     };
-    def.permit?.(request);
+    try {
+      def.permit?.(request);
+    } catch (e) {
+      if (e instanceof LeaseholdError && e.code === 'access_denied') denied(e.message);
+      throw e;
+    }
 
     const declared = Number(req.headers['content-length'] ?? 0);
     if (declared > MAX_BODY_BYTES) fail('payload_too_large', `the body is larger than ${MAX_BODY_BYTES} bytes`);

@@ -83,6 +83,13 @@ function holder(c: Ctx, action: 'renew' | 'release' | 'checkpoint', patch: Recor
   return { method: action === 'checkpoint' ? 'PUT' : 'POST', path: leasePath(c.held.route, action), body };
 }
 
+/** A valid force-release / revoke of the held lease, with `patch` applied. */
+function force(c: Ctx, action: 'force-release' | 'revoke', patch: Record<string, unknown> = {}): Req {
+  const body: Record<string, unknown> = { request_id: rid(), reason: 'a valid operator reason', expected_fencing_token: c.held.fencingToken, ...patch };
+  for (const k of Object.keys(patch)) if (patch[k] === undefined) delete body[k];
+  return { method: 'POST', path: leasePath(c.held.route, action), body };
+}
+
 function nested(depth: number): unknown {
   let v: unknown = 0;
   for (let i = 0; i < depth; i++) v = [v];
@@ -288,6 +295,43 @@ const ROWS: Row[] = [
   { name: 'unknown path + no token → 404', req: () => ({ method: 'POST', path: '/api/v1/nothing-here', token: null, raw: '{', headers: { 'Content-Type': 'text/plain' } }), status: 404, code: 'not_found' },
   { name: 'wrong method + bad token → 405', req: (c) => ({ method: 'DELETE', path: leasePath(c.held.route, 'acquire'), token: 'lh_bogus' }), status: 405, code: 'method_not_allowed', allow: ['POST'] },
   { name: 'wrong method + no token + bad route → 405', req: () => ({ method: 'PUT', path: '/api/v1/leases/acme/*/doc-1', token: null }), status: 405, code: 'method_not_allowed', allow: ['GET', 'HEAD'] },
+  // Operator actions, embed tokens and audit reads (issue 3).
+  { name: 'force-release without a reason', req: (c) => force(c, 'force-release', { reason: undefined }), status: 400, code: 'invalid_request', message: /reason/ },
+  { name: 'force-release with a 9-character reason', req: (c) => force(c, 'force-release', { reason: 'too short' }), status: 400, code: 'invalid_request', message: /reason/ },
+  { name: 'revoke with a 501-character reason', req: (c) => force(c, 'revoke', { reason: 'r'.repeat(501) }), status: 400, code: 'invalid_request', message: /reason/ },
+  { name: 'force-release with a reason holding a NUL', req: (c) => force(c, 'force-release', { reason: 'stuck lease\u0000x' }), status: 400, code: 'invalid_request' },
+  { name: 'force-release without expected_fencing_token', req: (c) => force(c, 'force-release', { expected_fencing_token: undefined }), status: 400, code: 'invalid_request' },
+  { name: 'revoke with expected_fencing_token 0', req: (c) => force(c, 'revoke', { expected_fencing_token: 0 }), status: 400, code: 'invalid_request' },
+  { name: 'revoke with close_session as a string', req: (c) => force(c, 'revoke', { close_session: 'true' }), status: 400, code: 'invalid_request' },
+  { name: 'force-release with close_session (revoke only)', req: (c) => force(c, 'force-release', { close_session: true }), status: 400, code: 'invalid_request', message: /close_session/ },
+  { name: 'force-release without request_id', req: (c) => force(c, 'force-release', { request_id: undefined }), status: 400, code: 'invalid_request' },
+  {
+    name: 'force-release by a read token with a bad body: permission first',
+    req: (c) => ({ ...force(c, 'force-release', { reason: 'x' }), token: c.readToken }),
+    status: 403,
+    code: 'access_denied',
+  },
+  {
+    name: 'force-release on a wildcard path segment',
+    req: (c) => ({ ...force(c, 'force-release'), path: '/api/v1/leases/acme/renderers/*/force-release' }),
+    status: 400,
+    code: 'invalid_request',
+  },
+  { name: 'GET on force-release', req: (c) => ({ method: 'GET', path: leasePath(c.held.route, 'force-release') }), status: 405, code: 'method_not_allowed', allow: ['POST'] },
+  { name: 'embed token with a partial wildcard', req: () => ({ method: 'POST', path: '/api/v1/embed-tokens', body: { selector: 'lease://acme/rend*' } }), status: 400, code: 'invalid_selector' },
+  { name: 'embed token without a selector', req: () => ({ method: 'POST', path: '/api/v1/embed-tokens', body: {} }), status: 400, code: 'invalid_request' },
+  { name: 'embed token living 24 h + 1 ms', req: () => ({ method: 'POST', path: '/api/v1/embed-tokens', body: { selector: 'lease://acme/**', ttl_ms: 86_400_001 } }), status: 400, code: 'invalid_request' },
+  {
+    name: 'embed token beyond the creator’s read grant',
+    req: (c) => ({ method: 'POST', path: '/api/v1/embed-tokens', body: { selector: 'lease://acme/**' }, token: c.readToken }),
+    status: 403,
+    code: 'access_denied',
+  },
+  { name: 'audit with a bad route selector', req: () => ({ method: 'GET', path: '/api/v1/audit?route=lease://acme' }), status: 400, code: 'invalid_selector' },
+  { name: 'audit with an unknown event_type', req: () => ({ method: 'GET', path: '/api/v1/audit?event_type=lease_steal' }), status: 400, code: 'invalid_request' },
+  { name: 'audit with since not a time', req: () => ({ method: 'GET', path: '/api/v1/audit?since=1700000000' }), status: 400, code: 'invalid_request' },
+  { name: 'audit with a repeated parameter', req: () => ({ method: 'GET', path: '/api/v1/audit?limit=5&limit=6' }), status: 400, code: 'invalid_request' },
+  { name: 'audit by a read token', req: (c) => ({ method: 'GET', path: '/api/v1/audit?route=lease://acme/renderers/*', token: c.readToken }), status: 403, code: 'access_denied' },
 ];
 
 describe('malformed requests', () => {

@@ -1,6 +1,5 @@
 /** Envelopes, status mapping and correlation ids (HTTP.md "Envelopes"). */
 
-import { randomBytes } from 'node:crypto';
 import type { ErrorCode } from '../engine/errors';
 
 /** Exhaustive: a new error code without a status fails to compile. */
@@ -26,15 +25,6 @@ export const STATUS_OF: Record<ErrorCode, number> = {
   outcome_unknown: 503,
   internal_error: 500,
 };
-
-const prefix = `c_${randomBytes(6).toString('base64url')}`;
-let counter = 0;
-
-/** A correlation id unique to this process's lifetime (random prefix + counter). */
-export function correlationId(): string {
-  counter = (counter + 1) % Number.MAX_SAFE_INTEGER;
-  return `${prefix}${counter.toString(36)}`;
-}
 
 export interface ErrorBody {
   status: 'error';

@@ -1,8 +1,9 @@
 /**
  * Every error code of HTTP.md's table that sessions, leases, idempotency and
  * tokens can produce, produced through a real server, each with its
- * documented status and `retryable` value. (lease_mismatch, stream caps,
- * backend_unavailable and outcome_unknown belong to other suites.)
+ * documented status and `retryable` value. (lease_mismatch is in
+ * operators.test.ts; stream caps, backend_unavailable and outcome_unknown
+ * belong to other suites.)
  */
 
 import { test, describe, before, after } from 'node:test';

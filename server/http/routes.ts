@@ -6,10 +6,12 @@
 
 import type { z } from 'zod';
 import type { ParsedSelector } from '@/lib/selector';
+import type { AuditEventType, Caller } from '../engine/audit';
 import type { LeaseEngine, Outcome } from '../engine/engine';
 import { fail } from '../engine/errors';
 import { requestDigest } from '../engine/ids';
-import { ALL, authorize, authorizeAnyWrite, type Principal } from '../engine/tokens';
+import { ALL, authorize, authorizeAnyWrite } from '../engine/tokens';
+import type { Permission } from '@/lib/grants';
 import { routeSegments, parseSelector } from '@/lib/selector';
 import * as S from './schemas';
 
@@ -18,7 +20,8 @@ export interface ApiRequest {
   params: Record<string, string>;
   query: Record<string, unknown>;
   body: Record<string, unknown>;
-  principal: Principal;
+  /** The authenticated principal, with this request's correlation id and start time. */
+  principal: Caller;
   /** The route from the path, validated (lease paths only). */
   route: string;
   /** Aborted when the client disconnects. */
@@ -51,6 +54,8 @@ export interface RouteDef {
   success: { status: number; code: string };
   /** Authorization that depends on the path or query only. */
   permit?: (req: Pick<ApiRequest, 'principal' | 'route' | 'query'>) => void;
+  /** Open to embed tokens (inventory reads); every other call refuses them. */
+  embed?: true;
   handle: (req: ApiRequest, engine: LeaseEngine) => Promise<object | Outcome<object>>;
 }
 
@@ -61,16 +66,30 @@ function routeTriple(route: string) {
   return [a, b, c] as const;
 }
 
-const needOnRoute = (perm: 'read' | 'write') => (req: Pick<ApiRequest, 'principal' | 'route'>) =>
+const needOnRoute = (perm: Permission) => (req: Pick<ApiRequest, 'principal' | 'route'>) =>
   authorize(req.principal, routeTriple(req.route), perm);
 
-/** Parsed selector of a query, `invalid_selector` if bad. */
-export function querySelector(query: Record<string, unknown>): ParsedSelector {
-  const text = query.selector;
-  if (typeof text !== 'string') fail('invalid_selector', 'selector is required');
+/** Parsed selector of a query parameter, `invalid_selector` if bad (or absent with no default). */
+export function querySelector(query: Record<string, unknown>, name = 'selector', fallback?: string): ParsedSelector {
+  const text = query[name] ?? fallback;
+  if (typeof text !== 'string') fail('invalid_selector', `${name} is required`);
   const r = parseSelector(text);
   if (!r.ok) fail('invalid_selector', `selector ${r.reason}`);
   return r.value;
+}
+
+function forceEndOf(body: Record<string, unknown>) {
+  return {
+    requestId: body.request_id as string,
+    reason: body.reason as string,
+    expectedFencingToken: body.expected_fencing_token as number,
+    digest: requestDigest(body),
+  };
+}
+
+/** An RFC 3339 query time as epoch ms (validated by the schema). */
+function queryTime(v: unknown): number | undefined {
+  return typeof v === 'string' ? Date.parse(v) : undefined;
 }
 
 function proofOf(body: Record<string, unknown>) {
@@ -152,6 +171,7 @@ export const ROUTES: RouteDef[] = [
     body: S.EmptyBody,
     query: S.ListLeasesQuery,
     success: { status: 200, code: 'lease_listed' },
+    embed: true,
     permit: (req) => authorize(req.principal, querySelector(req.query).triple, 'read'),
     handle: (req, e) =>
       e.list(req.principal, querySelector(req.query), {
@@ -170,6 +190,7 @@ export const ROUTES: RouteDef[] = [
     body: S.EmptyBody,
     query: S.NoQuery,
     success: { status: 200, code: 'lease_inspected' },
+    embed: true,
     permit: needOnRoute('read'),
     handle: (req, e) => e.inspect(req.principal, req.route),
   },
@@ -286,6 +307,7 @@ export const ROUTES: RouteDef[] = [
     body: S.EmptyBody,
     query: S.NoQuery,
     success: { status: 200, code: 'whoami' },
+    embed: true,
     handle: async (req) => ({
       token_id: req.principal.tokenId,
       name: req.principal.name,
@@ -336,5 +358,59 @@ export const ROUTES: RouteDef[] = [
     permit: (req) => authorize(req.principal, ALL, 'admin'),
     handle: (req, e) => e.revokeToken(req.principal, req.params.token_id!),
   },
+  {
+    method: 'POST',
+    path: `${LEASE}/force-release`,
+    operation: 'lease_force_release',
+    summary: 'Free a stuck lease (operator); the audit event is written with the change',
+    auth: true,
+    body: S.ForceReleaseBody,
+    query: S.NoQuery,
+    success: { status: 200, code: 'lease_force_released' },
+    permit: needOnRoute('admin'),
+    handle: (req, e) => e.forceRelease(req.principal, req.route, forceEndOf(req.body)),
+  },
+  {
+    method: 'POST',
+    path: `${LEASE}/revoke`,
+    operation: 'lease_revoke',
+    summary: 'Revoke a lease for security reasons, optionally closing the holder’s session',
+    auth: true,
+    body: S.RevokeBody,
+    query: S.NoQuery,
+    success: { status: 200, code: 'lease_revoked' },
+    permit: needOnRoute('admin'),
+    handle: (req, e) => e.revoke(req.principal, req.route, { ...forceEndOf(req.body), closeSession: req.body.close_session === true }),
+  },
+  {
+    method: 'POST',
+    path: '/api/v1/embed-tokens',
+    operation: 'embed_token_create',
+    summary: 'Create a read-only inventory token for one selector (at most 24 h)',
+    auth: true,
+    body: S.EmbedTokenBody,
+    query: S.NoQuery,
+    success: { status: 201, code: 'embed_token_created' },
+    handle: (req, e) => e.createEmbedToken(req.principal, req.body.selector as string, (req.body.ttl_ms as number | undefined) ?? 86_400_000),
+  },
+  {
+    method: 'GET',
+    path: '/api/v1/audit',
+    operation: 'audit_list',
+    summary: 'Read the audit trail, newest first',
+    auth: true,
+    body: S.EmptyBody,
+    query: S.AuditQuery,
+    success: { status: 200, code: 'audit_listed' },
+    permit: (req) => authorize(req.principal, querySelector(req.query, 'route', 'lease://**').triple, 'admin'),
+    handle: (req, e) =>
+      e.listAudit(req.principal, {
+        selector: querySelector(req.query, 'route', 'lease://**'),
+        eventType: req.query.event_type as AuditEventType | undefined,
+        since: queryTime(req.query.since),
+        until: queryTime(req.query.until),
+        limit: (req.query.limit as number | undefined) ?? 100,
+        cursor: req.query.cursor as string | undefined,
+      }),
+  },
 ];
-

@@ -6,6 +6,7 @@
 
 import { z } from 'zod';
 import { parseGrant } from '@/lib/grants';
+import { AUDIT_EVENT_TYPES } from '../engine/audit';
 import { FAMILY_RE } from '../engine/tokens';
 
 const CONTROL = /\p{Cc}/u;
@@ -83,6 +84,21 @@ export const CreateTokenBody = z.strictObject({
   root: z.boolean().optional(),
 });
 
+/** An operator's reason: 10–500 characters; line breaks and tabs allowed, other control characters not. */
+export const reason = z
+  .string()
+  .refine((s) => [...s].length >= 10 && [...s].length <= 500, 'must be 10 to 500 characters')
+  .refine((s) => !/[^\P{Cc}\n\t]/u.test(s), 'must not contain control characters other than line breaks and tabs');
+
+export const ForceReleaseBody = z.strictObject({ request_id: requestId, reason, expected_fencing_token: fencingToken });
+export const RevokeBody = z.strictObject({ request_id: requestId, reason, expected_fencing_token: fencingToken, close_session: z.boolean().optional() });
+
+/** The selector is checked against the grammar (`invalid_selector`) by the engine, with the permission. */
+export const EmbedTokenBody = z.strictObject({
+  selector: z.string().max(1_024),
+  ttl_ms: z.number().int().min(60_000).max(86_400_000).optional(),
+});
+
 export const LoginBody = z.strictObject({ token: z.string().min(1).max(512) });
 
 /** An empty body (or `{}`) for calls that take none. */
@@ -104,6 +120,15 @@ export const ListLeasesQuery = z.strictObject({
 
 export const ListSessionsQuery = z.strictObject({
   owner_id: displayName.optional(),
+  limit: limit.optional(),
+  cursor: z.string().min(1).max(4096).optional(),
+});
+
+export const AuditQuery = z.strictObject({
+  route: z.string().optional(),
+  event_type: z.enum(AUDIT_EVENT_TYPES).optional(),
+  since: z.iso.datetime({ offset: true }).optional(),
+  until: z.iso.datetime({ offset: true }).optional(),
   limit: limit.optional(),
   cursor: z.string().min(1).max(4096).optional(),
 });

@@ -91,6 +91,45 @@ export interface LoginRow {
   expiresAt: number;
 }
 
+/** One audit event (CONTRACT.md §11). `seq` is assigned by the store, increasing. */
+export interface AuditRow {
+  seq: number;
+  time: number;
+  eventType: string;
+  family: string;
+  route: string | null;
+  /** The acting token (never its secret). */
+  tokenId: string | null;
+  /** The token a token_create / token_revoke / embed_token_create acted on. */
+  subjectTokenId: string | null;
+  ownerId: string | null;
+  incarnation: string | null;
+  /** The answer's code. */
+  result: string;
+  fencingToken: number | null;
+  reason: string | null;
+  correlationId: string;
+  latencyMs: number;
+}
+
+export type NewAuditRow = Omit<AuditRow, 'seq'>;
+
+/** A page of audit events, newest first (time, then seq), read after a keyset position. */
+export interface AuditScan {
+  family: string;
+  /** Routes matching this triple; events without a route only if `routeless`. */
+  triple: Triple;
+  routeless: boolean;
+  eventType?: string;
+  /** Inclusive lower bound on time. */
+  since?: number;
+  /** Exclusive upper bound on time. */
+  until?: number;
+  /** Only events strictly older than this (time, seq) position. */
+  before: [number, number] | null;
+  limit: number;
+}
+
 export interface LeaseScan {
   family: string;
   triple: Triple;
@@ -165,6 +204,17 @@ export interface Tx {
   getLogin(idHash: string): Promise<LoginRow | undefined>;
   deleteLogin(idHash: string): Promise<void>;
   pruneLogins(now: number): Promise<number>;
+
+  /** Append audit events (each gets the next seq). */
+  insertAudit(rows: readonly NewAuditRow[]): Promise<void>;
+  scanAudit(scan: AuditScan): Promise<AuditRow[]>;
+  /**
+   * Delete up to `limit` of the oldest audit events (lowest seq) while they
+   * are older than `olderThan` or beyond the newest `maxRows`. Deletion stops
+   * at the first event that is neither, so the kept events are a contiguous
+   * seq range. Returns how many were deleted.
+   */
+  pruneAudit(olderThan: number, maxRows: number, limit: number): Promise<number>;
 
   getMeta(key: string): Promise<string | undefined>;
   /** Set a meta value only if it is absent; returns the value now stored. */

@@ -9,6 +9,7 @@ import type { EngineEvent, LeaseChange } from '../engine/events';
 import { requestDigest } from '../engine/ids';
 import type { Principal } from '../engine/tokens';
 import { SqliteStore } from '../store/sqlite/sqlite-store';
+import type { Store } from '../store/types';
 import { ManualClock, rid, tempDir } from './harness';
 
 const SECRET = 'lh_engine_test_bootstrap_secret_0123456789';
@@ -28,12 +29,16 @@ export interface EngineFixture {
   close(): Promise<void>;
 }
 
-export async function engineFixture(opts: EngineOptions = {}): Promise<EngineFixture> {
+/**
+ * `wrap` may decorate the real store (to inject faults into it); the engine
+ * still runs on the real database underneath.
+ */
+export async function engineFixture(opts: EngineOptions = {}, wrap: (store: Store) => Store = (x) => x): Promise<EngineFixture> {
   const clock = new ManualClock();
   const dir = tempDir('leasehold-engine-');
   const events: EngineEvent[] = [];
   const boot = async () => {
-    const engine = new LeaseEngine(new SqliteStore({ dataDir: dir, clock: clock.now }), {
+    const engine = new LeaseEngine(wrap(new SqliteStore({ dataDir: dir, clock: clock.now })), {
       sweepIntervalMs: 3_600_000,
       bootstrapSecret: SECRET,
       ...opts,

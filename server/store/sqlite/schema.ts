@@ -96,4 +96,31 @@ export const MIGRATIONS: readonly string[] = [
   ) WITHOUT ROWID;
   CREATE INDEX logins_expiry ON logins (expires_at);
   `,
+  `
+  -- The audit trail. seq is AUTOINCREMENT so that ids are never reused, and
+  -- pruning deletes from the low end only: the kept rows are one contiguous
+  -- seq range, so max(seq) - min(seq) + 1 counts them without a scan.
+  CREATE TABLE audit (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    time INTEGER NOT NULL,
+    event_type TEXT NOT NULL,
+    family TEXT NOT NULL,
+    route TEXT,
+    realm TEXT,
+    area TEXT,
+    resource TEXT,
+    token_id TEXT,
+    subject_token_id TEXT,
+    owner_id TEXT,
+    incarnation TEXT,
+    result TEXT NOT NULL,
+    fencing_token INTEGER,
+    reason TEXT,
+    correlation_id TEXT NOT NULL,
+    latency_ms INTEGER NOT NULL
+  );
+  CREATE INDEX audit_by_time ON audit (family, time, seq);
+  CREATE INDEX audit_by_route ON audit (family, route, time, seq);
+  CREATE INDEX audit_by_realm ON audit (family, realm, time, seq);
+  `,
 ];

@@ -24,11 +24,14 @@ import { matches, routeSegments } from '@/lib/selector';
 import { MIGRATIONS } from './schema';
 import {
   StoreUnavailableError,
+  type AuditRow,
+  type AuditScan,
   type CheckpointRow,
   type IdempotencyRow,
   type LeaseRow,
   type LoginRow,
   type LeaseScan,
+  type NewAuditRow,
   type LeaseScanResult,
   type SessionRow,
   type Store,
@@ -61,6 +64,10 @@ const SESSION_COLS = `family, id_hash AS idHash, incarnation, owner_id AS ownerI
   created_at AS createdAt, expires_at AS expiresAt`;
 const TOKEN_COLS = `id, secret_hash AS secretHash, name, family, grants, root, kind,
   created_at AS createdAt, expires_at AS expiresAt, revoked_at AS revokedAt, created_by AS createdBy`;
+
+const AUDIT_COLS = `seq, time, event_type AS eventType, family, route, token_id AS tokenId,
+  subject_token_id AS subjectTokenId, owner_id AS ownerId, incarnation, result,
+  fencing_token AS fencingToken, reason, correlation_id AS correlationId, latency_ms AS latencyMs`;
 
 type RawToken = Omit<TokenRow, 'grants' | 'root'> & { grants: string; root: number };
 
@@ -245,6 +252,8 @@ export class SqliteStore implements Store {
 class SqliteTx implements Tx {
   now = 0;
   private readonly s;
+  /** Audit queries by shape (which filters are present), prepared on first use. */
+  private readonly auditQueries = new Map<string, Database.Statement>();
 
   constructor(private readonly db: Database.Database) {
     const p = (sql: string) => db.prepare(sql);
@@ -337,6 +346,15 @@ class SqliteTx implements Tx {
       getLogin: p(`SELECT id_hash AS idHash, token_id AS tokenId, created_at AS createdAt, expires_at AS expiresAt FROM logins WHERE id_hash = ?`),
       deleteLogin: p(`DELETE FROM logins WHERE id_hash = ?`),
       pruneLogins: p(`DELETE FROM logins WHERE expires_at <= ?`),
+      insertAudit: p(
+        `INSERT INTO audit (time, event_type, family, route, realm, area, resource, token_id, subject_token_id,
+           owner_id, incarnation, result, fencing_token, reason, correlation_id, latency_ms)
+         VALUES (@time, @eventType, @family, @route, @realm, @area, @resource, @tokenId, @subjectTokenId,
+           @ownerId, @incarnation, @result, @fencingToken, @reason, @correlationId, @latencyMs)`,
+      ),
+      auditOldest: p(`SELECT seq, time FROM audit ORDER BY seq LIMIT ?`),
+      auditMaxSeq: p(`SELECT max(seq) FROM audit`).pluck(),
+      auditDeleteBelow: p(`DELETE FROM audit WHERE seq < ?`),
       getMeta: p(`SELECT value FROM meta WHERE key = ?`).pluck(),
       initMeta: p(`INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING`),
     };
@@ -506,6 +524,70 @@ class SqliteTx implements Tx {
   }
   async pruneLogins(now: number): Promise<number> {
     return this.s.pruneLogins.run(now).changes;
+  }
+
+  async insertAudit(rows: readonly NewAuditRow[]): Promise<void> {
+    for (const row of rows) {
+      const [realm, area, resource] = row.route === null ? [null, null, null] : routeSegments(row.route);
+      this.s.insertAudit.run({ ...row, realm, area, resource });
+    }
+  }
+
+  /**
+   * Newest first over the narrowest index the filter allows: the exact
+   * route, else the realm, else the family's time order. Other positions,
+   * the event type and the time bounds are checked while reading the index.
+   */
+  async scanAudit(scan: AuditScan): Promise<AuditRow[]> {
+    const [realm, area, resource] = scan.triple;
+    const exact = realm !== null && area !== null && resource !== null;
+    const where = ['family = @family'];
+    if (exact) where.push('route = @route');
+    else {
+      if (realm !== null) where.push('realm = @realm');
+      if (area !== null) where.push('area = @area');
+      if (resource !== null) where.push('resource = @resource');
+      if (realm === null && area === null && resource === null && !scan.routeless) where.push('route IS NOT NULL');
+    }
+    if (scan.eventType !== undefined) where.push('event_type = @eventType');
+    if (scan.since !== undefined) where.push('time >= @since');
+    if (scan.until !== undefined) where.push('time < @until');
+    if (scan.before !== null) where.push('(time, seq) < (@beforeTime, @beforeSeq)');
+    const index = exact ? 'audit_by_route' : realm !== null ? 'audit_by_realm' : 'audit_by_time';
+    const sql = `SELECT ${AUDIT_COLS} FROM audit INDEXED BY ${index} WHERE ${where.join(' AND ')}
+      ORDER BY time DESC, seq DESC LIMIT @limit`;
+    let stmt = this.auditQueries.get(sql);
+    if (!stmt) {
+      stmt = this.db.prepare(sql);
+      this.auditQueries.set(sql, stmt);
+    }
+    const params: Record<string, unknown> = { family: scan.family, limit: scan.limit };
+    if (exact) params.route = `lease://${realm}/${area}/${resource}`;
+    else {
+      if (realm !== null) params.realm = realm;
+      if (area !== null) params.area = area;
+      if (resource !== null) params.resource = resource;
+    }
+    if (scan.eventType !== undefined) params.eventType = scan.eventType;
+    if (scan.since !== undefined) params.since = scan.since;
+    if (scan.until !== undefined) params.until = scan.until;
+    if (scan.before !== null) [params.beforeTime, params.beforeSeq] = scan.before;
+    return stmt.all(params) as AuditRow[];
+  }
+
+  async pruneAudit(olderThan: number, maxRows: number, limit: number): Promise<number> {
+    const maxSeq = this.s.auditMaxSeq.get() as number | null;
+    if (maxSeq === null) return 0;
+    const keepFrom = maxSeq - maxRows + 1;
+    const oldest = this.s.auditOldest.all(limit) as Array<{ seq: number; time: number }>;
+    let bound = oldest.length > 0 ? oldest[oldest.length - 1]!.seq + 1 : 0;
+    for (const r of oldest) {
+      if (r.time >= olderThan && r.seq >= keepFrom) {
+        bound = r.seq;
+        break;
+      }
+    }
+    return this.s.auditDeleteBelow.run(bound).changes;
   }
 
   async getMeta(key: string): Promise<string | undefined> {

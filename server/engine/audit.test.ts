@@ -1,0 +1,194 @@
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { parseSelector } from '@/lib/selector';
+import { StoreUnavailableError, type Store, type Tx } from '../store/types';
+import { engineFixture, proofOf, rejectsWith, type EngineFixture } from '../testing/engine-fixture';
+import { rid } from '../testing/harness';
+import { requestDigest } from './ids';
+import type { AuditEvent } from './audit';
+
+const ALL = parseSelector('lease://**');
+if (!ALL.ok) throw new Error('grammar');
+const REASON = 'operator test: stuck after deploy';
+
+/** Every audit event of the family, newest first (one page of up to 1,000). */
+async function allEvents(f: EngineFixture): Promise<AuditEvent[]> {
+  if (!ALL.ok) throw new Error('grammar');
+  return (await f.engine.listAudit(f.admin, { selector: ALL.value, limit: 1_000 })).items;
+}
+
+function forceBody(token: number, requestId = rid()) {
+  return { requestId, reason: REASON, expectedFencingToken: token, digest: requestDigest({ reason: REASON, expected_fencing_token: token }) };
+}
+
+/** A real store whose audit inserts fail while `failing` is set. */
+class AuditFaults implements Store {
+  failing = false;
+  readonly kind;
+  constructor(private readonly inner: Store) {
+    this.kind = inner.kind;
+  }
+  atomic<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
+    return this.inner.atomic((tx) => {
+      if (!this.failing) return fn(tx);
+      const faulty = Object.create(tx) as Tx;
+      faulty.insertAudit = async () => {
+        throw new StoreUnavailableError('injected: the audit write failed', false);
+      };
+      return fn(faulty);
+    });
+  }
+  now(): number {
+    return this.inner.now();
+  }
+  epoch(): string {
+    return this.inner.epoch();
+  }
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}
+
+describe('audit in the engine', () => {
+  test('an audit write failure makes force-release and revoke fail and change nothing', async () => {
+    let faults!: AuditFaults;
+    const f = await engineFixture({}, (s) => (faults = new AuditFaults(s)));
+    try {
+      const route = 'lease://fault/audit/r';
+      const holder = await f.open('holder');
+      const held = (await f.acquire(route, holder)).answer.lease;
+      const waiterSession = await f.open('waiter');
+      let waiterSettled = false;
+      const waiting = f.acquire(route, waiterSession, { waitMs: 30_000 }).finally(() => {
+        waiterSettled = true;
+      });
+      await new Promise((r) => setImmediate(r));
+      assert.equal(f.engine.waiters.count('default', route), 1);
+      const eventsBefore = f.events.length;
+      const auditBefore = (await allEvents(f)).length;
+
+      faults.failing = true;
+      await rejectsWith(f.engine.forceRelease(f.admin, route, forceBody(held.fencing_token)), 'backend_unavailable');
+      await rejectsWith(f.engine.revoke(f.admin, route, { ...forceBody(held.fencing_token), closeSession: true }), 'backend_unavailable');
+      faults.failing = false;
+
+      assert.equal(f.events.length, eventsBefore, 'no change event was sent');
+      const now = await f.engine.inspect(f.admin, route);
+      assert.equal(now.lease.fencing_token, held.fencing_token, 'the lease is still held by its holder');
+      assert.equal(now.lease.holder_incarnation, held.holder_incarnation);
+      assert.equal(f.engine.waiters.count('default', route), 1, 'the waiter is still queued');
+      assert.equal(waiterSettled, false, 'no waiter was granted');
+      const renewed = await f.engine.renew(f.admin, route, proofOf(holder, held));
+      assert.equal(renewed.answer.lease.renewal_count, 1, 'the holder still holds it and can renew');
+      const keep = await f.engine.keepAlive(f.admin, holder);
+      assert.equal(keep.session.lease_count, 1, 'revoke closed no session');
+      const audit = await allEvents(f);
+      assert.equal(audit.filter((e) => e.result === 'lease_force_released' || e.result === 'lease_revoked').length, 0, 'no success was audited');
+
+      // With the store healthy again the same action succeeds, audited in its own step.
+      const ok = await f.engine.forceRelease(f.admin, route, forceBody(held.fencing_token));
+      assert.equal(ok.answer.fencing_token, held.fencing_token);
+      const granted = await waiting;
+      assert.equal(granted.answer.queued, true);
+      const after = await allEvents(f);
+      assert.ok(after.length > auditBefore);
+      const fr = after.find((e) => e.event_type === 'lease_force_release' && e.result === 'lease_force_released');
+      assert.ok(fr, 'the success is audited');
+      assert.equal(fr.reason, REASON);
+      assert.equal(fr.fencing_token, held.fencing_token);
+      assert.equal(fr.owner_id, 'holder');
+    } finally {
+      await f.close();
+    }
+  });
+
+  test('the admin action’s audit event survives a restart even with nothing flushed after it', async () => {
+    const f = await engineFixture();
+    try {
+      const route = 'lease://fault/durable/r';
+      const s = await f.open();
+      const held = (await f.acquire(route, s)).answer.lease;
+      await f.engine.revoke(f.admin, route, { ...forceBody(held.fencing_token), closeSession: false });
+      await f.restart();
+      const events = await allEvents(f);
+      assert.ok(events.some((e) => e.event_type === 'lease_revoke' && e.result === 'lease_revoked' && e.route === route));
+    } finally {
+      await f.close();
+    }
+  });
+
+  test('retention prunes events older than the retention age', async () => {
+    const f = await engineFixture({ audit: { retentionMs: 86_400_000, maxRows: 1_000_000 } });
+    try {
+      for (let i = 0; i < 30; i++) await f.open(`old-${i}`);
+      await f.engine.audit.flush();
+      f.clock.advance(86_400_000 - 1_000);
+      for (let i = 0; i < 20; i++) await f.open(`young-${i}`);
+      await f.engine.audit.flush();
+      f.clock.advance(2_000);
+      const pruned = await f.engine.audit.prune();
+      assert.equal(pruned, 30);
+      const left = await allEvents(f);
+      assert.equal(left.length, 20);
+      assert.ok(left.every((e) => e.owner_id?.startsWith('young-')));
+      assert.equal(await f.engine.audit.prune(), 0, 'nothing else is due');
+    } finally {
+      await f.close();
+    }
+  });
+
+  test('retention keeps at most the newest max-rows events, pruning in bounded steps', async () => {
+    const f = await engineFixture({ audit: { retentionMs: 365 * 86_400_000, maxRows: 1_000 } });
+    try {
+      for (let i = 0; i < 5_000; i++) {
+        f.engine.audit.record({
+          time: f.clock.now() + i,
+          eventType: 'session_open',
+          family: 'default',
+          route: null,
+          tokenId: null,
+          subjectTokenId: null,
+          ownerId: `w-${i}`,
+          incarnation: null,
+          result: 'session_opened',
+          fencingToken: null,
+          reason: null,
+          correlationId: `c-${i}`,
+          latencyMs: 0,
+        });
+      }
+      await f.engine.audit.flush();
+      // One step deletes at most 2,000: two steps are needed for the 4,000 extra.
+      assert.equal(await f.engine.audit.prune(1), 2_000);
+      assert.equal(await f.engine.audit.prune(), 2_000);
+      const left = await allEvents(f);
+      assert.equal(left.length, 1_000);
+      assert.equal(left[0]!.owner_id, 'w-4999');
+      assert.equal(left[999]!.owner_id, 'w-4000');
+    } finally {
+      await f.close();
+    }
+  });
+
+  test('expiry and session expiry are audited as system events', async () => {
+    const f = await engineFixture();
+    try {
+      const s = await f.open('sleepy', 10_000);
+      await f.acquire('lease://sys/expire/a', s, { ttlMs: 2_000 });
+      f.clock.advance(2_000);
+      await f.engine.sweep();
+      f.clock.advance(8_000);
+      await f.engine.sweep();
+      const events = (await allEvents(f)).filter((e) => e.token_id === null);
+      assert.deepEqual(
+        events.map((e) => [e.event_type, e.result, e.route, e.owner_id]),
+        [
+          ['session_expire', 'session_expired', null, 'sleepy'],
+          ['lease_expire', 'lease_expired', 'lease://sys/expire/a', 'sleepy'],
+        ],
+      );
+    } finally {
+      await f.close();
+    }
+  });
+});

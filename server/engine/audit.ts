@@ -1,0 +1,271 @@
+/**
+ * The audit trail (CONTRACT.md §11).
+ *
+ * Two ways in. An admin action (force-release, revoke) writes its event in
+ * the same atomic step as its state change, so there is no success without
+ * its audit and no audit without its effect. Every other event is buffered
+ * here and written in batches, one store step per flush (every 100 ms, or at
+ * once when 1,000 are waiting): a crash loses at most the events of the last
+ * flush interval, never an admin action's.
+ *
+ * `lease_conflict` (polling would flood the log) and `invalid_credential`
+ * (it has no family) are counted, not audited, and logged at most once per
+ * interval. An event never holds a secret, a session id, a body or a
+ * metadata value: its fields are the closed list below.
+ */
+
+import { correlationId } from './ids';
+import type { AuditRow, NewAuditRow, Store } from '../store/types';
+import { iso } from './views';
+import type { Principal } from './tokens';
+
+export const AUDIT_EVENT_TYPES = [
+  'session_open',
+  'session_close',
+  'session_expire',
+  'lease_acquire',
+  'lease_renew',
+  'lease_release',
+  'lease_expire',
+  'lease_checkpoint',
+  'lease_force_release',
+  'lease_revoke',
+  'token_create',
+  'token_revoke',
+  'embed_token_create',
+  'access_denied',
+] as const;
+
+export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number];
+
+/** What the API shows of one event (HTTP.md `AuditEvent`, plus `subject_token_id`). */
+export interface AuditEvent {
+  id: string;
+  time: string;
+  event_type: string;
+  family: string;
+  route: string | null;
+  token_id: string | null;
+  subject_token_id: string | null;
+  owner_id: string | null;
+  holder_incarnation: string | null;
+  result: string;
+  fencing_token: number | null;
+  reason: string | null;
+  correlation_id: string;
+  latency_ms: number;
+}
+
+export function auditView(r: AuditRow): AuditEvent {
+  return {
+    id: `ae_${r.seq}`,
+    time: iso(r.time),
+    event_type: r.eventType,
+    family: r.family,
+    route: r.route,
+    token_id: r.tokenId,
+    subject_token_id: r.subjectTokenId,
+    owner_id: r.ownerId,
+    holder_incarnation: r.incarnation,
+    result: r.result,
+    fencing_token: r.fencingToken,
+    reason: r.reason,
+    correlation_id: r.correlationId,
+    latency_ms: r.latencyMs,
+  };
+}
+
+/** The request an engine call serves: its correlation id and when it started (backend time). */
+export interface RequestInfo {
+  correlationId: string;
+  startedAt: number;
+}
+
+/** A principal, plus the request it is acting in (absent for direct engine calls). */
+export type Caller = Principal & { request?: RequestInfo };
+
+/** What an operation learned about its subject, for its audit event. */
+export interface AuditFacts {
+  ownerId?: string;
+  incarnation?: string;
+  fencingToken?: number;
+  subjectTokenId?: string;
+  /** The answer was an idempotent replay: nothing happened, nothing is audited. */
+  replayed?: boolean;
+  /** The answer is not known yet (an acquire waiting in its queue). */
+  pending?: boolean;
+}
+
+/** How one engine call is audited. */
+export interface AuditSpec {
+  caller: Caller;
+  type: AuditEventType;
+  route: string | null;
+  /** The success code (the answer's `code`). */
+  success: string;
+  /** Write the success event inside the step itself (admin actions). */
+  inTx?: boolean;
+  reason?: string;
+}
+
+export interface AuditOptions {
+  /** Events older than this are pruned (ms). */
+  retentionMs: number;
+  /** At most this many events are kept. */
+  maxRows: number;
+  flushIntervalMs?: number;
+  pruneIntervalMs?: number;
+  /** Where counted-not-audited refusals are logged (rate limited). */
+  log?: (line: string) => void;
+}
+
+export const DEFAULT_AUDIT: AuditOptions = { retentionMs: 30 * 86_400_000, maxRows: 10_000_000 };
+
+/** Codes counted instead of audited row by row. */
+const COUNTED = new Set(['lease_conflict', 'invalid_credential']);
+/** Buffered events kept while the store is unavailable; beyond it the oldest are dropped (and counted). */
+const MAX_BUFFERED = 100_000;
+const FLUSH_AT = 1_000;
+const PRUNE_BATCH = 2_000;
+const PRUNE_STEPS_PER_TICK = 10;
+const LOG_EVERY_MS = 10_000;
+
+export class AuditLog {
+  private buffer: NewAuditRow[] = [];
+  private flushing: Promise<void> | undefined;
+  private flushTimer: ReturnType<typeof setInterval> | undefined;
+  private pruneTimer: ReturnType<typeof setInterval> | undefined;
+  private pruning = false;
+  private lastLog = 0;
+  private unlogged = { lease_conflict: 0, invalid_credential: 0 };
+  /** Totals since start: refusals counted instead of audited, and events lost to a full buffer. */
+  readonly counts = { lease_conflict: 0, invalid_credential: 0, dropped: 0 };
+  readonly opts: Required<Omit<AuditOptions, 'log'>> & Pick<AuditOptions, 'log'>;
+
+  constructor(
+    private readonly store: Store,
+    opts: Partial<AuditOptions> = {},
+  ) {
+    this.opts = { flushIntervalMs: 100, pruneIntervalMs: 1_000, ...DEFAULT_AUDIT, ...opts };
+  }
+
+  /** Start the periodic flush and prune. */
+  start(): void {
+    this.flushTimer = setInterval(() => void this.flush().catch(() => undefined), this.opts.flushIntervalMs);
+    this.pruneTimer = setInterval(() => void this.pruneAll(), this.opts.pruneIntervalMs);
+    this.flushTimer.unref?.();
+    this.pruneTimer.unref?.();
+  }
+
+  /** Stop the timers and write what is buffered (best effort). */
+  async stop(): Promise<void> {
+    clearInterval(this.flushTimer);
+    clearInterval(this.pruneTimer);
+    await this.flush().catch(() => undefined);
+  }
+
+  /** The event for an operation's outcome, built from its spec and facts. */
+  row(spec: AuditSpec, result: string, facts: AuditFacts): NewAuditRow {
+    const now = this.store.now();
+    const req = spec.caller.request;
+    const denied = result === 'access_denied';
+    return {
+      time: now,
+      eventType: denied ? 'access_denied' : spec.type,
+      family: spec.caller.family,
+      route: spec.route,
+      tokenId: spec.caller.tokenId || null,
+      subjectTokenId: facts.subjectTokenId ?? null,
+      ownerId: facts.ownerId ?? null,
+      incarnation: facts.incarnation ?? null,
+      result,
+      fencingToken: facts.fencingToken ?? null,
+      reason: spec.reason ?? null,
+      correlationId: req?.correlationId ?? correlationId(),
+      latencyMs: req ? Math.max(0, Math.round(now - req.startedAt)) : 0,
+    };
+  }
+
+  /** Record an operation's outcome: buffered, or only counted for the codes that are. */
+  note(spec: AuditSpec, result: string, facts: AuditFacts = {}): void {
+    if (COUNTED.has(result)) this.count(result as keyof AuditLog['unlogged']);
+    else this.record(this.row(spec, result, facts));
+  }
+
+  /** Buffer one event for the next batch. */
+  record(row: NewAuditRow): void {
+    if (this.buffer.length >= MAX_BUFFERED) {
+      this.buffer.shift();
+      this.counts.dropped++;
+    }
+    this.buffer.push(row);
+    if (this.buffer.length === FLUSH_AT) void this.flush().catch(() => undefined);
+  }
+
+  /** Count a refusal that is not audited row by row, logging a summary at most every 10 s. */
+  count(code: 'lease_conflict' | 'invalid_credential'): void {
+    this.counts[code]++;
+    this.unlogged[code]++;
+    const now = this.store.now();
+    if (this.opts.log && now - this.lastLog >= LOG_EVERY_MS) {
+      this.opts.log(`audit: not audited row by row since the last report: ${this.unlogged.lease_conflict} lease_conflict, ${this.unlogged.invalid_credential} invalid_credential`);
+      this.unlogged = { lease_conflict: 0, invalid_credential: 0 };
+      this.lastLog = now;
+    }
+  }
+
+  /**
+   * Write every buffered event in one store step. Concurrent calls share the
+   * flush in progress and then flush what arrived meanwhile. On failure the
+   * events go back to the front of the buffer and the error is rethrown.
+   */
+  async flush(): Promise<void> {
+    while (this.flushing) await this.flushing;
+    if (this.buffer.length === 0) return;
+    const rows = this.buffer;
+    this.buffer = [];
+    this.flushing = this.store
+      .atomic((tx) => tx.insertAudit(rows))
+      .catch((e: unknown) => {
+        this.buffer = rows.concat(this.buffer);
+        const over = this.buffer.length - MAX_BUFFERED;
+        if (over > 0) {
+          this.buffer.splice(0, over);
+          this.counts.dropped += over;
+        }
+        throw e;
+      })
+      .finally(() => {
+        this.flushing = undefined;
+      });
+    await this.flushing;
+  }
+
+  /**
+   * Enforce retention: delete events older than the retention age or beyond
+   * the row cap, in steps of at most 2,000 rows (each its own store step, so
+   * requests interleave and never wait behind a long delete). Returns how
+   * many were deleted.
+   */
+  async prune(maxSteps = PRUNE_STEPS_PER_TICK): Promise<number> {
+    let total = 0;
+    for (let i = 0; i < maxSteps; i++) {
+      const n = await this.store.atomic((tx) => tx.pruneAudit(tx.now - this.opts.retentionMs, this.opts.maxRows, PRUNE_BATCH));
+      total += n;
+      if (n < PRUNE_BATCH) break;
+    }
+    return total;
+  }
+
+  private async pruneAll(): Promise<void> {
+    if (this.pruning) return;
+    this.pruning = true;
+    try {
+      await this.prune();
+    } catch {
+      // The store is unavailable; the next tick tries again.
+    } finally {
+      this.pruning = false;
+    }
+  }
+}

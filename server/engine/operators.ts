@@ -1,0 +1,66 @@
+/**
+ * Operator actions (CONTRACT.md §9): force-release (operational) and revoke
+ * (security). Both are compare-and-delete on the token the operator saw, so
+ * an operator never removes a successor they did not see; the freed route
+ * goes to its next waiter in the same step, and the former holder's next
+ * renew, release or checkpoint no longer matches anything (`lease_lost`).
+ */
+
+import { fail } from './errors';
+import { findReplay, recordAnswer, type IdemKey } from './idempotency';
+import { endLease, endSession, settleRoute } from './leases';
+import type { EngineContext, Step } from './step';
+
+export interface ForceEndInput {
+  kind: 'force_released' | 'revoked';
+  expectedFencingToken: number;
+  /** Revoke only: also close the holder's session, releasing its other leases. */
+  closeSession: boolean;
+  requestId: string;
+  digest: string;
+}
+
+export interface ForceReleased {
+  route: string;
+  fencing_token: number;
+}
+
+export interface Revoked extends ForceReleased {
+  sessions_closed: 0 | 1;
+}
+
+/**
+ * End the route's current lease as `force_released` or `revoked`, if it
+ * carries the expected token; else `lease_mismatch` (or `lease_not_found`)
+ * and nothing changes. With `closeSession` the holder's session is closed
+ * after its lease was revoked, so this route ends `revoked` and its other
+ * routes `session_closed`.
+ */
+export async function forceEndStep(ctx: EngineContext, step: Step, family: string, route: string, input: ForceEndInput): Promise<ForceReleased | Revoked> {
+  const key: IdemKey = { family, op: input.kind === 'revoked' ? 'revoke' : 'force_release', route, requestId: input.requestId };
+  const replay = await findReplay<ForceReleased | Revoked>(step, key, input.digest);
+  if (replay) return replay;
+  const l = await settleRoute(ctx, step, family, route);
+  if (!l) fail('lease_not_found', 'no lease is held on this route');
+  step.facts.ownerId = l.ownerId;
+  step.facts.incarnation = l.incarnation;
+  step.facts.fencingToken = l.fencingToken;
+  if (l.fencingToken !== input.expectedFencingToken) {
+    fail('lease_mismatch', `the current lease has fencing token ${l.fencingToken}, not ${input.expectedFencingToken}`);
+  }
+  await endLease(ctx, step, l, input.kind);
+  let answer: ForceReleased | Revoked = { route, fencing_token: l.fencingToken };
+  if (input.kind === 'revoked') {
+    let closed: 0 | 1 = 0;
+    if (input.closeSession) {
+      const s = await step.tx.getSession(l.sessionHash);
+      if (s) {
+        await endSession(ctx, step, s, 'session_closed');
+        closed = 1;
+      }
+    }
+    answer = { ...answer, sessions_closed: closed };
+  }
+  await recordAnswer(step, key, input.digest, answer, step.now + ctx.limits.idempotencyTtlMs);
+  return answer;
+}
