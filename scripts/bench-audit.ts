@@ -1,0 +1,99 @@
+/**
+ * Audit trail figures on the embedded store: batch insert rate, bytes per
+ * row on disk, query latency for the console's filters at depth, and how
+ * long one retention step (2,000 rows) holds the writer.
+ *
+ *   npm run bench:audit                      # 1,000,000 rows
+ *   BENCH_AUDIT_ROWS=200000 npm run bench:audit
+ */
+
+import { rmSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { SqliteStore } from '../server/store/sqlite/sqlite-store';
+import type { AuditScan, NewAuditRow } from '../server/store/types';
+import { prng, tempDir } from '../server/testing/harness';
+
+const ROWS = Number(process.env.BENCH_AUDIT_ROWS ?? 1_000_000);
+const BATCH = 1_000;
+const dir = tempDir('leasehold-bench-audit-');
+const rand = prng(7);
+const start = Date.parse('2026-11-01T00:00:00.000Z');
+
+function row(i: number): NewAuditRow {
+  const r = rand();
+  const eventType = r < 0.6 ? 'lease_renew' : r < 0.75 ? 'lease_acquire' : r < 0.9 ? 'lease_release' : r < 0.95 ? 'lease_expire' : r < 0.9999 ? 'session_open' : 'lease_force_release';
+  const routeless = eventType === 'session_open';
+  return {
+    time: start + i * 10,
+    eventType,
+    family: 'default',
+    route: routeless ? null : `lease://realm-${i % 20}/area-${i % 50}/resource-${i % 5_000}`,
+    tokenId: 'tk_abcdefghijklmnop',
+    subjectTokenId: null,
+    ownerId: `worker-${i % 300}`,
+    incarnation: `hi_${(i % 3_000).toString(36).padStart(16, 'x')}`,
+    result: eventType === 'lease_renew' ? 'lease_renewed' : `${eventType.slice(6)}d`,
+    fencingToken: i,
+    reason: eventType === 'lease_force_release' ? 'benchmark operator reason' : null,
+    correlationId: `c_ABCDEFGH${i.toString(36)}`,
+    latencyMs: i % 7,
+  };
+}
+
+function p50(xs: number[]): number {
+  const s = xs.slice().sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+}
+
+async function main(): Promise<void> {
+  let now = start + ROWS * 10;
+  const store = new SqliteStore({ dataDir: dir, clock: () => now });
+  const t0 = performance.now();
+  for (let i = 0; i < ROWS; i += BATCH) {
+    const rows = Array.from({ length: Math.min(BATCH, ROWS - i) }, (_, k) => row(i + k));
+    await store.atomic((tx) => tx.insertAudit(rows));
+  }
+  const insertS = (performance.now() - t0) / 1000;
+  await store.close();
+  const bytes = statSync(join(dir, 'leasehold.sqlite')).size;
+  console.log(`rows                     ${ROWS.toLocaleString('en')}`);
+  console.log(`insert (batches of ${BATCH})  ${Math.round(ROWS / insertS).toLocaleString('en')} rows/s`);
+  console.log(`on disk                  ${Math.round(bytes / ROWS)} bytes/row with indexes (${(bytes / 2 ** 20).toFixed(0)} MiB)`);
+
+  const reopened = new SqliteStore({ dataDir: dir, clock: () => now });
+  const base: AuditScan = { family: 'default', triple: [null, null, null], routeless: true, before: null, limit: 101 };
+  const cases: Array<[string, AuditScan]> = [
+    ['newest page, everything', base],
+    ['newest page, one realm (lease://realm-3/**)', { ...base, triple: ['realm-3', null, null], routeless: false }],
+    ['newest page, one area (lease://*/area-7/*)', { ...base, triple: [null, 'area-7', null], routeless: false }],
+    ['newest page, one route', { ...base, triple: ['realm-3', 'area-3', 'resource-3'], routeless: false }],
+    ['newest page, rare type (lease_force_release)', { ...base, eventType: 'lease_force_release' }],
+    ['page at half depth (cursor), everything', { ...base, before: [start + (ROWS / 2) * 10, ROWS / 2] }],
+  ];
+  for (const [name, scan] of cases) {
+    const times: number[] = [];
+    let n = 0;
+    for (let k = 0; k < 30; k++) {
+      const t = performance.now();
+      n = (await reopened.atomic((tx) => tx.scanAudit(scan))).length;
+      times.push(performance.now() - t);
+    }
+    console.log(`${name.padEnd(46)} p50 ${p50(times).toFixed(2)} ms (${n} rows)`);
+  }
+
+  // Retention: a cap of half the rows; each step deletes up to 2,000.
+  const steps: number[] = [];
+  let deleted = 0;
+  for (let k = 0; k < 25; k++) {
+    const t = performance.now();
+    deleted += await reopened.atomic((tx) => tx.pruneAudit(0, ROWS / 2, 2_000));
+    steps.push(performance.now() - t);
+  }
+  console.log(`retention step (2,000 rows)  p50 ${p50(steps).toFixed(1)} ms, max ${Math.max(...steps).toFixed(1)} ms (${deleted} deleted in ${steps.length} steps)`);
+  now += 1;
+  await reopened.close();
+  rmSync(dir, { recursive: true, force: true });
+}
+
+void main();
