@@ -5,7 +5,7 @@ import { StoreUnavailableError, type Store, type Tx } from '../store/types';
 import { engineFixture, proofOf, rejectsWith, type EngineFixture } from '../testing/engine-fixture';
 import { rid } from '../testing/harness';
 import { requestDigest } from './ids';
-import type { AuditEvent } from './audit';
+import { PRUNE_BATCH, type AuditEvent } from './audit';
 
 const ALL = parseSelector('lease://**');
 if (!ALL.ok) throw new Error('grammar');
@@ -102,6 +102,24 @@ describe('audit in the engine', () => {
     }
   });
 
+  test('buffered events survive a failed write and are written once the store answers again', async () => {
+    let faults!: AuditFaults;
+    const f = await engineFixture({}, (s) => (faults = new AuditFaults(s)));
+    try {
+      faults.failing = true;
+      for (let i = 0; i < 600; i++) await f.open(`kept-${i}`);
+      await assert.rejects(f.engine.audit.flush());
+      faults.failing = false;
+      await f.engine.audit.flush();
+      const owners = (await allEvents(f)).map((e) => e.owner_id);
+      assert.equal(owners.length, 600);
+      assert.equal(new Set(owners).size, 600, 'each event once');
+      assert.equal(f.engine.audit.counts.dropped, 0);
+    } finally {
+      await f.close();
+    }
+  });
+
   test('the admin action’s audit event survives a restart even with nothing flushed after it', async () => {
     const f = await engineFixture();
     try {
@@ -158,9 +176,10 @@ describe('audit in the engine', () => {
         });
       }
       await f.engine.audit.flush();
-      // One step deletes at most 2,000: two steps are needed for the 4,000 extra.
-      assert.equal(await f.engine.audit.prune(1), 2_000);
-      assert.equal(await f.engine.audit.prune(), 2_000);
+      // One step deletes at most PRUNE_BATCH (500): the first call is one step;
+      // the second deletes the rest (3,500), in bounded steps.
+      assert.equal(await f.engine.audit.prune(1), PRUNE_BATCH);
+      assert.equal(await f.engine.audit.prune(), 4_000 - PRUNE_BATCH);
       const left = await allEvents(f);
       assert.equal(left.length, 1_000);
       assert.equal(left[0]!.owner_id, 'w-4999');
@@ -187,6 +206,35 @@ describe('audit in the engine', () => {
           ['lease_expire', 'lease_expired', 'lease://sys/expire/a', 'sleepy'],
         ],
       );
+    } finally {
+      await f.close();
+    }
+  });
+
+  test('a sparse selector pages within the examined budget and still finds every event once', async () => {
+    const f = await engineFixture({ limits: { listBudget: 50 } });
+    try {
+      const s = await f.open('pager');
+      const wanted: number[] = [];
+      for (let i = 0; i < 300; i++) {
+        const route = i % 97 === 0 ? `lease://rare/area/r${i}` : `lease://busy/area/r${i}`;
+        const a = await f.acquire(route, s);
+        if (route.startsWith('lease://rare/')) wanted.push(a.answer.lease.fencing_token);
+      }
+      const sel = parseSelector('lease://rare/**');
+      if (!sel.ok) throw new Error('grammar');
+      const seen: number[] = [];
+      let cursor: string | undefined;
+      let pages = 0;
+      do {
+        const page = await f.engine.listAudit(f.admin, { selector: sel.value, limit: 100, cursor });
+        assert.ok(page.items.length <= 100);
+        seen.push(...page.items.map((e) => e.fencing_token!));
+        cursor = page.next_cursor ?? undefined;
+        pages++;
+      } while (cursor);
+      assert.deepEqual(seen, wanted.slice().reverse(), 'every matching event once, newest first');
+      assert.ok(pages >= 6, `the budget of 50 examined events bounds each page (${pages} pages for ~300 events)`);
     } finally {
       await f.close();
     }

@@ -126,8 +126,10 @@ const COUNTED = new Set(['lease_conflict', 'invalid_credential']);
 /** Buffered events kept while the store is unavailable; beyond it the oldest are dropped (and counted). */
 const MAX_BUFFERED = 100_000;
 const FLUSH_AT = 1_000;
-const PRUNE_BATCH = 2_000;
-const PRUNE_STEPS_PER_TICK = 10;
+const WRITE_CHUNK = 250;
+/** Rows one retention step deletes at most (each step holds the writer for a few ms). */
+export const PRUNE_BATCH = 500;
+const PRUNE_STEPS_PER_TICK = 40;
 const LOG_EVERY_MS = 10_000;
 
 export class AuditLog {
@@ -215,37 +217,46 @@ export class AuditLog {
   }
 
   /**
-   * Write every buffered event in one store step. Concurrent calls share the
-   * flush in progress and then flush what arrived meanwhile. On failure the
-   * events go back to the front of the buffer and the error is rethrown.
+   * Write every buffered event, in store steps of at most 250 events one
+   * after another (requests interleave between them). Concurrent calls share
+   * the flush in progress and then flush what arrived meanwhile. On failure
+   * the unwritten events go back to the front of the buffer and the error
+   * is rethrown.
    */
   async flush(): Promise<void> {
     while (this.flushing) await this.flushing;
     if (this.buffer.length === 0) return;
     const rows = this.buffer;
     this.buffer = [];
-    this.flushing = this.store
-      .atomic((tx) => tx.insertAudit(rows))
-      .catch((e: unknown) => {
-        this.buffer = rows.concat(this.buffer);
-        const over = this.buffer.length - MAX_BUFFERED;
-        if (over > 0) {
-          this.buffer.splice(0, over);
-          this.counts.dropped += over;
-        }
-        throw e;
-      })
-      .finally(() => {
-        this.flushing = undefined;
-      });
+    this.flushing = this.write(rows).finally(() => {
+      this.flushing = undefined;
+    });
     await this.flushing;
+  }
+
+  private async write(rows: NewAuditRow[]): Promise<void> {
+    let i = 0;
+    try {
+      for (; i < rows.length; i += WRITE_CHUNK) {
+        const chunk = rows.slice(i, i + WRITE_CHUNK);
+        await this.store.atomic((tx) => tx.insertAudit(chunk));
+      }
+    } catch (e) {
+      this.buffer = rows.slice(i).concat(this.buffer);
+      const over = this.buffer.length - MAX_BUFFERED;
+      if (over > 0) {
+        this.buffer.splice(0, over);
+        this.counts.dropped += over;
+      }
+      throw e;
+    }
   }
 
   /**
    * Enforce retention: delete events older than the retention age or beyond
-   * the row cap, in steps of at most 2,000 rows (each its own store step, so
-   * requests interleave and never wait behind a long delete). Returns how
-   * many were deleted.
+   * the row cap, in steps of at most 500 rows (each its own store step, so
+   * requests interleave and never wait behind a long delete), up to 40 steps
+   * a call. Returns how many were deleted.
    */
   async prune(maxSteps = PRUNE_STEPS_PER_TICK): Promise<number> {
     let total = 0;

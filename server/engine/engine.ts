@@ -515,7 +515,7 @@ export class LeaseEngine {
     if (before !== null && !(Array.isArray(before) && before.length === 2 && before.every((n) => Number.isSafeInteger(n)))) {
       fail('cursor_invalid', 'cursor is malformed');
     }
-    const rows = await this.run((step) =>
+    const scan = await this.run((step) =>
       step.tx.scanAudit({
         family: p.family,
         triple,
@@ -525,11 +525,15 @@ export class LeaseEngine {
         until: q.until,
         before: before as [number, number] | null,
         limit: q.limit + 1,
+        budget: this.ctx.limits.listBudget,
       }),
     );
-    const page = rows.slice(0, q.limit);
+    const page = scan.rows.slice(0, q.limit);
     const last = page[page.length - 1];
-    return { items: page.map(auditView), next_cursor: rows.length > q.limit && last ? this.codec().encode(binding, [last.time, last.seq]) : null };
+    // Resume after the last event shown; or, on a short page that ran out of
+    // budget, after the last event examined (like LIST, a page may be short).
+    const resume = scan.rows.length > q.limit && last ? [last.time, last.seq] : scan.exhausted ? null : scan.lastExamined;
+    return { items: page.map(auditView), next_cursor: resume ? this.codec().encode(binding, resume) : null };
   }
 
   // ---- tokens ---------------------------------------------------------------

@@ -114,6 +114,16 @@ export interface AuditRow {
 
 export type NewAuditRow = Omit<AuditRow, 'seq'>;
 
+/** Audit event types written rarely (operators, tokens, denials): indexed by type. */
+export const RARE_AUDIT_TYPES: ReadonlySet<string> = new Set([
+  'lease_force_release',
+  'lease_revoke',
+  'token_create',
+  'token_revoke',
+  'embed_token_create',
+  'access_denied',
+]);
+
 /** A page of audit events, newest first (time, then seq), read after a keyset position. */
 export interface AuditScan {
   family: string;
@@ -127,7 +137,18 @@ export interface AuditScan {
   until?: number;
   /** Only events strictly older than this (time, seq) position. */
   before: [number, number] | null;
+  /** Stop after this many matches. */
   limit: number;
+  /** Stop after examining this many stored events. */
+  budget: number;
+}
+
+export interface AuditScanResult {
+  rows: AuditRow[];
+  /** The (time, seq) of the last event examined, to resume from. */
+  lastExamined: [number, number] | null;
+  /** True when the index range was read to its end. */
+  exhausted: boolean;
 }
 
 export interface LeaseScan {
@@ -207,12 +228,13 @@ export interface Tx {
 
   /** Append audit events (each gets the next seq). */
   insertAudit(rows: readonly NewAuditRow[]): Promise<void>;
-  scanAudit(scan: AuditScan): Promise<AuditRow[]>;
+  scanAudit(scan: AuditScan): Promise<AuditScanResult>;
   /**
    * Delete up to `limit` of the oldest audit events (lowest seq) while they
    * are older than `olderThan` or beyond the newest `maxRows`. Deletion stops
    * at the first event that is neither, so the kept events are a contiguous
-   * seq range. Returns how many were deleted.
+   * seq range; the newest event is always kept, so a seq is never reused.
+   * Returns how many were deleted.
    */
   pruneAudit(olderThan: number, maxRows: number, limit: number): Promise<number>;
 

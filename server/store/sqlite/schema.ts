@@ -97,18 +97,19 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX logins_expiry ON logins (expires_at);
   `,
   `
-  -- The audit trail. seq is AUTOINCREMENT so that ids are never reused, and
-  -- pruning deletes from the low end only: the kept rows are one contiguous
-  -- seq range, so max(seq) - min(seq) + 1 counts them without a scan.
+  -- The audit trail. seq is the rowid; pruning deletes from the low end only
+  -- and always keeps the newest row, so seqs are never reused and the kept
+  -- rows are one contiguous range: max(seq) - min(seq) + 1 counts them
+  -- without a scan. Three indexes, chosen for write cost: the family's time
+  -- order (append-only), one route's history (rows with a route), and the
+  -- rare types (operator actions, tokens, denials; a partial index, so the
+  -- high-volume lease events never touch it).
   CREATE TABLE audit (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    seq INTEGER PRIMARY KEY,
     time INTEGER NOT NULL,
-    event_type TEXT NOT NULL,
     family TEXT NOT NULL,
+    event_type TEXT NOT NULL,
     route TEXT,
-    realm TEXT,
-    area TEXT,
-    resource TEXT,
     token_id TEXT,
     subject_token_id TEXT,
     owner_id TEXT,
@@ -117,10 +118,11 @@ export const MIGRATIONS: readonly string[] = [
     fencing_token INTEGER,
     reason TEXT,
     correlation_id TEXT NOT NULL,
-    latency_ms INTEGER NOT NULL
+    latency_ms INTEGER NOT NULL,
+    rare INTEGER
   );
   CREATE INDEX audit_by_time ON audit (family, time, seq);
-  CREATE INDEX audit_by_route ON audit (family, route, time, seq);
-  CREATE INDEX audit_by_realm ON audit (family, realm, time, seq);
+  CREATE INDEX audit_by_route ON audit (family, route, time, seq) WHERE route IS NOT NULL;
+  CREATE INDEX audit_rare ON audit (family, event_type, time, seq) WHERE rare = 1;
   `,
 ];

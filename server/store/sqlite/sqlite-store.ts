@@ -23,9 +23,11 @@ import { randomBytes } from 'node:crypto';
 import { matches, routeSegments } from '@/lib/selector';
 import { MIGRATIONS } from './schema';
 import {
+  RARE_AUDIT_TYPES,
   StoreUnavailableError,
   type AuditRow,
   type AuditScan,
+  type AuditScanResult,
   type CheckpointRow,
   type IdempotencyRow,
   type LeaseRow,
@@ -347,10 +349,9 @@ class SqliteTx implements Tx {
       deleteLogin: p(`DELETE FROM logins WHERE id_hash = ?`),
       pruneLogins: p(`DELETE FROM logins WHERE expires_at <= ?`),
       insertAudit: p(
-        `INSERT INTO audit (time, event_type, family, route, realm, area, resource, token_id, subject_token_id,
-           owner_id, incarnation, result, fencing_token, reason, correlation_id, latency_ms)
-         VALUES (@time, @eventType, @family, @route, @realm, @area, @resource, @tokenId, @subjectTokenId,
-           @ownerId, @incarnation, @result, @fencingToken, @reason, @correlationId, @latencyMs)`,
+        `INSERT INTO audit (time, family, event_type, route, token_id, subject_token_id, owner_id, incarnation,
+           result, fencing_token, reason, correlation_id, latency_ms, rare)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
       auditOldest: p(`SELECT seq, time FROM audit ORDER BY seq LIMIT ?`),
       auditMaxSeq: p(`SELECT max(seq) FROM audit`).pluck(),
@@ -527,52 +528,86 @@ class SqliteTx implements Tx {
   }
 
   async insertAudit(rows: readonly NewAuditRow[]): Promise<void> {
-    for (const row of rows) {
-      const [realm, area, resource] = row.route === null ? [null, null, null] : routeSegments(row.route);
-      this.s.insertAudit.run({ ...row, realm, area, resource });
+    const st = this.s.insertAudit;
+    for (const r of rows) {
+      st.run(
+        r.time, r.family, r.eventType, r.route, r.tokenId, r.subjectTokenId, r.ownerId, r.incarnation,
+        r.result, r.fencingToken, r.reason, r.correlationId, r.latencyMs, RARE_AUDIT_TYPES.has(r.eventType) ? 1 : null,
+      );
     }
   }
 
   /**
-   * Newest first over the narrowest index the filter allows: the exact
-   * route, else the realm, else the family's time order. Other positions,
-   * the event type and the time bounds are checked while reading the index.
+   * Newest first over the narrowest index: one route's history, a rare
+   * event type, or the family's time order. On the time order the index is
+   * read for at most `budget` events and the filters run in SQLite on those:
+   * the selector as a GLOB (exact for three-segment routes, whose segments
+   * hold no GLOB characters), the event type, routeless events.
    */
-  async scanAudit(scan: AuditScan): Promise<AuditRow[]> {
+  async scanAudit(scan: AuditScan): Promise<AuditScanResult> {
     const [realm, area, resource] = scan.triple;
     const exact = realm !== null && area !== null && resource !== null;
-    const where = ['family = @family'];
-    if (exact) where.push('route = @route');
-    else {
-      if (realm !== null) where.push('realm = @realm');
-      if (area !== null) where.push('area = @area');
-      if (resource !== null) where.push('resource = @resource');
-      if (realm === null && area === null && resource === null && !scan.routeless) where.push('route IS NOT NULL');
+    const all = realm === null && area === null && resource === null;
+    const rare = !exact && scan.eventType !== undefined && RARE_AUDIT_TYPES.has(scan.eventType);
+    const range: string[] = ['family = ?'];
+    const rangeParams: unknown[] = [scan.family];
+    const filter: string[] = [];
+    const filterParams: unknown[] = [];
+    if (exact) {
+      range.push('route = ?');
+      rangeParams.push(`lease://${realm}/${area}/${resource}`);
+    } else if (rare) {
+      range.push('rare = 1', 'event_type = ?');
+      rangeParams.push(scan.eventType);
     }
-    if (scan.eventType !== undefined) where.push('event_type = @eventType');
-    if (scan.since !== undefined) where.push('time >= @since');
-    if (scan.until !== undefined) where.push('time < @until');
-    if (scan.before !== null) where.push('(time, seq) < (@beforeTime, @beforeSeq)');
-    const index = exact ? 'audit_by_route' : realm !== null ? 'audit_by_realm' : 'audit_by_time';
-    const sql = `SELECT ${AUDIT_COLS} FROM audit INDEXED BY ${index} WHERE ${where.join(' AND ')}
-      ORDER BY time DESC, seq DESC LIMIT @limit`;
+    if (scan.since !== undefined) {
+      range.push('time >= ?');
+      rangeParams.push(scan.since);
+    }
+    if (scan.until !== undefined) {
+      range.push('time < ?');
+      rangeParams.push(scan.until);
+    }
+    if (scan.before !== null) {
+      range.push('(time, seq) < (?, ?)');
+      rangeParams.push(...scan.before);
+    }
+    if (!all) {
+      filter.push('route GLOB ?');
+      filterParams.push(`lease://${realm ?? '*'}/${area ?? '*'}/${resource ?? '*'}`);
+    } else if (!scan.routeless) filter.push('route IS NOT NULL');
+    const bounded = !exact && !rare;
+    if (scan.eventType !== undefined && !rare) {
+      // The bounded form filters the inner query's aliased columns.
+      filter.push(bounded ? 'eventType = ?' : 'event_type = ?');
+      filterParams.push(scan.eventType);
+    }
+    const index = exact ? 'audit_by_route' : rare ? 'audit_rare' : 'audit_by_time';
+    const order = 'ORDER BY time DESC, seq DESC';
+    const inner = `SELECT ${AUDIT_COLS} FROM audit INDEXED BY ${index} WHERE ${range.join(' AND ')} ${order}`;
+    const sql = bounded
+      ? `SELECT * FROM (${inner} LIMIT ?) ${filter.length ? `WHERE ${filter.join(' AND ')}` : ''} ${order} LIMIT ?`
+      : `${inner.replace(' ORDER BY', `${filter.map((f) => ` AND ${f}`).join('')} ORDER BY`)} LIMIT ?`;
+    const rows = this.auditStatement(sql).all(...(bounded ? [...rangeParams, scan.budget, ...filterParams] : [...rangeParams, ...filterParams]), scan.limit) as AuditRow[];
+    if (rows.length >= scan.limit || !bounded) {
+      const last = rows[rows.length - 1];
+      return { rows, lastExamined: last ? [last.time, last.seq] : null, exhausted: rows.length < scan.limit };
+    }
+    // A short page: did the budget end it, or the index range?
+    const edge = this.auditStatement(`SELECT time, seq FROM audit INDEXED BY audit_by_time WHERE ${range.join(' AND ')} ${order} LIMIT 1 OFFSET ?`).get(
+      ...rangeParams,
+      scan.budget - 1,
+    ) as { time: number; seq: number } | undefined;
+    return { rows, lastExamined: edge ? [edge.time, edge.seq] : null, exhausted: edge === undefined };
+  }
+
+  private auditStatement(sql: string): Database.Statement {
     let stmt = this.auditQueries.get(sql);
     if (!stmt) {
       stmt = this.db.prepare(sql);
       this.auditQueries.set(sql, stmt);
     }
-    const params: Record<string, unknown> = { family: scan.family, limit: scan.limit };
-    if (exact) params.route = `lease://${realm}/${area}/${resource}`;
-    else {
-      if (realm !== null) params.realm = realm;
-      if (area !== null) params.area = area;
-      if (resource !== null) params.resource = resource;
-    }
-    if (scan.eventType !== undefined) params.eventType = scan.eventType;
-    if (scan.since !== undefined) params.since = scan.since;
-    if (scan.until !== undefined) params.until = scan.until;
-    if (scan.before !== null) [params.beforeTime, params.beforeSeq] = scan.before;
-    return stmt.all(params) as AuditRow[];
+    return stmt;
   }
 
   async pruneAudit(olderThan: number, maxRows: number, limit: number): Promise<number> {
@@ -587,7 +622,8 @@ class SqliteTx implements Tx {
         break;
       }
     }
-    return this.s.auditDeleteBelow.run(bound).changes;
+    // The newest row stays, so the next seq (max + 1) is never one already used.
+    return this.s.auditDeleteBelow.run(Math.min(bound, maxSeq)).changes;
   }
 
   async getMeta(key: string): Promise<string | undefined> {
