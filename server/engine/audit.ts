@@ -15,7 +15,7 @@
  */
 
 import { correlationId } from './ids';
-import type { AuditRow, NewAuditRow, Store } from '../store/types';
+import { RARE_AUDIT_EVENT_TYPES, type AuditRow, type NewAuditRow, type Store } from '../store/types';
 import { iso } from './views';
 import type { Principal } from './tokens';
 
@@ -28,12 +28,7 @@ export const AUDIT_EVENT_TYPES = [
   'lease_release',
   'lease_expire',
   'lease_checkpoint',
-  'lease_force_release',
-  'lease_revoke',
-  'token_create',
-  'token_revoke',
-  'embed_token_create',
-  'access_denied',
+  ...RARE_AUDIT_EVENT_TYPES,
 ] as const;
 
 export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number];

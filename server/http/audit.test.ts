@@ -3,23 +3,10 @@ import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import type { AuditEvent } from '../engine/audit';
 import { leasePath, rid, startTestServer, tempDir, type TestServer } from '../testing/harness';
 
-interface Ev {
-  id: string;
-  time: string;
-  event_type: string;
-  route: string | null;
-  token_id: string | null;
-  subject_token_id: string | null;
-  owner_id: string | null;
-  holder_incarnation: string | null;
-  result: string;
-  fencing_token: number | null;
-  reason: string | null;
-  correlation_id: string;
-  latency_ms: number;
-}
+type Ev = AuditEvent;
 
 const REASON = 'audit test: freeing a stuck lease';
 const seq = (e: Ev) => Number(e.id.slice(3));

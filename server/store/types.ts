@@ -114,15 +114,9 @@ export interface AuditRow {
 
 export type NewAuditRow = Omit<AuditRow, 'seq'>;
 
-/** Audit event types written rarely (operators, tokens, denials): indexed by type. */
-export const RARE_AUDIT_TYPES: ReadonlySet<string> = new Set([
-  'lease_force_release',
-  'lease_revoke',
-  'token_create',
-  'token_revoke',
-  'embed_token_create',
-  'access_denied',
-]);
+/** Audit event types written rarely (operators, tokens, denials): the store indexes them by type. */
+export const RARE_AUDIT_EVENT_TYPES = ['lease_force_release', 'lease_revoke', 'token_create', 'token_revoke', 'embed_token_create', 'access_denied'] as const;
+export const RARE_AUDIT_TYPES: ReadonlySet<string> = new Set(RARE_AUDIT_EVENT_TYPES);
 
 /** A page of audit events, newest first (time, then seq), read after a keyset position. */
 export interface AuditScan {
