@@ -18,17 +18,17 @@ after(async () => {
 });
 
 const SEGMENTS = ['acme', 'r', 'doc-1', '*', '**', '.', '..', '%2E%2E', '%2F', '%zz', '', 'a%20b', '%C3%A9', 'x'.repeat(130), 'ok~:@_.'];
-const ACTIONS = ['', '/acquire', '/renew', '/release', '/checkpoint', '/force', '/acquire/extra'];
-const PREFIXES = ['/api/v1/leases/', '/api/v1/sessions', '/api/v1/sessions/keepalive', '/api/v1/sessions/close', '/api/v1/tokens', '/api/v1/tokens/', '/api/v1/auth/whoami', '/api/v1/auth/login', '/api/v1/auth/logout', '/api/v1/', '/api/', '/api/v1/health', '/api/v1/openapi.json'];
-const QUERIES = ['', '?selector=lease://**', '?selector=lease://a/*', '?selector=bad', '?limit=0', '?limit=1000&limit=1', '?cursor=abc', '?x=1', '?selector=%zz', '?owner_id=%00'];
-const VALUES: unknown[] = [null, true, 0, -1, 1.5, 2 ** 60, '', 'x', 'lease://a/b/c', [], {}, { a: { b: {} } }, 'ss_bad', 1_000, 30_000, '\u0000', '日本'];
-const FIELDS = ['session_id', 'request_id', 'ttl_ms', 'wait_ms', 'max_lifetime_ms', 'metadata', 'lease_id', 'fencing_token', 'value', 'owner_id', 'token', 'name', 'grants', 'family', 'root', 'expires_at', 'extra'];
+const ACTIONS = ['', '/acquire', '/renew', '/release', '/checkpoint', '/force', '/force-release', '/revoke', '/acquire/extra'];
+const PREFIXES = ['/api/v1/leases/', '/api/v1/sessions', '/api/v1/sessions/keepalive', '/api/v1/sessions/close', '/api/v1/tokens', '/api/v1/tokens/', '/api/v1/auth/whoami', '/api/v1/auth/login', '/api/v1/auth/logout', '/api/v1/', '/api/', '/api/v1/health', '/api/v1/openapi.json', '/api/v1/embed-tokens', '/api/v1/audit'];
+const QUERIES = ['', '?selector=lease://**', '?selector=lease://a/*', '?selector=bad', '?limit=0', '?limit=1000&limit=1', '?cursor=abc', '?x=1', '?selector=%zz', '?owner_id=%00', '?route=lease://**', '?route=lease://a/*/c&event_type=lease_revoke', '?event_type=nope', '?since=2026-01-01T00:00:00Z&until=bad', '?route=%00'];
+const VALUES: unknown[] = [null, true, 0, -1, 1.5, 2 ** 60, '', 'x', 'lease://a/b/c', 'lease://a/**', 'a sufficiently long reason', [], {}, { a: { b: {} } }, 'ss_bad', 1_000, 30_000, '\u0000', '日本'];
+const FIELDS = ['session_id', 'request_id', 'ttl_ms', 'wait_ms', 'max_lifetime_ms', 'metadata', 'lease_id', 'fencing_token', 'value', 'owner_id', 'token', 'name', 'grants', 'family', 'root', 'expires_at', 'reason', 'expected_fencing_token', 'close_session', 'selector', 'extra'];
 
-test('300 random requests: never a 5xx, always an envelope, and the server still works', async () => {
+test('400 random requests: never a 5xx, always an envelope, and the server still works', async () => {
   const rnd = prng(20261129);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)]!;
   const { sessionId } = await s.openSession('fuzz');
-  for (let i = 0; i < 300; i++) {
+  for (let i = 0; i < 400; i++) {
     const method = pick(['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'HEAD', 'OPTIONS']);
     let path = pick(PREFIXES);
     if (path === '/api/v1/leases/') {
