@@ -222,12 +222,13 @@ export class LeaseEngine {
     }
   }
 
-  /** Process one batch of due expirations and prune idempotency records. Returns how many were due. */
+  /** Process one batch of due expirations; prune idempotency records, logins and expired embed tokens. Returns how many were due. */
   async sweep(): Promise<number> {
     return this.run(async (step) => {
       const n = await expireDue(this.ctx, step, SWEEP_BATCH);
       await step.tx.pruneIdempotency(step.now, 1_000);
       await step.tx.pruneLogins(step.now);
+      await step.tx.pruneEmbedTokens(step.now, 1_000);
       return n;
     });
   }

@@ -219,6 +219,8 @@ export interface Tx {
   getLogin(idHash: string): Promise<LoginRow | undefined>;
   deleteLogin(idHash: string): Promise<void>;
   pruneLogins(now: number): Promise<number>;
+  /** Delete up to `limit` embed tokens that expired at or before `now` (they are minted per page load). */
+  pruneEmbedTokens(now: number, limit: number): Promise<number>;
 
   /** Append audit events (each gets the next seq). */
   insertAudit(rows: readonly NewAuditRow[]): Promise<void>;

@@ -124,5 +124,7 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX audit_by_time ON audit (family, time, seq);
   CREATE INDEX audit_by_route ON audit (family, route, time, seq) WHERE route IS NOT NULL;
   CREATE INDEX audit_rare ON audit (family, event_type, time, seq) WHERE rare = 1;
+  -- Embed tokens are minted per page load; expired ones are deleted by the sweep.
+  CREATE INDEX tokens_embed_expiry ON tokens (expires_at) WHERE kind = 'embed';
   `,
 ];

@@ -348,6 +348,10 @@ class SqliteTx implements Tx {
       getLogin: p(`SELECT id_hash AS idHash, token_id AS tokenId, created_at AS createdAt, expires_at AS expiresAt FROM logins WHERE id_hash = ?`),
       deleteLogin: p(`DELETE FROM logins WHERE id_hash = ?`),
       pruneLogins: p(`DELETE FROM logins WHERE expires_at <= ?`),
+      pruneEmbedTokens: p(
+        `DELETE FROM tokens WHERE id IN
+           (SELECT id FROM tokens INDEXED BY tokens_embed_expiry WHERE kind = 'embed' AND expires_at <= ? LIMIT ?)`,
+      ),
       insertAudit: p(
         `INSERT INTO audit (time, family, event_type, route, token_id, subject_token_id, owner_id, incarnation,
            result, fencing_token, reason, correlation_id, latency_ms, rare)
@@ -525,6 +529,9 @@ class SqliteTx implements Tx {
   }
   async pruneLogins(now: number): Promise<number> {
     return this.s.pruneLogins.run(now).changes;
+  }
+  async pruneEmbedTokens(now: number, limit: number): Promise<number> {
+    return this.s.pruneEmbedTokens.run(now, limit).changes;
   }
 
   async insertAudit(rows: readonly NewAuditRow[]): Promise<void> {
