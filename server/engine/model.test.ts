@@ -1,7 +1,8 @@
 /**
  * Randomized runs of interleaved operations (acquire with and without waiting,
- * renew, release, checkpoint, session close, keepalive, clock moves, sweeps,
- * restarts) checked against the contract's invariants rather than against a
+ * renew, release, checkpoint, session close, keepalive, operators'
+ * force-release and revoke with current and stale tokens, clock moves,
+ * sweeps, restarts) checked against the contract's invariants rather than against a
  * second implementation:
  *
  * - the held set rebuilt from the change events equals LIST at every check;
@@ -9,7 +10,8 @@
  * - per route, every new acquisition has a strictly greater fencing token,
  *   across restarts;
  * - a refused renew, release or checkpoint changed nothing;
- * - a checkpoint never goes back to a lower token.
+ * - a checkpoint never goes back to a lower token;
+ * - an operator action ends exactly the lease it names, or nothing.
  *
  * Seeded, so a failure names the seed that reproduces it.
  */
@@ -25,7 +27,7 @@ import type { HeldLease } from './views';
 
 const ROUTES = ['lease://m/a/1', 'lease://m/a/2', 'lease://m/b/1', 'lease://n/a/1'];
 
-async function run(seed: number, steps: number): Promise<{ acquisitions: number; revision: number }> {
+async function run(seed: number, steps: number): Promise<{ acquisitions: number; revision: number; operatorEnds: number }> {
   const rnd = prng(seed);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)]!;
   const f: EngineFixture = await engineFixture({ limits: { waitersPerRoute: 2 } });
@@ -34,6 +36,7 @@ async function run(seed: number, steps: number): Promise<{ acquisitions: number;
   const checkpointToken = new Map<string, number>();
   let lastRevision = 0;
   let applied = 0;
+  let operatorEnds = 0;
   const view = new Map<string, number>();
   const pending: Promise<unknown>[] = [];
   let sessions: string[] = [];
@@ -125,6 +128,24 @@ async function run(seed: number, steps: number): Promise<{ acquisitions: number;
         }
         const cp = await f.engine.readCheckpoint(f.admin, route).catch(() => undefined);
         if (cp) assert.equal(cp.checkpoint.fencing_token, checkpointToken.get(route));
+      } else if (r < 0.73) {
+        // An operator, usually with the token the events show, sometimes a stale one.
+        applyEvents();
+        const current = view.get(route);
+        const expected = current !== undefined && rnd() < 0.8 ? current : Math.max(1, (lastToken.get(route) ?? 1) - 1);
+        const kind = rnd() < 0.5 ? 'force_released' : 'revoked';
+        const input = { requestId: `op-${i}`, reason: 'model operator', expectedFencingToken: expected, digest: `d-${i}` };
+        const seen = f.changes().length;
+        const ended = () => f.changes().slice(seen).filter((c) => c.route === route && c.change === kind);
+        try {
+          if (kind === 'revoked') await f.engine.revoke(f.admin, route, { ...input, closeSession: rnd() < 0.5 });
+          else await f.engine.forceRelease(f.admin, route, input);
+          assert.deepEqual(ended().map((c) => c.fencingToken), [expected], `seed ${seed}: the ${kind} ended exactly the lease the operator named`);
+          operatorEnds++;
+        } catch (e) {
+          assert.ok(['lease_mismatch', 'lease_not_found'].includes((e as LeaseholdError).code), `seed ${seed}: ${(e as LeaseholdError).code}`);
+          assert.deepEqual(ended(), [], `seed ${seed}: a refused ${kind} ended nothing`);
+        }
       } else if (r < 0.75) {
         await f.engine.keepAlive(f.admin, sessionId).catch((e: LeaseholdError) => assert.equal(e.code, 'session_not_found'));
       } else if (r < 0.8) {
@@ -146,7 +167,7 @@ async function run(seed: number, steps: number): Promise<{ acquisitions: number;
       }
     }
     await check();
-    return { acquisitions: lastToken.size, revision: lastRevision };
+    return { acquisitions: lastToken.size, revision: lastRevision, operatorEnds };
   } finally {
     await f.close();
   }
@@ -154,8 +175,9 @@ async function run(seed: number, steps: number): Promise<{ acquisitions: number;
 
 for (const seed of [1, 2, 3, 4, 5, 6, 7, 8]) {
   test(`random interleavings keep the invariants (seed ${seed})`, async (t) => {
-    const { revision } = await run(seed, 1_000);
-    t.diagnostic(`${revision} changes of the held set`);
+    const { revision, operatorEnds } = await run(seed, 1_000);
+    t.diagnostic(`${revision} changes of the held set, ${operatorEnds} ended by operators`);
     assert.ok(revision >= 50, 'the run exercised the engine');
+    assert.ok(operatorEnds >= 1, 'the run exercised the operator actions');
   });
 }

@@ -218,6 +218,54 @@ describe('force-release and revoke', () => {
   });
 });
 
+describe('races', () => {
+  test('a release racing a force-release of the same lease: exactly one ends it, once', async () => {
+    for (let i = 0; i < 20; i++) {
+      const route = `lease://ops/race/r${i}`;
+      const h = await hold(route);
+      const w = await s.openSession('race-waiter');
+      const waiting = s.call('POST', leasePath(route, 'acquire'), { session_id: w.sessionId, request_id: rid(), wait_ms: 5_000 });
+      for (let k = 0; k < 100 && (await s.call('GET', leasePath(route))).body.lease?.waiters !== 1; k++) await new Promise((r) => setTimeout(r, 10));
+      const before = (await s.call('GET', '/api/v1/leases?selector=lease://ops/race/*')).body.revision as number;
+      const [rel, fr] = await Promise.all([
+        s.call('POST', leasePath(route, 'release'), proof(h)),
+        s.call('POST', leasePath(route, 'force-release'), { request_id: rid(), reason: REASON, expected_fencing_token: h.token }),
+      ]);
+      const granted = await waiting;
+      assert.equal(granted.status, 200, granted.text);
+      const winners = [rel, fr].filter((r) => r.status === 200);
+      assert.equal(winners.length, 1, `round ${i}: ${rel.body.code} / ${fr.body.code}`);
+      // The loser finds h's lease gone: the release is lost, the force-release meets the waiter's new token.
+      if (rel.status !== 200) assert.equal(rel.body.code, 'lease_lost');
+      if (fr.status !== 200) assert.equal(fr.body.code, 'lease_mismatch');
+      const after = (await s.call('GET', '/api/v1/leases?selector=lease://ops/race/*')).body.revision as number;
+      assert.equal(after - before, 2, `round ${i}: one end and one grant, nothing more`);
+      assert.equal(await inspectToken(route), granted.body.lease.fencing_token);
+    }
+  });
+
+  test('renews racing a revoke: serialized before it, all lost after it', async () => {
+    const route = 'lease://ops/race/renew';
+    const h = await hold(route);
+    const renews = Array.from({ length: 30 }, async (_, k) => {
+      await new Promise((r) => setTimeout(r, k));
+      return s.call('POST', leasePath(route, 'renew'), proof(h));
+    });
+    const revoke = (async () => {
+      await new Promise((r) => setTimeout(r, 10));
+      return s.call('POST', leasePath(route, 'revoke'), { request_id: rid(), reason: REASON, expected_fencing_token: h.token });
+    })();
+    const [rv, results] = await Promise.all([revoke, Promise.all(renews)]);
+    assert.equal(rv.status, 200, rv.text);
+    const won = results.filter((r) => r.body.code === 'lease_renewed').map((r) => r.body.lease.renewal_count as number);
+    assert.ok(results.every((r) => ['lease_renewed', 'lease_lost'].includes(r.body.code)));
+    // Every successful renew committed before the revoke, one after another.
+    assert.deepEqual(won.sort((a, b) => a - b), Array.from({ length: won.length }, (_, k) => k + 1));
+    const after = await Promise.all(Array.from({ length: 10 }, () => s.call('POST', leasePath(route, 'renew'), proof(h))));
+    assert.ok(after.every((r) => r.body.code === 'lease_lost'), 'no renew succeeds once the revoke was answered');
+  });
+});
+
 describe('embed tokens', () => {
   test('an embed token reads its selector’s inventory and nothing else', async () => {
     const route = 'lease://embed/widgets/w1';
