@@ -9,7 +9,27 @@ import { PRUNE_BATCH, type AuditEvent } from './audit';
 
 const ALL = parseSelector('lease://**');
 if (!ALL.ok) throw new Error('grammar');
+const ALL_SEL = ALL.value;
 const REASON = 'operator test: stuck after deploy';
+
+/** A session_open event as the engine would buffer it. */
+function sessionEvent(f: EngineFixture, ownerId: string, time = f.clock.now()) {
+  return {
+    time,
+    eventType: 'session_open',
+    family: 'default',
+    route: null,
+    tokenId: null,
+    subjectTokenId: null,
+    ownerId,
+    incarnation: null,
+    result: 'session_opened',
+    fencingToken: null,
+    reason: null,
+    correlationId: `c-${ownerId}`,
+    latencyMs: 0,
+  };
+}
 
 /** Every audit event of the family, newest first (one page of up to 1,000). */
 async function allEvents(f: EngineFixture): Promise<AuditEvent[]> {
@@ -120,6 +140,31 @@ describe('audit in the engine', () => {
     }
   });
 
+  test('while the store fails, at most 100,000 events wait; newer ones are dropped and counted', async () => {
+    let faults!: AuditFaults;
+    const f = await engineFixture({}, (s) => (faults = new AuditFaults(s)));
+    try {
+      faults.failing = true;
+      for (let i = 0; i < 100_010; i++) f.engine.audit.record(sessionEvent(f, `w-${i}`));
+      await assert.rejects(f.engine.audit.flush());
+      assert.equal(f.engine.audit.counts.dropped, 10);
+      faults.failing = false;
+      await f.engine.audit.flush();
+      const owners: string[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await f.engine.listAudit(f.admin, { selector: ALL_SEL, limit: 1_000, cursor, eventType: 'session_open' });
+        owners.push(...page.items.map((e) => e.owner_id!));
+        cursor = page.next_cursor ?? undefined;
+      } while (cursor);
+      assert.equal(owners.length, 100_000);
+      assert.equal(new Set(owners).size, 100_000);
+      assert.ok(owners.includes('w-0') && owners.includes('w-99999') && !owners.includes('w-100000'), 'the oldest are kept');
+    } finally {
+      await f.close();
+    }
+  });
+
   test('the admin action’s audit event survives a restart even with nothing flushed after it', async () => {
     const f = await engineFixture();
     try {
@@ -158,23 +203,7 @@ describe('audit in the engine', () => {
   test('retention keeps at most the newest max-rows events, pruning in bounded steps', async () => {
     const f = await engineFixture({ audit: { retentionMs: 365 * 86_400_000, maxRows: 1_000 } });
     try {
-      for (let i = 0; i < 5_000; i++) {
-        f.engine.audit.record({
-          time: f.clock.now() + i,
-          eventType: 'session_open',
-          family: 'default',
-          route: null,
-          tokenId: null,
-          subjectTokenId: null,
-          ownerId: `w-${i}`,
-          incarnation: null,
-          result: 'session_opened',
-          fencingToken: null,
-          reason: null,
-          correlationId: `c-${i}`,
-          latencyMs: 0,
-        });
-      }
+      for (let i = 0; i < 5_000; i++) f.engine.audit.record(sessionEvent(f, `w-${i}`, f.clock.now() + i));
       await f.engine.audit.flush();
       // One step deletes at most PRUNE_BATCH (500): the first call is one step;
       // the second deletes the rest (3,500), in bounded steps.

@@ -118,7 +118,11 @@ export const DEFAULT_AUDIT: AuditOptions = { retentionMs: 30 * 86_400_000, maxRo
 
 /** Codes counted instead of audited row by row. */
 const COUNTED = new Set(['lease_conflict', 'invalid_credential']);
-/** Buffered events kept while the store is unavailable; beyond it the oldest are dropped (and counted). */
+/**
+ * Buffered events kept while the store is unavailable; beyond it new events
+ * are dropped (and counted): the ones from before the outage are the ones an
+ * investigator needs, and dropping is O(1) while requests keep failing.
+ */
 const MAX_BUFFERED = 100_000;
 const FLUSH_AT = 1_000;
 const WRITE_CHUNK = 250;
@@ -192,8 +196,8 @@ export class AuditLog {
   /** Buffer one event for the next batch. */
   record(row: NewAuditRow): void {
     if (this.buffer.length >= MAX_BUFFERED) {
-      this.buffer.shift();
       this.counts.dropped++;
+      return;
     }
     this.buffer.push(row);
     if (this.buffer.length === FLUSH_AT) void this.flush().catch(() => undefined);
@@ -240,7 +244,7 @@ export class AuditLog {
       this.buffer = rows.slice(i).concat(this.buffer);
       const over = this.buffer.length - MAX_BUFFERED;
       if (over > 0) {
-        this.buffer.splice(0, over);
+        this.buffer.length = MAX_BUFFERED;
         this.counts.dropped += over;
       }
       throw e;
