@@ -69,10 +69,16 @@ class AuditFaults implements Store {
   }
 }
 
+/** An engine over a real store whose audit inserts can be made to fail. */
+async function faultyFixture(): Promise<{ f: EngineFixture; faults: AuditFaults }> {
+  let faults!: AuditFaults;
+  const f = await engineFixture({}, (s) => (faults = new AuditFaults(s)));
+  return { f, faults };
+}
+
 describe('audit in the engine', () => {
   test('an audit write failure makes force-release and revoke fail and change nothing', async () => {
-    let faults!: AuditFaults;
-    const f = await engineFixture({}, (s) => (faults = new AuditFaults(s)));
+    const { f, faults } = await faultyFixture();
     try {
       const route = 'lease://fault/audit/r';
       const holder = await f.open('holder');
@@ -123,8 +129,7 @@ describe('audit in the engine', () => {
   });
 
   test('buffered events survive a failed write and are written once the store answers again', async () => {
-    let faults!: AuditFaults;
-    const f = await engineFixture({}, (s) => (faults = new AuditFaults(s)));
+    const { f, faults } = await faultyFixture();
     try {
       faults.failing = true;
       for (let i = 0; i < 600; i++) await f.open(`kept-${i}`);
@@ -141,8 +146,7 @@ describe('audit in the engine', () => {
   });
 
   test('while the store fails, at most 100,000 events wait; newer ones are dropped and counted', async () => {
-    let faults!: AuditFaults;
-    const f = await engineFixture({}, (s) => (faults = new AuditFaults(s)));
+    const { f, faults } = await faultyFixture();
     try {
       faults.failing = true;
       for (let i = 0; i < 100_010; i++) f.engine.audit.record(sessionEvent(f, `w-${i}`));
