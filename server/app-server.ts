@@ -24,6 +24,8 @@ export interface AppServerOptions {
   /** Serves everything outside /api/. */
   fallback?: (req: IncomingMessage, res: ServerResponse) => void;
   log?: (line: string) => void;
+  /** Tests only: decorate the real store (to delay or fail its steps). */
+  wrapStore?: (store: Store) => Store;
 }
 
 export interface AppServer {
@@ -38,7 +40,8 @@ export interface AppServer {
 
 /** Open the store, start the engine (expiring what fell due while down), then listen. */
 export async function startAppServer(opts: AppServerOptions): Promise<AppServer> {
-  const store = new SqliteStore({ dataDir: opts.dataDir, synchronous: opts.synchronous, clock: opts.clock });
+  const sqlite = new SqliteStore({ dataDir: opts.dataDir, synchronous: opts.synchronous, clock: opts.clock });
+  const store = opts.wrapStore ? opts.wrapStore(sqlite) : sqlite;
   const engine = new LeaseEngine(store, opts.engine);
   const { bootstrapToken } = await engine.start();
   const api = createApiHandler(engine, { corsOrigins: opts.corsOrigins, publicOrigin: opts.publicOrigin, version: opts.version, log: opts.log });

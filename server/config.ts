@@ -28,6 +28,8 @@ const Env = z.object({
   LEASEHOLD_AUDIT_MAX_ROWS: int(1_000, 1_000_000_000).default(10_000_000),
   LEASEHOLD_IDEMPOTENCY_TTL_S: int(3_600, 31_536_000).default(3_600),
   LEASEHOLD_MAX_STREAMS: int(1, 1_000_000).default(10_000),
+  /** How often a stream gets a keepalive comment and its token is re-checked (ms). */
+  LEASEHOLD_FEED_HEARTBEAT_MS: int(1_000, 300_000).default(15_000),
   LEASEHOLD_BOOTSTRAP_TOKEN: z.string().regex(/^[!-~]{16,512}$/, 'must be 16 to 512 visible ASCII characters').optional(),
   LEASEHOLD_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
   /** `full` fsyncs every commit: survives power loss, costs throughput (docs/benchmarks.md). */

@@ -50,6 +50,7 @@ async function main(): Promise<void> {
       limits: { idempotencyTtlMs: config.LEASEHOLD_IDEMPOTENCY_TTL_S * 1000 },
       bootstrapSecret: config.LEASEHOLD_BOOTSTRAP_TOKEN,
       secret: config.LEASEHOLD_SECRET,
+      feed: { maxStreams: config.LEASEHOLD_MAX_STREAMS, heartbeatMs: config.LEASEHOLD_FEED_HEARTBEAT_MS },
       audit: {
         retentionMs: config.LEASEHOLD_AUDIT_RETENTION_DAYS * 86_400_000,
         maxRows: config.LEASEHOLD_AUDIT_MAX_ROWS,

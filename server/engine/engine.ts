@@ -16,6 +16,7 @@ import type { Store, Tx } from '../store/types';
 import { CursorCodec } from './cursor';
 import { LeaseholdError, fail, fromStoreError } from './errors';
 import { EventHub } from './events';
+import { FeedHub, type FeedLimits, type FeedSink, type Subscribed } from './feed';
 import { hashSecret, randomId } from './ids';
 import {
   acquireStep,
@@ -82,6 +83,8 @@ export interface EngineOptions {
   secret?: string;
   /** How often expirations are processed (ms). */
   sweepIntervalMs?: number;
+  /** Live feed caps and heartbeat. */
+  feed?: Partial<FeedLimits>;
 }
 
 export interface ForceEndRequest {
@@ -124,6 +127,7 @@ export class LeaseEngine {
   readonly waiters = new WaiterQueues();
   readonly tokens: TokenAuthority;
   readonly audit: AuditLog;
+  readonly feed: FeedHub;
   private readonly ctx: EngineContext;
   private cursors: CursorCodec | undefined;
   private sweepTimer: ReturnType<typeof setInterval> | undefined;
@@ -138,6 +142,12 @@ export class LeaseEngine {
     this.tokens = new TokenAuthority(store);
     this.audit = new AuditLog(store, opts.audit);
     this.startedAt = store.now();
+    this.feed = new FeedHub(this.events, {
+      limits: opts.feed,
+      now: () => store.now(),
+      epoch: () => store.epoch(),
+      checkOwners: (owners) => this.tokens.invalidOwners(owners),
+    });
     // Expiry is a system event: audited from the change it makes.
     this.events.subscribe((e) => {
       if (e.type === 'change' && e.change === 'expired') {
@@ -189,12 +199,14 @@ export class LeaseEngine {
     this.sweepTimer = setInterval(() => void this.sweepAll(), every);
     this.sweepTimer.unref?.();
     this.audit.start();
+    this.feed.start();
     return { bootstrapToken: result.bootstrapToken };
   }
 
-  /** Stop the sweep and refuse every waiter (`backend_unavailable`): the first half of a shutdown. */
+  /** Stop the sweep, end every stream (`closed`: `shutdown`) and refuse every waiter (`backend_unavailable`): the first half of a shutdown. */
   drain(): void {
     if (this.sweepTimer) clearInterval(this.sweepTimer);
+    this.feed.shutdown();
     for (const w of this.waiters.all()) {
       if (this.waiters.remove(w)) {
         if (w.timer) clearTimeout(w.timer);
@@ -587,9 +599,31 @@ export class LeaseEngine {
       }
       await step.tx.revokeToken(tokenId, step.now);
       step.facts.subjectTokenId = tokenId;
+      step.events.push({ type: 'token_revoked', tokenId });
     }, this.spec(p, 'token_revoke', null, 'token_revoked'));
     this.tokens.forget(tokenId);
     return {};
+  }
+
+  /** End a console login (unknown cookies are ignored) and the streams it opened. */
+  async logout(cookieSecret: string): Promise<void> {
+    await this.tokens.logout(cookieSecret);
+    this.events.publish({ type: 'logged_out', loginHash: hashSecret(cookieSecret) });
+  }
+
+  // ---- live feed ------------------------------------------------------------
+
+  /**
+   * Open a live stream for the principal and register `selectors` on it (the
+   * caller authorized each with `read`). `hello` carries the family's
+   * revision read before the stream existed, so every change after it is
+   * delivered. `rate_limited` at a stream or registration cap, with nothing
+   * retained; `backend_unavailable` if the store cannot answer.
+   */
+  async openStream(p: Principal, selectors: readonly ParsedSelector[], renewals: boolean, sink: FeedSink, loginCookie?: string): Promise<{ streamId: string; subscriptions: Subscribed[] }> {
+    const revision = await this.run((step) => step.tx.revision(p.family));
+    const owner = { tokenId: p.tokenId, family: p.family, expiresAt: p.expiresAt, loginHash: loginCookie === undefined ? undefined : hashSecret(loginCookie) };
+    return this.feed.open(owner, selectors, renewals, sink, revision);
   }
 
   // ---- health ---------------------------------------------------------------

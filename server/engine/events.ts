@@ -47,7 +47,10 @@ export interface SessionEvent {
   ownerId: string;
 }
 
-export type EngineEvent = LeaseChange | LeaseRenewed | SessionEvent;
+/** A credential ended: the feed closes the streams it opened. */
+export type CredentialEvent = { type: 'token_revoked'; tokenId: string } | { type: 'logged_out'; loginHash: string };
+
+export type EngineEvent = LeaseChange | LeaseRenewed | SessionEvent | CredentialEvent;
 
 export type Listener = (event: EngineEvent) => void;
 

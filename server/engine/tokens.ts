@@ -7,6 +7,7 @@
 import { allowingGrant, parseGrant, type Grant, type Permission } from '@/lib/grants';
 import { parseSelector, type Triple } from '@/lib/selector';
 import type { LoginRow, Store, TokenRow, Tx } from '../store/types';
+import type { ClosedReason, StreamOwner } from './feed';
 import { fail, fromStoreError } from './errors';
 import { hashSecret, randomId } from './ids';
 import { iso } from './views';
@@ -160,6 +161,35 @@ export class TokenAuthority {
     const hash = hashSecret(cookieSecret);
     this.logins.delete(hash);
     await this.atomic((tx) => tx.deleteLogin(hash));
+  }
+
+  /**
+   * Which stream owners are no longer valid, in one store step: a revoked or
+   * deleted token (`token_revoked`), an expired token or login
+   * (`token_expired`), an ended login (`logged_out`).
+   */
+  async invalidOwners(owners: ReadonlyMap<string, StreamOwner>): Promise<Map<string, ClosedReason>> {
+    return this.atomic(async (tx) => {
+      const tokens = new Map<string, ClosedReason | null>();
+      const logins = new Map<string, ClosedReason | null>();
+      const out = new Map<string, ClosedReason>();
+      for (const [streamId, o] of owners) {
+        if (!tokens.has(o.tokenId)) {
+          const t = await tx.getToken(o.tokenId);
+          tokens.set(o.tokenId, !t || t.revokedAt !== null ? 'token_revoked' : t.expiresAt !== null && t.expiresAt <= tx.now ? 'token_expired' : null);
+        }
+        let reason = tokens.get(o.tokenId) ?? null;
+        if (!reason && o.loginHash !== undefined) {
+          if (!logins.has(o.loginHash)) {
+            const l = await tx.getLogin(o.loginHash);
+            logins.set(o.loginHash, !l ? 'logged_out' : l.expiresAt <= tx.now ? 'token_expired' : null);
+          }
+          reason = logins.get(o.loginHash) ?? null;
+        }
+        if (reason) out.set(streamId, reason);
+      }
+      return out;
+    });
   }
 
   forget(tokenId: string): void {

@@ -16,7 +16,9 @@ import { parseJsonBody, readBody, MAX_BODY_BYTES } from './body';
 import { errorBody, STATUS_OF, successBody } from './envelope';
 import { correlationId } from '../engine/ids';
 import { openApiDocument } from './openapi';
-import { LOGIN_COOKIE, ROUTES, type ApiRequest, type RouteDef } from './routes';
+import { LOGIN_COOKIE, ROUTES, STREAMED, type ApiRequest, type RouteDef } from './routes';
+import { SseSink } from './sse';
+import { authorize } from '../engine/tokens';
 import type { Principal } from '../engine/tokens';
 import type { Caller } from '../engine/audit';
 
@@ -73,9 +75,10 @@ function pathRoute(params: Record<string, string>): string {
   return r.value.route;
 }
 
-/** Query string → object; a repeated parameter is refused. */
-function parseQuery(qs: string): Record<string, string> {
-  const out: Record<string, string> = {};
+/** Query string → object; a repeated parameter is refused unless `repeatable` (those are always arrays). */
+function parseQuery(qs: string, repeatable: readonly string[] = []): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const k of repeatable) out[k] = [];
   if (qs === '') return out;
   let params: URLSearchParams;
   try {
@@ -86,6 +89,11 @@ function parseQuery(qs: string): Record<string, string> {
     fail('invalid_request', 'badly encoded query string');
   }
   for (const [k, v] of params) {
+    const list = out[k];
+    if (Array.isArray(list)) {
+      list.push(v);
+      continue;
+    }
     if (Object.hasOwn(out, k)) fail('invalid_request', `query parameter ${JSON.stringify(k)} is repeated`);
     out[k] = v;
   }
@@ -144,6 +152,13 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
   const log = opts.log ?? ((l: string) => console.error(l));
   const version = opts.version ?? '0.0.0';
 
+  /** CORS answer headers for an allowed origin (bearer tokens only: never with credentials). */
+  function corsHeaders(req: IncomingMessage): Record<string, string> {
+    const origin = req.headers.origin;
+    if (!origin || !cors.has(origin)) return {};
+    return { 'Access-Control-Allow-Origin': origin, 'Access-Control-Expose-Headers': 'X-Correlation-Id, Idempotent-Replay, Retry-After', Vary: 'Origin' };
+  }
+
   function send(req: IncomingMessage, res: ServerResponse, status: number, body: object, cid: string, extra: Record<string, string> = {}): void {
     if (res.headersSent || res.destroyed) return;
     const text = JSON.stringify(body);
@@ -155,12 +170,7 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
       'X-Correlation-Id': cid,
       ...extra,
     };
-    const origin = req.headers.origin;
-    if (origin && cors.has(origin)) {
-      headers['Access-Control-Allow-Origin'] = origin;
-      headers['Access-Control-Expose-Headers'] = 'X-Correlation-Id, Idempotent-Replay, Retry-After';
-      headers.Vary = 'Origin';
-    }
+    Object.assign(headers, corsHeaders(req));
     res.writeHead(status, headers);
     res.end(req.method === 'HEAD' ? undefined : text);
   }
@@ -244,7 +254,7 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
     }
     if (principal.kind === 'embed' && !def.embed) denied('an embed token may only read the inventory');
 
-    const rawQuery = parseQuery(qs);
+    const rawQuery = parseQuery(qs, def.repeatable);
     if (params.token_id !== undefined) params.token_id = decodeSegment(params.token_id);
 
     // The disconnect signal is made only for handlers that ask for it (a
@@ -270,9 +280,19 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
         return signal();
       },
       loginCookie,
+      viaCookie,
       setHeader: (name, value) => {
         extraHeaders[name] = value;
       },
+      authorize: (target, need) => {
+        try {
+          authorize(principal, target, need);
+        } catch (e) {
+          if (e instanceof LeaseholdError && e.code === 'access_denied') denied(e.message);
+          throw e;
+        }
+      },
+      openSse: () => new SseSink(res, { 'X-Correlation-Id': cid, ...corsHeaders(req) }),
       // Secure whenever the browser is on https: the public origin says so, the
       // socket is TLS, or a TLS-terminating proxy says so (marking a cookie
       // Secure only ever narrows where it is sent).
@@ -294,7 +314,13 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
     request.body = validate(def.body, parseJsonBody(raw, req.headers['content-type']), 'body') as Record<string, unknown>;
     request.query = validate(def.query, rawQuery, 'query') as Record<string, unknown>;
 
+    if (def.stream && req.method === 'HEAD') {
+      res.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache, no-transform', 'X-Correlation-Id': cid });
+      res.end();
+      return;
+    }
     const result = (await def.handle(request, engine)) as Record<string, unknown>;
+    if (result === STREAMED) return;
     const isOutcome = 'answer' in result && 'replayed' in result;
     const payload = (isOutcome ? result.answer : result) as object;
     const replayed = isOutcome && result.replayed === true;

@@ -34,7 +34,9 @@ export function openApiDocument(version: string): object {
       responses: {
         [String(r.success.status)]: {
           description: r.success.code,
-          content: { 'application/json': { schema: { $ref: '#/components/schemas/Success' } } },
+          content: r.stream
+            ? { 'text/event-stream': { schema: { type: 'string', description: 'hello, subscribed, change, renewed, overflow and closed events (HTTP.md)' } } }
+            : { 'application/json': { schema: { $ref: '#/components/schemas/Success' } } },
         },
         default: { description: 'error', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
       },

@@ -5,7 +5,7 @@
  */
 
 import type { z } from 'zod';
-import type { ParsedSelector } from '@/lib/selector';
+import type { ParsedSelector, Triple } from '@/lib/selector';
 import type { AuditEventType, Caller } from '../engine/audit';
 import type { LeaseEngine, Outcome } from '../engine/engine';
 import { fail } from '../engine/errors';
@@ -14,6 +14,7 @@ import { ALL, authorize, authorizeAnyWrite } from '../engine/tokens';
 import type { Permission } from '@/lib/grants';
 import { routeSegments, parseSelector } from '@/lib/selector';
 import * as S from './schemas';
+import type { SseSink } from './sse';
 
 export interface ApiRequest {
   method: string;
@@ -30,6 +31,12 @@ export interface ApiRequest {
   loginCookie: string | undefined;
   /** Add a response header (login and logout set the cookie). */
   setHeader(name: string, value: string): void;
+  /** A permission check that depends on the body; a refusal is an audited `access_denied`, like the path's. */
+  authorize(target: Triple, need: Permission): void;
+  /** True when the caller authenticated with the console's login cookie (no bearer token). */
+  viaCookie: boolean;
+  /** The response as a live SSE stream (for a handler that answers `STREAMED`); nothing is written until its first event. */
+  openSse(): SseSink;
   /** Whether cookies must be marked Secure (the public origin is https). */
   secureCookies: boolean;
 }
@@ -56,10 +63,29 @@ export interface RouteDef {
   permit?: (req: Pick<ApiRequest, 'principal' | 'route' | 'query'>) => void;
   /** Open to embed tokens (inventory reads); every other call refuses them. */
   embed?: true;
+  /** Query parameters that may repeat (each becomes an array). */
+  repeatable?: readonly string[];
+  /** The answer is an SSE stream, not a JSON envelope. */
+  stream?: true;
   handle: (req: ApiRequest, engine: LeaseEngine) => Promise<object | Outcome<object>>;
 }
 
 const LEASE = '/api/v1/leases/{realm}/{area}/{resource}';
+const STREAM = '/api/v1/inventory/streams/{stream_id}';
+
+/** What a streaming handler returns: it has taken the response over. */
+export const STREAMED = Object.freeze({ streamed: true });
+
+/** Every `selector` of a stream query, parsed (the first bad one is `invalid_selector`). */
+function streamSelectors(query: Record<string, unknown>): ParsedSelector[] {
+  const texts = (query.selector ?? []) as unknown[];
+  return texts.map((t) => {
+    if (typeof t !== 'string') fail('invalid_selector', 'selector must be a string');
+    const r = parseSelector(t);
+    if (!r.ok) fail('invalid_selector', `selector ${JSON.stringify(t.slice(0, 80))} ${r.reason}`);
+    return r.value;
+  });
+}
 
 function routeTriple(route: string) {
   const [a, b, c] = routeSegments(route);
@@ -293,7 +319,7 @@ export const ROUTES: RouteDef[] = [
     query: S.NoQuery,
     success: { status: 200, code: 'logged_out' },
     handle: async (req, e) => {
-      if (req.loginCookie) await e.tokens.logout(req.loginCookie);
+      if (req.loginCookie) await e.logout(req.loginCookie);
       req.setHeader('Set-Cookie', cookie(req, '', 0));
       return {};
     },
@@ -412,5 +438,57 @@ export const ROUTES: RouteDef[] = [
         limit: (req.query.limit as number | undefined) ?? 100,
         cursor: req.query.cursor as string | undefined,
       }),
+  },
+  {
+    method: 'GET',
+    path: '/api/v1/inventory/stream',
+    operation: 'feed_open',
+    summary: 'Open a live inventory stream (Server-Sent Events) registering each selector',
+    auth: true,
+    body: S.EmptyBody,
+    query: S.StreamQuery,
+    repeatable: ['selector'],
+    stream: true,
+    success: { status: 200, code: 'stream' },
+    embed: true,
+    permit: (req) => {
+      for (const sel of streamSelectors(req.query)) authorize(req.principal, sel.triple, 'read');
+    },
+    handle: async (req, e) => {
+      const loginCookie = req.viaCookie ? req.loginCookie : undefined;
+      await e.openStream(req.principal, streamSelectors(req.query), req.query.renewals === true, req.openSse(), loginCookie);
+      return STREAMED;
+    },
+  },
+  {
+    method: 'POST',
+    path: `${STREAM}/subscriptions`,
+    operation: 'feed_subscribe',
+    summary: 'Register a selector on an open stream',
+    auth: true,
+    body: S.SubscribeBody,
+    query: S.NoQuery,
+    success: { status: 200, code: 'subscribed' },
+    embed: true,
+    handle: async (req, e) => {
+      const sel = querySelector(req.body);
+      req.authorize(sel.triple, 'read');
+      return e.feed.register(req.principal.tokenId, req.params.stream_id!, sel, req.body.renewals === true);
+    },
+  },
+  {
+    method: 'DELETE',
+    path: `${STREAM}/subscriptions/{subscription_id}`,
+    operation: 'feed_unsubscribe',
+    summary: 'Remove one registration from an open stream',
+    auth: true,
+    body: S.EmptyBody,
+    query: S.NoQuery,
+    success: { status: 200, code: 'unsubscribed' },
+    embed: true,
+    handle: async (req, e) => {
+      e.feed.unregister(req.principal.tokenId, req.params.stream_id!, req.params.subscription_id!);
+      return {};
+    },
   },
 ];

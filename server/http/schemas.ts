@@ -135,3 +135,17 @@ export const AuditQuery = z.strictObject({
 
 export const ListTokensQuery = z.strictObject({ family: z.string().optional() });
 export const NoQuery = z.strictObject({});
+
+/** `renewals` as a query flag. */
+const flag = z.enum(['1', '0', 'true', 'false']).transform((v) => v === '1' || v === 'true');
+
+/** Opening a stream: `selector` may repeat (zero or more registrations). */
+export const StreamQuery = z.strictObject({
+  selector: z.array(z.string()).optional(),
+  renewals: flag.optional(),
+});
+
+export const SubscribeBody = z.strictObject({
+  selector: z.string().max(1024),
+  renewals: z.boolean().optional(),
+});
