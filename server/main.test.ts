@@ -10,6 +10,7 @@ import { readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { call, leasePath, rid, tempDir } from './testing/harness';
 import { killServers, runServerToExit, spawnServer, stopServer } from './testing/process';
+import { SseClient } from './testing/sse';
 
 const dirs: string[] = [];
 after(() => {
@@ -87,4 +88,20 @@ test('SIGTERM answers a waiting acquire, closes connections and exits 0; the nex
   const inspect = await call(again.url, 'GET', leasePath(route), undefined, { token });
   assert.equal(inspect.body.lease.fencing_token, held.body.lease.fencing_token);
   await stopServer(again.proc);
+});
+
+test('SIGTERM with open streams: each gets closed (shutdown) and the process exits within a second', async () => {
+  const token = `lh_main_test_${Math.random().toString(36).slice(2)}_xx`;
+  const s = await spawnServer({ LEASEHOLD_DATA_DIR: dir(), LEASEHOLD_BOOTSTRAP_TOKEN: token });
+  const streams = await Promise.all(Array.from({ length: 5 }, () => SseClient.open(s.url, '/api/v1/inventory/stream?selector=lease://**', { token })));
+  await Promise.all(streams.map((c) => c.waitFor((e) => e.event === 'subscribed')));
+  streams[0]!.pause(); // one that is not reading does not hold the exit up either
+  const started = Date.now();
+  assert.equal(await stopServer(s.proc), 0);
+  const took = Date.now() - started;
+  assert.ok(took < 1_000, `exited after ${took} ms`);
+  for (const c of streams.slice(1)) {
+    await c.done;
+    assert.deepEqual(c.events[c.events.length - 1]?.data, { reason: 'shutdown' });
+  }
 });

@@ -16,7 +16,7 @@ export interface SseLimits {
   lingerMs: number;
 }
 
-export const DEFAULT_SSE_LIMITS: SseLimits = { maxEvents: 1_024, maxBytes: 1 << 20, lingerMs: 5_000 };
+export const DEFAULT_SSE_LIMITS: SseLimits = { maxEvents: 1_024, maxBytes: 1 << 20, lingerMs: 15_000 };
 
 /** Bytes a frame takes on the wire, near enough for the bound (data is ASCII JSON but for metadata). */
 function frameSize(f: FeedFrame): number {

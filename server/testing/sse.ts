@@ -18,6 +18,8 @@ export interface SseEvent {
 export interface SseOpenOptions {
   token?: string;
   headers?: Record<string, string>;
+  /** Which events to keep in `events` (all by default); every event is counted in `counts`. */
+  keep?: (event: string) => boolean;
 }
 
 /** A refused stream: the JSON error answer. */
@@ -34,6 +36,8 @@ const agent = new Agent({ keepAlive: false, maxSockets: Infinity });
 
 export class SseClient {
   readonly events: SseEvent[] = [];
+  /** Events received, by type (kept or not). */
+  readonly counts = new Map<string, number>();
   /** Keepalive comments seen. */
   heartbeats = 0;
   ended = false;
@@ -47,6 +51,7 @@ export class SseClient {
   private constructor(
     readonly res: IncomingMessage,
     readonly headers: IncomingMessage['headers'],
+    private readonly keep: (event: string) => boolean = () => true,
   ) {
     this.done = new Promise((r) => (this.finish = r));
     res.setEncoding('utf8');
@@ -84,7 +89,7 @@ export class SseClient {
           });
           return;
         }
-        resolve(new SseClient(res, res.headers));
+        resolve(new SseClient(res, res.headers, opts.keep));
       });
       req.on('error', reject);
       req.end();
@@ -152,7 +157,12 @@ export class SseClient {
       this.buffer = this.buffer.slice(nl + 1);
       if (line.endsWith('\r')) line = line.slice(0, -1);
       if (line === '') {
+        const event = this.pending.event ?? 'message';
         if (this.pending.dataLines) {
+          this.counts.set(event, (this.counts.get(event) ?? 0) + 1);
+          got = true;
+        }
+        if (this.pending.dataLines && this.keep(event)) {
           const text = this.pending.dataLines.join('\n');
           let data: unknown = text;
           try {
@@ -160,8 +170,7 @@ export class SseClient {
           } catch {
             // keep the text
           }
-          this.events.push({ event: this.pending.event ?? 'message', id: this.pending.id, data, at: performance.now() });
-          got = true;
+          this.events.push({ event, id: this.pending.id, data, at: performance.now() });
         }
         this.pending = {};
         continue;

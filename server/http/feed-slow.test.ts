@@ -1,0 +1,113 @@
+/**
+ * Slow consumers (CONTRACT.md §8): 100 streams whose clients stop reading
+ * each get one `overflow` (slow_consumer) and are closed, the server's memory
+ * stays bounded while they hang on, and a stream that keeps reading receives
+ * every change. Real sockets: the paused clients' kernel buffers fill, the
+ * server sees backpressure, and its per-stream queue passes its bound.
+ */
+
+import { test } from 'node:test';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import assert from 'node:assert/strict';
+import { leasePath, rid, startTestServer } from '../testing/harness';
+import { SseClient } from '../testing/sse';
+
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+
+/** What the process retains (after a full collection): heap plus Buffers (socket write buffers). */
+function retained(): number {
+  gc();
+  const m = process.memoryUsage();
+  return m.heapUsed + m.external;
+}
+
+const SLOW = 100;
+const ROUTES_PER_ROUND = 600;
+/** ~1 KiB of metadata, so each `acquired` event is ~1.5 KB on the wire. */
+const METADATA = Object.fromEntries(Array.from({ length: 16 }, (_, i) => [`k${i}`, 'x'.repeat(52)]));
+
+test(`${SLOW} clients that stop reading each get overflow; memory stays bounded; a reading stream misses nothing`, { timeout: 180_000 }, async () => {
+  const s = await startTestServer();
+  const selector = 'lease://slow/**';
+  const path = `/api/v1/inventory/stream?selector=${encodeURIComponent(selector)}`;
+  const clients: SseClient[] = [];
+  try {
+    let produced = 0;
+    let round = 0;
+    /** One round: a session acquires ROUTES_PER_ROUND routes (with metadata), then closes (ending them all). */
+    const runRound = async () => {
+      const { sessionId } = await s.openSession(`w${round}`, 300_000);
+      const r = round++;
+      let i = 0;
+      await Promise.all(
+        Array.from({ length: 16 }, async () => {
+          while (i < ROUTES_PER_ROUND) {
+            const n = i++;
+            const a = await s.call('POST', leasePath(`lease://slow/r${r}/x${n}`, 'acquire'), { session_id: sessionId, request_id: rid(), metadata: METADATA });
+            assert.equal(a.status, 200, a.text);
+          }
+        }),
+      );
+      assert.equal((await s.call('POST', '/api/v1/sessions/close', { session_id: sessionId })).status, 200);
+      produced += 2 * ROUTES_PER_ROUND;
+    };
+
+    const reader = await SseClient.open(s.url, path, { token: s.token, keep: (e) => e !== 'change' });
+    await reader.waitFor((e) => e.event === 'subscribed');
+    await runRound(); // warm up (JIT, SQLite page cache) before the baseline
+    await reader.waitFor(() => (reader.counts.get('change') ?? 0) === produced, 20_000, 'the warm-up changes');
+
+    // 64 streams per token: the slow clients share a few read tokens.
+    const tokens = [await s.createToken([`${selector}#read`]), await s.createToken([`${selector}#read`])];
+    for (let i = 0; i < SLOW; i++) {
+      const c = await SseClient.open(s.url, path, { token: tokens[i % 2] });
+      await c.waitFor((e) => e.event === 'subscribed');
+      c.pause();
+      clients.push(c);
+    }
+    const baseline = retained();
+    const baseRss = process.memoryUsage().rss;
+    let peak = baseline;
+    let peakRss = baseRss;
+    // Sample what is retained while the queues fill (a full GC every 100 ms).
+    const sampler = setInterval(() => {
+      peak = Math.max(peak, retained());
+      peakRss = Math.max(peakRss, process.memoryUsage().rss);
+    }, 100);
+
+    const overflowsBefore = s.app.engine.feed.stats().overflows;
+    while (s.app.engine.feed.stats().overflows - overflowsBefore < SLOW && round < 40) await runRound();
+    clearInterval(sampler);
+    const stats = s.app.engine.feed.stats();
+    assert.equal(stats.overflows - overflowsBefore, SLOW, `after ${round} rounds`);
+    assert.ok(stats.dropped > 0, 'an overflow discards the queued events');
+
+    // The paused clients, once they read again, find one overflow as their last event and the stream ended.
+    for (const c of clients) c.resume();
+    await Promise.all(clients.map((c) => c.done));
+    for (const c of clients) {
+      const last = c.events[c.events.length - 1]!;
+      assert.deepEqual([last.event, last.data], ['overflow', { reason: 'slow_consumer' }]);
+      assert.equal(c.of('overflow').length, 1);
+      assert.ok(c.of('change').length < produced, 'it fell behind');
+    }
+
+    // The reading stream got every change, and no overflow.
+    await reader.waitFor(() => (reader.counts.get('change') ?? 0) === produced, 20_000, 'every change on the reading stream');
+    assert.equal(reader.of('overflow').length, 0);
+    assert.equal(reader.ended, false);
+
+    const grew = (peak - baseline) / 2 ** 20;
+    const grewRss = (peakRss - baseRss) / 2 ** 20;
+    // In-process, so this also counts the test's own clients: an upper bound for the server.
+    console.log(`slow consumers: ${round} rounds, ${produced} changes; retained heap+buffers +${grew.toFixed(1)} MiB at peak, rss +${grewRss.toFixed(1)} MiB`);
+    assert.ok(grew < 50, `retained memory grew ${grew.toFixed(1)} MiB`);
+    assert.ok(grewRss < 50, `rss grew ${grewRss.toFixed(1)} MiB`);
+    reader.close();
+  } finally {
+    for (const c of clients) c.close();
+    await s.close();
+  }
+});
