@@ -16,13 +16,14 @@ import type { Triple } from '@/lib/selector';
 const ANY = '*';
 
 interface Node<T> {
-  children: Map<string, Node<T>>;
+  /** Made on first use: most nodes of a large index are leaves. */
+  children: Map<string, Node<T>> | undefined;
   /** Registrations ending at this node (level 3 only). */
   items: Set<T> | undefined;
 }
 
 function node<T>(): Node<T> {
-  return { children: new Map(), items: undefined };
+  return { children: undefined, items: undefined };
 }
 
 export class SubscriptionIndex<T> {
@@ -40,6 +41,7 @@ export class SubscriptionIndex<T> {
     if (!n) this.families.set(family, (n = node<T>()));
     for (const part of triple) {
       const key = part ?? ANY;
+      n.children ??= new Map();
       let next: Node<T> | undefined = n.children.get(key);
       if (!next) n.children.set(key, (next = node<T>()));
       n = next;
@@ -60,7 +62,7 @@ export class SubscriptionIndex<T> {
     for (const part of triple) {
       const key = part ?? ANY;
       path.push([n, key]);
-      n = n.children.get(key);
+      n = n.children?.get(key);
       if (!n) return false;
     }
     if (!n.items?.delete(item)) return false;
@@ -68,11 +70,11 @@ export class SubscriptionIndex<T> {
     if (n.items.size === 0) n.items = undefined;
     for (let i = path.length - 1; i >= 0; i--) {
       const [parent, key] = path[i]!;
-      const child = parent.children.get(key)!;
-      if (child.items || child.children.size > 0) break;
-      parent.children.delete(key);
+      const child = parent.children!.get(key)!;
+      if (child.items || (child.children?.size ?? 0) > 0) break;
+      parent.children!.delete(key);
     }
-    if (root.children.size === 0) this.families.delete(family);
+    if ((root.children?.size ?? 0) === 0) this.families.delete(family);
     return true;
   }
 
@@ -87,9 +89,11 @@ export class SubscriptionIndex<T> {
       if (n.items) for (const item of n.items) visit(item);
       return;
     }
-    const literal = n.children.get(segments[depth]!);
+    const children = n.children;
+    if (!children) return;
+    const literal = children.get(segments[depth]!);
     if (literal) this.walk(literal, segments, depth + 1, visit);
-    const any = n.children.get(ANY);
+    const any = children.get(ANY);
     if (any) this.walk(any, segments, depth + 1, visit);
   }
 }

@@ -332,6 +332,31 @@ const ROWS: Row[] = [
   { name: 'audit with since not a time', req: () => ({ method: 'GET', path: '/api/v1/audit?since=1700000000' }), status: 400, code: 'invalid_request' },
   { name: 'audit with a repeated parameter', req: () => ({ method: 'GET', path: '/api/v1/audit?limit=5&limit=6' }), status: 400, code: 'invalid_request' },
   { name: 'audit by a read token', req: (c) => ({ method: 'GET', path: '/api/v1/audit?route=lease://acme/renderers/*', token: c.readToken }), status: 403, code: 'access_denied' },
+  // The live feed (issue 4): a refused stream is a JSON error, never a stream.
+  { name: 'stream with a malformed selector', req: () => ({ method: 'GET', path: '/api/v1/inventory/stream?selector=lease://acme/**/x/**' }), status: 400, code: 'invalid_selector' },
+  {
+    name: 'stream: a bad selector wins over a denied one',
+    req: (c) => ({ method: 'GET', path: '/api/v1/inventory/stream?selector=lease://other/**&selector=lease://a/b', token: c.readToken }),
+    status: 400,
+    code: 'invalid_selector',
+  },
+  { name: 'stream with a selector outside the grant', req: (c) => ({ method: 'GET', path: '/api/v1/inventory/stream?selector=lease://acme/renderers/*&selector=lease://acme/**', token: c.readToken }), status: 403, code: 'access_denied' },
+  { name: 'stream with renewals=yes', req: () => ({ method: 'GET', path: '/api/v1/inventory/stream?selector=lease://acme/**&renewals=yes' }), status: 400, code: 'invalid_request' },
+  { name: 'stream with an unknown parameter', req: () => ({ method: 'GET', path: '/api/v1/inventory/stream?selectors=lease://acme/**' }), status: 400, code: 'invalid_request' },
+  { name: 'stream with a repeated renewals', req: () => ({ method: 'GET', path: '/api/v1/inventory/stream?renewals=1&renewals=1' }), status: 400, code: 'invalid_request' },
+  { name: 'stream without credentials', req: () => ({ method: 'GET', path: '/api/v1/inventory/stream', token: null }), status: 401, code: 'invalid_credential' },
+  { name: 'stream by POST', req: () => ({ method: 'POST', path: '/api/v1/inventory/stream', body: {} }), status: 405, code: 'method_not_allowed', allow: ['GET', 'HEAD'] },
+  { name: 'register on an unknown stream', req: () => ({ method: 'POST', path: '/api/v1/inventory/streams/st_none/subscriptions', body: { selector: 'lease://acme/**' } }), status: 404, code: 'not_found' },
+  { name: 'register with a malformed selector', req: () => ({ method: 'POST', path: '/api/v1/inventory/streams/st_none/subscriptions', body: { selector: 'acme/**' } }), status: 400, code: 'invalid_selector' },
+  { name: 'register with renewals not a boolean', req: () => ({ method: 'POST', path: '/api/v1/inventory/streams/st_none/subscriptions', body: { selector: 'lease://acme/**', renewals: 1 } }), status: 400, code: 'invalid_request' },
+  { name: 'register with an unknown field', req: () => ({ method: 'POST', path: '/api/v1/inventory/streams/st_none/subscriptions', body: { selector: 'lease://acme/**', replay: true } }), status: 400, code: 'invalid_request' },
+  {
+    name: 'register outside the grant (denied before the stream is looked up)',
+    req: (c) => ({ method: 'POST', path: '/api/v1/inventory/streams/st_none/subscriptions', body: { selector: 'lease://acme/**' }, token: c.readToken }),
+    status: 403,
+    code: 'access_denied',
+  },
+  { name: 'unregister on an unknown stream', req: () => ({ method: 'DELETE', path: '/api/v1/inventory/streams/st_none/subscriptions/sb_none' }), status: 404, code: 'not_found' },
 ];
 
 describe('malformed requests', () => {
