@@ -104,9 +104,12 @@ describe('live feed: stream and registrations', () => {
     c.close();
   });
 
-  test('every change kind arrives once with its revision; acquired carries the lease and queued', async () => {
+  test('every change kind arrives once with its revision (session close and expiry too); acquired carries the lease and queued', async () => {
     const { c } = await openStream(['lease://kinds/**']);
     const base = 'lease://kinds/k';
+    // session expiry (2 s session, 30 s lease): its lease ends as session_closed; checked at the end
+    const expiring = await s.openSession('short', 2_000);
+    await hold(`${base}/sx`, expiring.sessionId);
     // acquired + released
     const a = await hold(`${base}/rel`);
     await s.call('POST', leasePath(`${base}/rel`, 'release'), proof(a));
@@ -156,6 +159,8 @@ describe('live feed: stream and registrations', () => {
       ],
     );
     assert.equal(qs[2]!.data.lease.owner_id, 'waiter');
+    const sx = await c.waitForCount((e) => e.event === 'change' && e.data.route === `${base}/sx`, 2, 5_000);
+    assert.deepEqual(sx.map((e) => e.data.change), ['acquired', 'session_closed']);
     c.close();
   });
 
@@ -168,9 +173,10 @@ describe('live feed: stream and registrations', () => {
     const waiting = s.call('POST', leasePath(route, 'acquire'), { session_id: waiter.sessionId, request_id: rid(), wait_ms: 10_000 }, { signal: ac.signal }).catch(() => 'aborted');
     await new Promise((r) => setTimeout(r, 100));
     // Hold the release's step after it commits (the waiter is granted but not yet answered), drop the waiter's client, then let go.
+    await s.call('GET', '/api/v1/auth/whoami'); // the token is cached now: the release needs no step of its own to authenticate
     const open = gated.hold();
     const release = s.call('POST', leasePath(route, 'release'), proof(h));
-    await new Promise((r) => setTimeout(r, 50));
+    await waitUntil(() => s.app.engine.waiters.count('default', route) === 0); // claimed inside the (held) release step
     ac.abort();
     await new Promise((r) => setTimeout(r, 100));
     open();
