@@ -389,6 +389,7 @@ export class FeedHub {
 
   /** One frame per matching registration; the data text is built once, on the first match. */
   private fanOut<E extends LeaseChange | LeaseRenewed>(index: SubscriptionIndex<Registration>, e: E, json: (e: E) => string): void {
+    if (index.size === 0) return;
     const matched: Registration[] = [];
     index.match(e.family, routeSegments(e.route), (reg) => matched.push(reg));
     if (matched.length === 0) return;
