@@ -615,9 +615,10 @@ export class LeaseEngine {
 
   /**
    * Open a live stream for the principal and register `selectors` on it (the
-   * caller authorized each with `read`). `hello` carries the family's
-   * revision read before the stream existed, so every change after it is
-   * delivered. `rate_limited` at a stream or registration cap, with nothing
+   * caller authorized each with `read`). `hello` carries the later of the
+   * family's revision read here and the last one the feed published, so
+   * every change with a greater revision reaches the stream.
+   * `rate_limited` at a stream or registration cap, with nothing
    * retained; `backend_unavailable` if the store cannot answer.
    */
   async openStream(p: Principal, selectors: readonly ParsedSelector[], renewals: boolean, sink: FeedSink, loginCookie?: string): Promise<{ streamId: string; subscriptions: Subscribed[] }> {
