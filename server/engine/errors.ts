@@ -4,32 +4,10 @@
  * without a status fails to compile.
  */
 
+import { ERROR_CODES, type ErrorCode } from '@/lib/error-codes';
 import { StoreUnavailableError } from '../store/types';
 
-export const ERROR_CODES = [
-  'invalid_request',
-  'invalid_selector',
-  'cursor_invalid',
-  'invalid_credential',
-  'access_denied',
-  'lease_not_found',
-  'checkpoint_not_found',
-  'session_not_found',
-  'not_found',
-  'method_not_allowed',
-  'lease_conflict',
-  'lease_lost',
-  'lease_mismatch',
-  'idempotency_conflict',
-  'payload_too_large',
-  'unsupported_media_type',
-  'rate_limited',
-  'backend_unavailable',
-  'outcome_unknown',
-  'internal_error',
-] as const;
-
-export type ErrorCode = (typeof ERROR_CODES)[number];
+export { ERROR_CODES, type ErrorCode };
 
 export interface LeaseholdErrorOptions {
   retryable?: boolean;

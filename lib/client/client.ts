@@ -1,0 +1,241 @@
+/**
+ * The Leasehold client (SDK.md): one typed method per API call, plus the
+ * objects that make the protocols safe (Session, LeaseHandle, Subscription,
+ * InventoryObserver). Runs in Node.js 20+ and in browsers: fetch and Web
+ * Streams only.
+ */
+
+import { isLeaseholdError } from './errors';
+import { InventoryObserver, type ObserveOptions } from './observer';
+import { leasePath } from './paths';
+import { newRequestId } from './runtime';
+import { Session, type OpenSessionOptions } from './session';
+import { Subscription, type SubscribeOptions } from './subscription';
+import { Transport, type TransportOptions } from './transport';
+import type {
+  AuditEventType,
+  AuditPage,
+  Checkpoint,
+  CreatedEmbedToken,
+  CreatedToken,
+  Health,
+  LeasePage,
+  LeaseView,
+  SessionPage,
+  SessionView,
+  TokenInfo,
+  Whoami,
+} from './types';
+
+export type LeaseholdClientOptions = TransportOptions;
+
+export interface ListOptions {
+  /** Items per page (default 100, at most 1,000). */
+  pageSize?: number;
+  ownerId?: string;
+  holderIncarnation?: string;
+}
+
+export interface ListPageOptions {
+  limit?: number;
+  cursor?: string;
+  ownerId?: string;
+  holderIncarnation?: string;
+}
+
+export interface OperatorActionOptions {
+  /** 10 to 500 characters; lands in the audit log. */
+  reason: string;
+  /** The fencing token the operator saw: if another lease holds the route now, the answer is `lease_mismatch`. */
+  expectedFencingToken: number;
+}
+
+export interface AuditQuery {
+  /** A route or selector (default `lease://**`). */
+  route?: string;
+  eventType?: AuditEventType;
+  since?: string;
+  until?: string;
+  limit?: number;
+  cursor?: string;
+}
+
+export interface CreateTokenOptions {
+  name: string;
+  /** `selector#permission` strings. */
+  grants: readonly string[];
+  expiresAt?: string;
+  /** Root tokens only. */
+  family?: string;
+  root?: boolean;
+}
+
+export class LeaseholdClient {
+  readonly #transport: Transport;
+
+  constructor(opts: LeaseholdClientOptions = {}) {
+    this.#transport = new Transport(opts);
+  }
+
+  get baseUrl(): string {
+    return this.#transport.baseUrl;
+  }
+
+  // --- health -------------------------------------------------------------
+
+  /** The health document (not an envelope); `status: 'unavailable'` when the store is down. */
+  async health(): Promise<Health> {
+    try {
+      return (await this.#transport.call<Health>('GET', '/api/v1/health', { retry: 'never' })).data;
+    } catch (e) {
+      if (isLeaseholdError(e, 'backend_unavailable') && e.status === 503) return { status: 'unavailable', store: 'sqlite' };
+      throw e;
+    }
+  }
+
+  // --- sessions and leases --------------------------------------------------
+
+  /** Open a session that keeps itself alive until closed (SDK.md). */
+  async openSession(opts: OpenSessionOptions): Promise<Session> {
+    const body: Record<string, unknown> = { owner_id: opts.ownerId };
+    if (opts.ttlMs !== undefined) body.ttl_ms = opts.ttlMs;
+    const sentAt = this.#transport.clock.now();
+    const answer = await this.#transport.call<{ session: SessionView & { session_id: string } }>('POST', '/api/v1/sessions', { body, retry: 'never' });
+    const { session_id, ...view } = answer.data.session;
+    return new Session(this.#transport, session_id, view, sentAt);
+  }
+
+  async listSessions(opts: { ownerId?: string; limit?: number; cursor?: string } = {}): Promise<SessionPage> {
+    const query = { owner_id: opts.ownerId, limit: opts.limit, cursor: opts.cursor };
+    const { data } = await this.#transport.call<SessionPage>('GET', '/api/v1/sessions', { query, retry: 'safe' });
+    return { items: data.items, next_cursor: data.next_cursor };
+  }
+
+  /** The lease on `route`, or undefined when none is held. */
+  async inspect(route: string): Promise<LeaseView | undefined> {
+    try {
+      return (await this.#transport.call<{ lease: LeaseView }>('GET', leasePath(route), { retry: 'safe' })).data.lease;
+    } catch (e) {
+      if (isLeaseholdError(e, 'lease_not_found')) return undefined;
+      throw e;
+    }
+  }
+
+  /** One page of LIST (CONTRACT.md §7). */
+  async listPage(selector: string, opts: ListPageOptions = {}): Promise<LeasePage> {
+    const query = { selector, owner_id: opts.ownerId, holder_incarnation: opts.holderIncarnation, limit: opts.limit, cursor: opts.cursor };
+    const { data } = await this.#transport.call<LeasePage>('GET', '/api/v1/leases', { query, retry: 'safe' });
+    return { items: data.items, next_cursor: data.next_cursor, revision: data.revision, epoch: data.epoch };
+  }
+
+  /**
+   * Every lease matching `selector`, fetched a page at a time as the loop
+   * asks; `break` stops fetching. A snapshot in keyset order, not live: use
+   * `observeInventory` to follow changes.
+   */
+  async *list(selector: string, opts: ListOptions = {}): AsyncGenerator<LeaseView, void, undefined> {
+    let cursor: string | undefined;
+    do {
+      const page = await this.listPage(selector, { limit: opts.pageSize, cursor, ownerId: opts.ownerId, holderIncarnation: opts.holderIncarnation });
+      yield* page.items;
+      cursor = page.next_cursor ?? undefined;
+    } while (cursor !== undefined);
+  }
+
+  /** The route's checkpoint, or undefined when it never had one. */
+  async readCheckpoint(route: string): Promise<Checkpoint | undefined> {
+    try {
+      return (await this.#transport.call<{ checkpoint: Checkpoint }>('GET', leasePath(route, 'checkpoint'), { retry: 'safe' })).data.checkpoint;
+    } catch (e) {
+      if (isLeaseholdError(e, 'checkpoint_not_found')) return undefined;
+      throw e;
+    }
+  }
+
+  // --- operators --------------------------------------------------------------
+
+  /** Free a stuck lease (admin). Throws `lease_mismatch` if the route's lease is not the one seen. */
+  async forceRelease(route: string, opts: OperatorActionOptions): Promise<{ route: string; fencing_token: number }> {
+    const body = { request_id: newRequestId(), reason: opts.reason, expected_fencing_token: opts.expectedFencingToken };
+    const { data } = await this.#transport.call<{ route: string; fencing_token: number }>('POST', leasePath(route, 'force-release'), { body, retry: 'idempotent' });
+    return { route: data.route, fencing_token: data.fencing_token };
+  }
+
+  /** Revoke a lease for security reasons (admin), optionally closing the holder's session. */
+  async revoke(route: string, opts: OperatorActionOptions & { closeSession?: boolean }): Promise<{ route: string; fencing_token: number; sessions_closed: number }> {
+    const body: Record<string, unknown> = { request_id: newRequestId(), reason: opts.reason, expected_fencing_token: opts.expectedFencingToken };
+    if (opts.closeSession !== undefined) body.close_session = opts.closeSession;
+    const { data } = await this.#transport.call<{ route: string; fencing_token: number; sessions_closed: number }>('POST', leasePath(route, 'revoke'), { body, retry: 'idempotent' });
+    return { route: data.route, fencing_token: data.fencing_token, sessions_closed: data.sessions_closed };
+  }
+
+  async listAudit(query: AuditQuery = {}): Promise<AuditPage> {
+    const q = { route: query.route, event_type: query.eventType, since: query.since, until: query.until, limit: query.limit, cursor: query.cursor };
+    const { data } = await this.#transport.call<AuditPage>('GET', '/api/v1/audit', { query: q, retry: 'safe' });
+    return { items: data.items, next_cursor: data.next_cursor };
+  }
+
+  // --- auth and tokens ----------------------------------------------------------
+
+  /** Browser console login: sets the httpOnly session cookie. */
+  async login(token: string): Promise<void> {
+    await this.#transport.call('POST', '/api/v1/auth/login', { body: { token }, retry: 'never' });
+  }
+
+  async logout(): Promise<void> {
+    await this.#transport.call('POST', '/api/v1/auth/logout', { retry: 'never' });
+  }
+
+  async whoami(): Promise<Whoami> {
+    const { data } = await this.#transport.call<Whoami>('GET', '/api/v1/auth/whoami', { retry: 'safe' });
+    return { token_id: data.token_id, name: data.name, family: data.family, grants: data.grants, root: data.root };
+  }
+
+  /** Create a token; its secret is in the answer only. */
+  async createToken(opts: CreateTokenOptions): Promise<CreatedToken> {
+    const body: Record<string, unknown> = { name: opts.name, grants: opts.grants };
+    if (opts.expiresAt !== undefined) body.expires_at = opts.expiresAt;
+    if (opts.family !== undefined) body.family = opts.family;
+    if (opts.root !== undefined) body.root = opts.root;
+    const { data } = await this.#transport.call<CreatedToken>('POST', '/api/v1/tokens', { body, retry: 'never' });
+    return { token_id: data.token_id, token: data.token, family: data.family };
+  }
+
+  async listTokens(opts: { family?: string } = {}): Promise<readonly TokenInfo[]> {
+    const { data } = await this.#transport.call<{ items: TokenInfo[] }>('GET', '/api/v1/tokens', { query: { family: opts.family }, retry: 'safe' });
+    return data.items;
+  }
+
+  async revokeToken(tokenId: string): Promise<void> {
+    await this.#transport.call('DELETE', `/api/v1/tokens/${encodeURIComponent(tokenId)}`, { retry: 'never' });
+  }
+
+  /** A read-only token for one selector (at most 24 h), for the embeddable widget. */
+  async createEmbedToken(selector: string, opts: { ttlMs?: number } = {}): Promise<CreatedEmbedToken> {
+    const body: Record<string, unknown> = { selector };
+    if (opts.ttlMs !== undefined) body.ttl_ms = opts.ttlMs;
+    const { data } = await this.#transport.call<CreatedEmbedToken>('POST', '/api/v1/embed-tokens', { body, retry: 'never' });
+    return { token_id: data.token_id, token: data.token, expires_at: data.expires_at };
+  }
+
+  // --- live -----------------------------------------------------------------------
+
+  /** Open a stream with `selectors` registered (a typed subscription; raw ids stay inside). */
+  subscribe(selectors: readonly string[] = [], opts: SubscribeOptions = {}): Subscription {
+    return new Subscription(this.#transport, selectors, opts);
+  }
+
+  /** The safe, self-healing view of what `selector` holds (SDK.md, docs/sdk.md). */
+  observeInventory(selector: string, opts: ObserveOptions = {}): InventoryObserver {
+    return new InventoryObserver(
+      {
+        transport: this.#transport,
+        subscribe: (selectors) => this.subscribe(selectors),
+        listPage: (s, o) => this.listPage(s, o),
+        inspect: (route) => this.inspect(route),
+      },
+      selector,
+      opts,
+    );
+  }
+}

@@ -1,0 +1,19 @@
+/** The Leasehold TypeScript SDK (`leasehold/client`). See docs/sdk.md. */
+
+export { LeaseholdClient } from './client';
+export type { AuditQuery, CreateTokenOptions, LeaseholdClientOptions, ListOptions, ListPageOptions, OperatorActionOptions } from './client';
+export { LeaseholdError, isLeaseholdError, CLIENT_ERROR_CODES } from './errors';
+export type { ClientErrorCode, LeaseholdErrorCode } from './errors';
+export type { ErrorCode } from '../error-codes';
+export { Session } from './session';
+export type { AcquireOptions, OpenSessionOptions, SessionState } from './session';
+export { LeaseHandle } from './lease-handle';
+export type { LeaseState } from './lease-handle';
+export { Subscription } from './subscription';
+export type { ChangeEvent, ClosedEvent, HelloEvent, OverflowEvent, RenewedEvent, StreamEnd, StreamEvent, SubscribeOptions, SubscribedEvent } from './subscription';
+export { InventoryObserver } from './observer';
+export type { InventorySnapshot, ObserveOptions, ObservedChange, ObserverHooks, ObserverPhase, ObserverState, ObserverStats } from './observer';
+export { defaultReconcileIntervalMs, RECONCILE_JITTER, RECONCILE_MAX_MS, RECONCILE_MIN_MS } from './reconcile';
+export type { RetryPolicy } from './transport';
+export type { Clock } from './runtime';
+export type * from './types';

@@ -1,0 +1,251 @@
+/**
+ * A held lease that keeps itself: it renews at a third of its TTL (±20 %
+ * jitter), aborts `signal` the moment the lease is lost (the server says
+ * `lease_lost`, no renewal succeeded before the local deadline, or the
+ * session was lost), and releases on `release()` or `await using`.
+ *
+ * Deadlines are local and conservative: an answer's `remaining_ms` counts from
+ * the moment the call was *sent*, so clock skew between client and server can
+ * only make the handle give up early, never late.
+ */
+
+import { LeaseholdError, closedError, isLeaseholdError } from './errors';
+import { installAsyncDispose } from './disposable';
+import { leasePath } from './paths';
+import { backoffMs, jitter, newRequestId, type TimerHandle } from './runtime';
+import type { Transport } from './transport';
+import type { Checkpoint, CheckpointWritten, HeldLease } from './types';
+
+export type LeaseState = 'held' | 'released' | 'lost';
+
+/** Renewals start at ttl/3, spread by ±20 % so that a fleet does not renew in lockstep. */
+export const RENEW_FRACTION = 1 / 3;
+export const RENEW_JITTER = 0.2;
+
+/** What a handle needs of its session (internal). */
+export interface HandleHost {
+  readonly transport: Transport;
+  readonly sessionId: string;
+  /** Called once when the handle ends, however it ends. */
+  ended(handle: LeaseHandle): void;
+}
+
+export interface LeaseHandle extends AsyncDisposable {}
+
+export class LeaseHandle {
+  readonly route: string;
+  readonly leaseId: string;
+  /** Pass this to every store the work writes to, and have the store check it (docs/sdk.md). */
+  readonly fencingToken: number;
+  /** True when the lease was granted from the wait queue. */
+  readonly queued: boolean;
+  readonly #host: HandleHost;
+  readonly #controller = new AbortController();
+  #lease: HeldLease;
+  #deadline: number;
+  #state: LeaseState = 'held';
+  #renewTimer: TimerHandle | undefined;
+  #deadlineTimer: TimerHandle | undefined;
+  #renewing: Promise<HeldLease> | undefined;
+  #failures = 0;
+
+  /** @internal Made by `Session.acquire`. */
+  constructor(host: HandleHost, lease: HeldLease, queued: boolean, sentAt: number) {
+    this.#host = host;
+    this.#lease = Object.freeze({ ...lease });
+    this.route = lease.route;
+    this.leaseId = lease.lease_id;
+    this.fencingToken = lease.fencing_token;
+    this.queued = queued;
+    this.#deadline = sentAt + lease.remaining_ms;
+    this.#armDeadline();
+    this.#scheduleRenew(false);
+  }
+
+  /** The latest answer from the server about this lease. */
+  get lease(): HeldLease {
+    return this.#lease;
+  }
+
+  get expiresAt(): Date {
+    return new Date(this.#lease.expires_at);
+  }
+
+  /** Aborted when the lease ends for any reason; `signal.reason` is a LeaseholdError saying why. */
+  get signal(): AbortSignal {
+    return this.#controller.signal;
+  }
+
+  get state(): LeaseState {
+    return this.#state;
+  }
+
+  /** Why the lease was lost (`lease_lost` or `session_lost`), once it was. */
+  get lostReason(): LeaseholdError | undefined {
+    return this.#state === 'lost' ? (this.#controller.signal.reason as LeaseholdError) : undefined;
+  }
+
+  /**
+   * Renew now (the handle also does this by itself). Resolves with the renewed
+   * lease; throws `lease_lost` (and aborts `signal`) if the lease is gone.
+   */
+  renew(ttlMs?: number): Promise<HeldLease> {
+    this.#assertHeld();
+    this.#renewing ??= this.#renewOnce(ttlMs).finally(() => {
+      this.#renewing = undefined;
+    });
+    return this.#renewing;
+  }
+
+  /**
+   * Release the lease (compare-and-delete on lease id and token). Resolves
+   * when the server confirms; throws `lease_lost` if the lease was already
+   * lost, so the caller knows its work may have been fenced off.
+   */
+  async release(): Promise<void> {
+    if (this.#state === 'released') return;
+    if (this.#state === 'lost') throw this.lostReason;
+    this.#stopTimers();
+    const body = { session_id: this.#host.sessionId, request_id: newRequestId(), lease_id: this.leaseId, fencing_token: this.fencingToken };
+    try {
+      await this.#host.transport.call('POST', leasePath(this.route, 'release'), { body, retry: 'idempotent' });
+    } catch (e) {
+      if (isLeaseholdError(e, 'lease_lost')) {
+        this.#lose(e);
+        throw e;
+      }
+      // The outcome is unknown: keep renewing so the lease is not silently
+      // abandoned in an unknown state, and let the caller retry.
+      if (this.#state === 'held') this.#scheduleRenew(true);
+      throw e;
+    }
+    this.end('released');
+  }
+
+  /**
+   * The fenced write (CONTRACT.md §5): stores `value` as this route's
+   * checkpoint if, in the same atomic step, this lease is still the active one.
+   * Throws `lease_lost` (and aborts `signal`) otherwise.
+   */
+  async checkpoint(value: unknown): Promise<CheckpointWritten> {
+    this.#assertHeld();
+    const body = { session_id: this.#host.sessionId, request_id: newRequestId(), lease_id: this.leaseId, fencing_token: this.fencingToken, value };
+    try {
+      const answer = await this.#host.transport.call<{ checkpoint: CheckpointWritten }>('PUT', leasePath(this.route, 'checkpoint'), { body, retry: 'idempotent' });
+      return answer.data.checkpoint;
+    } catch (e) {
+      if (isLeaseholdError(e, 'lease_lost')) this.#lose(e);
+      throw e;
+    }
+  }
+
+  /** The route's checkpoint (linearizable), or undefined when it never had one. */
+  async readCheckpoint(): Promise<Checkpoint | undefined> {
+    try {
+      const answer = await this.#host.transport.call<{ checkpoint: Checkpoint }>('GET', leasePath(this.route, 'checkpoint'), { retry: 'safe' });
+      return answer.data.checkpoint;
+    } catch (e) {
+      if (isLeaseholdError(e, 'checkpoint_not_found')) return undefined;
+      throw e;
+    }
+  }
+
+  /** Release, ignoring a lease that is already gone: what `await using` calls. */
+  async dispose(): Promise<void> {
+    try {
+      await this.release();
+    } catch (e) {
+      if (!isLeaseholdError(e)) throw e;
+    }
+  }
+
+  /** @internal End the handle without a call (its session closed, or was lost). */
+  end(how: 'released' | LeaseholdError): void {
+    if (this.#state !== 'held') return;
+    if (how === 'released') {
+      this.#state = 'released';
+      this.#stopTimers();
+      this.#controller.abort(closedError('lease handle (released)'));
+      this.#host.ended(this);
+    } else {
+      this.#lose(how);
+    }
+  }
+
+  #assertHeld(): void {
+    if (this.#state === 'lost') throw this.lostReason;
+    if (this.#state === 'released') throw closedError('lease handle (released)');
+  }
+
+  async #renewOnce(ttlMs?: number): Promise<HeldLease> {
+    const body: Record<string, unknown> = { session_id: this.#host.sessionId, request_id: newRequestId(), lease_id: this.leaseId, fencing_token: this.fencingToken };
+    if (ttlMs !== undefined) body.ttl_ms = ttlMs;
+    const sentAt = this.#host.transport.clock.now();
+    try {
+      const answer = await this.#host.transport.call<{ lease: HeldLease }>('POST', leasePath(this.route, 'renew'), {
+        body,
+        retry: 'idempotent',
+        signal: this.#controller.signal,
+      });
+      if (this.#state === 'held') {
+        this.#lease = Object.freeze({ ...answer.data.lease });
+        this.#deadline = sentAt + answer.data.lease.remaining_ms;
+        this.#armDeadline();
+      }
+      return answer.data.lease;
+    } catch (e) {
+      if (isLeaseholdError(e, 'lease_lost')) this.#lose(e);
+      throw e;
+    }
+  }
+
+  #scheduleRenew(afterFailure: boolean): void {
+    if (this.#state !== 'held') return;
+    const { clock, random, retry } = this.#host.transport;
+    const now = clock.now();
+    const normal = jitter(this.#lease.ttl_ms * RENEW_FRACTION, RENEW_JITTER, random);
+    const delay = afterFailure ? Math.min(backoffMs(this.#failures, retry.baseDelayMs * 2, 1000, random), Math.max(0, (this.#deadline - now) / 2)) : Math.min(normal, Math.max(0, (this.#deadline - now) / 2));
+    if (this.#renewTimer !== undefined) clock.clearTimeout(this.#renewTimer);
+    this.#renewTimer = clock.setTimeout(() => {
+      this.#renewTimer = undefined;
+      this.renew().then(
+        () => {
+          this.#failures = 0;
+          this.#scheduleRenew(false);
+        },
+        () => {
+          // lease_lost already ended the handle; anything else is transient
+          // until the local deadline says otherwise.
+          this.#failures++;
+          this.#scheduleRenew(true);
+        },
+      );
+    }, delay);
+  }
+
+  #armDeadline(): void {
+    const { clock } = this.#host.transport;
+    if (this.#deadlineTimer !== undefined) clock.clearTimeout(this.#deadlineTimer);
+    this.#deadlineTimer = clock.setTimeout(() => {
+      this.#lose(new LeaseholdError({ code: 'lease_lost', message: 'no renewal succeeded before the lease expired' }));
+    }, Math.max(0, this.#deadline - clock.now()));
+  }
+
+  #stopTimers(): void {
+    const { clock } = this.#host.transport;
+    if (this.#renewTimer !== undefined) clock.clearTimeout(this.#renewTimer);
+    if (this.#deadlineTimer !== undefined) clock.clearTimeout(this.#deadlineTimer);
+    this.#renewTimer = undefined;
+    this.#deadlineTimer = undefined;
+  }
+
+  #lose(reason: LeaseholdError): void {
+    if (this.#state !== 'held') return;
+    this.#state = 'lost';
+    this.#stopTimers();
+    this.#controller.abort(reason);
+    this.#host.ended(this);
+  }
+}
+
+installAsyncDispose(LeaseHandle.prototype);

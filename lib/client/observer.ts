@@ -1,0 +1,505 @@
+/**
+ * The safe way to know what is held (SDK.md `observeInventory`, CONTRACT.md
+ * §8 "Bootstrap without a blind window"). Per stream it:
+ *
+ *   1. opens a stream and registers the selector, waiting for the server's
+ *      acknowledgement, while buffering every event the stream brings;
+ *   2. lists the selector to the end, page by page;
+ *   3. installs that snapshot, applies the buffered changes (re-inspecting the
+ *      routes changed after the page that covered them), and only then
+ *      reports `ready`;
+ *   4. applies live changes, and relists every reconciliation interval.
+ *
+ * Changes apply by one order-insensitive rule: an `acquired` change with
+ * revision R installs its lease unless the view holds a lease of revision
+ * ≥ R; a removal with revision R drops the route's lease if that lease's
+ * revision is < R. Every change committed after the registration reaches the
+ * buffer, and the last one per route decides, so the result is the true held
+ * set however the snapshot and the buffer interleave.
+ *
+ * When the stream ends (disconnect, overflow, restart, a failed registration)
+ * the observer reports `resyncing`, keeps its last view (stale, and said to
+ * be), and starts over at once, then with bounded jittered backoff. Refusals
+ * that a retry cannot fix (bad credentials, permission, grammar) and a view
+ * past `maxItems` end in `error`.
+ *
+ * Observed items are frozen LeaseViews: no lease id, no session id, nothing
+ * that can renew, release or take over a lease.
+ */
+
+import { LeaseholdError, closedError, isLeaseholdError } from './errors';
+import { defaultReconcileIntervalMs, ReconcileScheduler } from './reconcile';
+import { backoffMs, sleep } from './runtime';
+import type { ChangeEvent, RenewedEvent, StreamEvent, Subscription } from './subscription';
+import type { Transport } from './transport';
+import type { ChangeKind, LeasePage, LeaseView } from './types';
+
+export type ObserverState = 'connecting' | 'ready' | 'resyncing' | 'error' | 'closed';
+
+export interface ObservedChange {
+  readonly route: string;
+  /** The lease now in the view, or undefined when the route left it. */
+  readonly lease: LeaseView | undefined;
+  /**
+   * What brought it: a change kind from the feed, `renewed` (a renewal hint),
+   * `snapshot` (a fresh stream's listing replaced the view), or `reconcile`
+   * (a periodic relisting found the view wrong).
+   */
+  readonly cause: ChangeKind | 'renewed' | 'snapshot' | 'reconcile';
+}
+
+export interface InventorySnapshot {
+  readonly state: ObserverState;
+  /** The view, ordered by route (byte order). */
+  readonly items: readonly LeaseView[];
+  readonly error: LeaseholdError | undefined;
+  /** Grows with every change of state or view. */
+  readonly version: number;
+}
+
+export interface ObserverStats {
+  /** Streams opened (the first one included). */
+  readonly connects: number;
+  /** Snapshots installed (one per stream that reached ready). */
+  readonly snapshots: number;
+  readonly reconciliations: number;
+  /** Routes a reconciliation found wrong and corrected. */
+  readonly repairs: number;
+}
+
+export type ObserverPhase = 'stream_open' | 'registered' | 'page' | 'listed';
+
+/** Test seams: they let the conformance tests change the world at each step of the bootstrap. */
+export interface ObserverHooks {
+  /** Awaited at each step: after the stream opens, after the acknowledgement, after each page but the last, after the listing. */
+  phase?(phase: ObserverPhase): void | Promise<void>;
+  /** Return true to withhold a change or renewal hint from the observer (simulates a lost event). */
+  dropEvent?(event: ChangeEvent | RenewedEvent): boolean;
+}
+
+export interface ObserveOptions {
+  /** Ask renewal hints, so `expires_at` stays current between relistings (default false). */
+  renewals?: boolean;
+  /** LIST page size (default 500, at most 1,000). */
+  pageSize?: number;
+  /** The largest view the observer will hold (default 10,000); past it, the state is `error` (`too_many_items`). */
+  maxItems?: number;
+  /**
+   * Base interval of the periodic relisting, before the ±20 % jitter. Default:
+   * clamp(shortest TTL / 2, 5 s, 60 s), the TTL being `expectedTtlMs` or else
+   * the shortest `ttl_ms` in the view.
+   */
+  reconcileIntervalMs?: number;
+  expectedTtlMs?: number;
+  /** Backoff between failed attempts: first ceiling (default 250 ms), and cap (default 15 s). */
+  backoff?: { initialMs?: number; maxMs?: number };
+  hooks?: ObserverHooks;
+}
+
+/** What the observer needs of the client (internal). */
+export interface ObserverHost {
+  readonly transport: Transport;
+  subscribe(selectors: readonly string[]): Subscription;
+  listPage(selector: string, opts: { limit?: number; cursor?: string }): Promise<LeasePage>;
+  inspect(route: string): Promise<LeaseView | undefined>;
+}
+
+type FeedEvent = ChangeEvent | RenewedEvent;
+
+interface Listing {
+  items: Map<string, LeaseView>;
+  /** Page upper bounds in route order: a route is covered by the first bound ≥ it (null: the end). */
+  bounds: { upper: string | null; revision: number }[];
+  epoch: string;
+}
+
+const TERMINAL: ReadonlySet<string> = new Set(['invalid_credential', 'access_denied', 'invalid_selector', 'invalid_request', 'too_many_items']);
+const CREDENTIAL_CLOSE: ReadonlySet<string> = new Set(['token_revoked', 'token_expired', 'logged_out']);
+
+function compareRoutes(a: string, b: string): number {
+  // Routes are ASCII, so UTF-16 order is byte order.
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function freeze(lease: LeaseView): LeaseView {
+  if (lease.metadata) Object.freeze(lease.metadata);
+  return Object.freeze(lease);
+}
+
+/** The items a view shows, stripped to a LeaseView even if given more. */
+function asView(lease: LeaseView): LeaseView {
+  const { lease_id: _l, session_id: _s, ...view } = lease as LeaseView & { lease_id?: unknown; session_id?: unknown };
+  return freeze({ ...view, metadata: view.metadata ? { ...view.metadata } : view.metadata });
+}
+
+const REMOVALS: ReadonlySet<ChangeKind> = new Set(['released', 'expired', 'session_closed', 'force_released', 'revoked', 'rolled_back']);
+
+/** The order-insensitive rule (see the file comment). Returns the change made, if any. */
+function applyChange(view: Map<string, LeaseView>, ev: ChangeEvent): ObservedChange | undefined {
+  const cur = view.get(ev.route);
+  if (ev.change === 'acquired') {
+    if (!ev.lease || (cur && cur.revision >= ev.revision)) return undefined;
+    const lease = asView(ev.lease);
+    view.set(ev.route, lease);
+    return { route: ev.route, lease, cause: ev.change };
+  }
+  if (REMOVALS.has(ev.change) && cur && cur.revision < ev.revision) {
+    view.delete(ev.route);
+    return { route: ev.route, lease: undefined, cause: ev.change };
+  }
+  return undefined;
+}
+
+/** Renewal hints arrive in order on the live stream, after the acquisition of the lease they renew. */
+function applyRenewed(view: Map<string, LeaseView>, ev: RenewedEvent): ObservedChange | undefined {
+  const cur = view.get(ev.route);
+  if (!cur || ev.renewal_count <= cur.renewal_count) return undefined;
+  const lease = freeze({ ...cur, expires_at: ev.expires_at, renewal_count: ev.renewal_count, metadata: cur.metadata });
+  view.set(ev.route, lease);
+  return { route: ev.route, lease, cause: 'renewed' };
+}
+
+function sameLease(a: LeaseView | undefined, b: LeaseView | undefined): boolean {
+  if (a === undefined || b === undefined) return a === b;
+  return a.revision === b.revision && a.expires_at === b.expires_at && a.renewal_count === b.renewal_count && a.waiters === b.waiters;
+}
+
+export class InventoryObserver {
+  readonly selector: string;
+  /** Resolves the first time the observer is ready; rejects if it ends (error or close) before. */
+  readonly ready: Promise<void>;
+  readonly #host: ObserverHost;
+  readonly #opts: Required<Pick<ObserveOptions, 'renewals' | 'pageSize' | 'maxItems'>> & ObserveOptions;
+  readonly #abort = new AbortController();
+  readonly #changeListeners = new Set<(changes: readonly ObservedChange[]) => void>();
+  readonly #stateListeners = new Set<(state: ObserverState) => void>();
+  readonly #storeListeners = new Set<() => void>();
+  readonly #scheduler: ReconcileScheduler;
+  #view = new Map<string, LeaseView>();
+  #state: ObserverState = 'connecting';
+  #error: LeaseholdError | undefined;
+  #version = 0;
+  #snapshot: InventorySnapshot | undefined;
+  #gen = 0;
+  #sub: Subscription | undefined;
+  /** While set, feed events go here instead of the view (bootstrap). */
+  #buffer: FeedEvent[] | undefined;
+  /** While set, live events also go here (a reconciliation in progress). */
+  #recording: FeedEvent[] | undefined;
+  #resolveReady!: () => void;
+  #rejectReady!: (e: unknown) => void;
+  #stats = { connects: 0, snapshots: 0, reconciliations: 0, repairs: 0 };
+
+  /** @internal Use `LeaseholdClient.observeInventory`. */
+  constructor(host: ObserverHost, selector: string, opts: ObserveOptions = {}) {
+    this.#host = host;
+    this.selector = selector;
+    this.#opts = { ...opts, renewals: opts.renewals ?? false, pageSize: opts.pageSize ?? 500, maxItems: opts.maxItems ?? 10_000 };
+    this.ready = new Promise((resolve, reject) => {
+      this.#resolveReady = resolve;
+      this.#rejectReady = reject;
+    });
+    this.ready.catch(() => undefined);
+    const { clock, random } = host.transport;
+    this.#scheduler = new ReconcileScheduler(clock, random, () => this.reconcileIntervalMs(), () => this.#reconcile(this.#gen));
+    void this.#loop();
+  }
+
+  get state(): ObserverState {
+    return this.#state;
+  }
+
+  get error(): LeaseholdError | undefined {
+    return this.#error;
+  }
+
+  /** The current view: route → frozen LeaseView. While `resyncing` it is the last known one (stale). */
+  get view(): ReadonlyMap<string, LeaseView> {
+    return this.#view;
+  }
+
+  get stats(): ObserverStats {
+    return { ...this.#stats };
+  }
+
+  /** The reconciliation interval now in force, before jitter. */
+  reconcileIntervalMs(): number {
+    if (this.#opts.reconcileIntervalMs !== undefined) return this.#opts.reconcileIntervalMs;
+    let shortest = this.#opts.expectedTtlMs;
+    if (shortest === undefined) for (const lease of this.#view.values()) shortest = Math.min(shortest ?? Infinity, lease.ttl_ms);
+    return defaultReconcileIntervalMs(shortest);
+  }
+
+  /** Called with each batch of view changes. Returns the unsubscribe function. */
+  onChange(listener: (changes: readonly ObservedChange[]) => void): () => void {
+    this.#changeListeners.add(listener);
+    return () => this.#changeListeners.delete(listener);
+  }
+
+  onStateChange(listener: (state: ObserverState) => void): () => void {
+    this.#stateListeners.add(listener);
+    return () => this.#stateListeners.delete(listener);
+  }
+
+  /** For `useSyncExternalStore`: called after any change of state or view. */
+  subscribe(listener: () => void): () => void {
+    this.#storeListeners.add(listener);
+    return () => this.#storeListeners.delete(listener);
+  }
+
+  /** An immutable snapshot, the same object until the next change. */
+  getSnapshot(): InventorySnapshot {
+    if (this.#snapshot?.version !== this.#version) {
+      const items = [...this.#view.values()].sort((a, b) => compareRoutes(a.route, b.route));
+      this.#snapshot = Object.freeze({ state: this.#state, items: Object.freeze(items), error: this.#error, version: this.#version });
+    }
+    return this.#snapshot;
+  }
+
+  /** Stop observing: the stream closes and no callback runs again. */
+  close(): void {
+    if (this.#state === 'closed') return;
+    this.#abort.abort(closedError('observer'));
+    this.#scheduler.stop();
+    this.#sub?.close();
+    this.#rejectReady(closedError('observer'));
+    this.#setState('closed');
+  }
+
+  async #loop(): Promise<void> {
+    const { clock, random } = this.#host.transport;
+    const initialMs = this.#opts.backoff?.initialMs ?? 250;
+    const maxMs = this.#opts.backoff?.maxMs ?? 15_000;
+    let failures = 0;
+    while (!this.#abort.signal.aborted) {
+      if (failures > 0) {
+        try {
+          await sleep(backoffMs(failures, initialMs, maxMs, random), clock, this.#abort.signal);
+        } catch {
+          return;
+        }
+      }
+      const gen = ++this.#gen;
+      let readyAt: number | undefined;
+      try {
+        const sub = await this.#bootstrap(gen);
+        readyAt = clock.now();
+        const end = await sub.done;
+        if (end.reason === 'closed' && CREDENTIAL_CLOSE.has(end.detail ?? '')) {
+          throw new LeaseholdError({ code: 'invalid_credential', message: `the stream was closed: ${end.detail}` });
+        }
+      } catch (e) {
+        if (this.#abort.signal.aborted) return;
+        if (isLeaseholdError(e) && TERMINAL.has(e.code)) {
+          this.#fail(e);
+          return;
+        }
+      } finally {
+        this.#scheduler.stop();
+        this.#buffer = undefined;
+        this.#recording = undefined;
+        this.#sub?.close();
+      }
+      if (this.#abort.signal.aborted) return;
+      // A stream that stayed ready a while earns an immediate retry; one that
+      // fails straight away backs off.
+      failures = readyAt !== undefined && clock.now() - readyAt > 1000 ? 0 : failures + 1;
+      this.#setState(this.#stats.snapshots > 0 ? 'resyncing' : 'connecting');
+    }
+  }
+
+  async #bootstrap(gen: number): Promise<Subscription> {
+    const hooks = this.#opts.hooks;
+    const buffer: FeedEvent[] = [];
+    this.#buffer = buffer;
+    const sub = this.#host.subscribe([]);
+    this.#sub = sub;
+    this.#stats.connects++;
+    sub.on((ev) => this.#onEvent(gen, ev));
+    await sub.opened;
+    await hooks?.phase?.('stream_open');
+    await sub.add(this.selector, { renewals: this.#opts.renewals });
+    await hooks?.phase?.('registered');
+    const listing = await this.#list(gen, true);
+    await hooks?.phase?.('listed');
+    this.#assertCurrent(gen);
+
+    // Install: the snapshot, then every buffered change by the rule; routes
+    // changed after the page that covered them are re-inspected for fresh data.
+    const next = listing.items;
+    const reinspect = new Set<string>();
+    for (const ev of buffer.splice(0)) {
+      if (ev.type !== 'change') continue;
+      applyChange(next, ev);
+      if (ev.revision > this.#coveringRevision(listing, ev.route)) reinspect.add(ev.route);
+    }
+    const fresh = await this.#inspectAll([...reinspect], gen);
+    for (const [route, lease] of fresh) {
+      if (lease) next.set(route, asView(lease));
+      else next.delete(route);
+    }
+    // Events that arrived while inspecting are newer than what they answered.
+    for (const ev of buffer.splice(0)) if (ev.type === 'change') applyChange(next, ev);
+    this.#checkSize(next.size);
+    this.#buffer = undefined;
+    this.#replaceView(next, 'snapshot');
+    this.#stats.snapshots++;
+    this.#setState('ready');
+    this.#resolveReady();
+    this.#scheduler.start();
+    return sub;
+  }
+
+  #onEvent(gen: number, ev: StreamEvent): void {
+    if (gen !== this.#gen || (ev.type !== 'change' && ev.type !== 'renewed')) return;
+    if (this.#opts.hooks?.dropEvent?.(ev)) return;
+    if (this.#buffer) {
+      this.#buffer.push(ev);
+      return;
+    }
+    this.#recording?.push(ev);
+    const change = ev.type === 'change' ? applyChange(this.#view, ev) : applyRenewed(this.#view, ev);
+    if (!change) return;
+    if (this.#view.size > this.#opts.maxItems) {
+      this.#fail(new LeaseholdError({ code: 'too_many_items', message: `the view passed maxItems (${this.#opts.maxItems})` }));
+      return;
+    }
+    this.#changed([change]);
+  }
+
+  /** A periodic relisting on the live stream; live changes keep applying and are replayed onto the fresh listing. */
+  async #reconcile(gen: number): Promise<void> {
+    if (gen !== this.#gen || this.#state !== 'ready') return;
+    this.#recording = [];
+    try {
+      const listing = await this.#list(gen, false);
+      this.#assertCurrent(gen);
+      const next = listing.items;
+      for (const ev of this.#recording) {
+        if (ev.type === 'change') applyChange(next, ev);
+        else applyRenewed(next, ev);
+      }
+      this.#checkSize(next.size);
+      this.#stats.reconciliations++;
+      this.#replaceView(next, 'reconcile');
+    } catch (e) {
+      if (gen !== this.#gen || this.#abort.signal.aborted) return;
+      if (isLeaseholdError(e) && e.code === 'too_many_items') this.#fail(e);
+      // Anything else: start over on a new stream.
+      else this.#sub?.close();
+      throw e;
+    } finally {
+      this.#recording = undefined;
+    }
+  }
+
+  async #list(gen: number, bootstrap: boolean): Promise<Listing> {
+    const items = new Map<string, LeaseView>();
+    const bounds: Listing['bounds'] = [];
+    let cursor: string | undefined;
+    let epoch = '';
+    let pendingMin = Infinity;
+    for (;;) {
+      const page = await this.#host.listPage(this.selector, { limit: this.#opts.pageSize, cursor });
+      this.#assertCurrent(gen);
+      if (epoch && page.epoch !== epoch) throw new LeaseholdError({ code: 'cursor_invalid', message: 'the store epoch changed during the listing', retryable: true });
+      epoch = page.epoch;
+      for (const item of page.items) items.set(item.route, asView(item));
+      this.#checkSize(items.size);
+      const last = page.items[page.items.length - 1];
+      pendingMin = Math.min(pendingMin, page.revision);
+      if (page.next_cursor === null) {
+        bounds.push({ upper: null, revision: pendingMin });
+        break;
+      }
+      if (last) {
+        bounds.push({ upper: last.route, revision: pendingMin });
+        pendingMin = page.revision;
+      }
+      cursor = page.next_cursor;
+      if (bootstrap) await this.#opts.hooks?.phase?.('page');
+    }
+    return { items, bounds, epoch };
+  }
+
+  /** The revision of the page that covered `route` (conservatively, the older of it and its predecessor). */
+  #coveringRevision(listing: Listing, route: string): number {
+    for (const b of listing.bounds) if (b.upper === null || compareRoutes(route, b.upper) <= 0) return b.revision;
+    return -Infinity;
+  }
+
+  async #inspectAll(routes: string[], gen: number): Promise<Map<string, LeaseView | undefined>> {
+    const out = new Map<string, LeaseView | undefined>();
+    const queue = [...routes];
+    const worker = async (): Promise<void> => {
+      for (let route = queue.shift(); route !== undefined; route = queue.shift()) {
+        const lease = await this.#host.inspect(route);
+        this.#assertCurrent(gen);
+        out.set(route, lease);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(8, queue.length) }, worker));
+    return out;
+  }
+
+  #assertCurrent(gen: number): void {
+    if (this.#abort.signal.aborted) throw closedError('observer');
+    if (gen !== this.#gen) throw new LeaseholdError({ code: 'stream_closed', message: 'a newer stream replaced this one' });
+  }
+
+  #checkSize(size: number): void {
+    if (size > this.#opts.maxItems) {
+      throw new LeaseholdError({ code: 'too_many_items', message: `the selector matches more than maxItems (${this.#opts.maxItems}) leases` });
+    }
+  }
+
+  /** Swap in `next`, telling listeners what differs. */
+  #replaceView(next: Map<string, LeaseView>, cause: 'snapshot' | 'reconcile'): void {
+    const changes: ObservedChange[] = [];
+    let repairs = 0;
+    for (const [route, lease] of next) {
+      const cur = this.#view.get(route);
+      if (!sameLease(cur, lease)) {
+        changes.push({ route, lease, cause });
+        if (cur?.revision !== lease.revision) repairs++;
+      }
+    }
+    for (const route of this.#view.keys()) {
+      if (!next.has(route)) {
+        changes.push({ route, lease: undefined, cause });
+        repairs++;
+      }
+    }
+    if (cause === 'reconcile') this.#stats.repairs += repairs;
+    this.#view = next;
+    if (changes.length > 0) this.#changed(changes);
+  }
+
+  #changed(changes: readonly ObservedChange[]): void {
+    this.#version++;
+    for (const listener of [...this.#changeListeners]) listener(changes);
+    this.#notifyStore();
+  }
+
+  #setState(state: ObserverState): void {
+    if (this.#state === state || this.#state === 'closed' || (this.#state === 'error' && state !== 'closed')) return;
+    this.#state = state;
+    this.#version++;
+    for (const listener of [...this.#stateListeners]) listener(state);
+    this.#notifyStore();
+  }
+
+  #notifyStore(): void {
+    for (const listener of [...this.#storeListeners]) listener();
+  }
+
+  #fail(error: LeaseholdError): void {
+    if (this.#state === 'closed' || this.#state === 'error') return;
+    this.#error = error;
+    this.#abort.abort(error);
+    this.#scheduler.stop();
+    this.#sub?.close();
+    this.#rejectReady(error);
+    this.#setState('error');
+  }
+}

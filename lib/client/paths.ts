@@ -1,0 +1,22 @@
+/** API paths the SDK calls, with route segments encoded (HTTP.md "Lease paths"). */
+
+import { parseRoute } from '../selector';
+import { LeaseholdError } from './errors';
+
+export type LeaseAction = 'acquire' | 'renew' | 'release' | 'checkpoint' | 'force-release' | 'revoke';
+
+/** `/api/v1/leases/{realm}/{area}/{resource}[/{action}]`; a route that fails the grammar is refused locally. */
+export function leasePath(route: string, action?: LeaseAction): string {
+  const parsed = parseRoute(route);
+  if (!parsed.ok) {
+    throw new LeaseholdError({ code: 'invalid_request', message: `route ${parsed.reason}` });
+  }
+  const [realm, area, resource] = parsed.value.segments.map(encodeURIComponent);
+  const base = `/api/v1/leases/${realm}/${area}/${resource}`;
+  return action === undefined ? base : `${base}/${action}`;
+}
+
+export function streamSubscriptionsPath(streamId: string, subscriptionId?: string): string {
+  const base = `/api/v1/inventory/streams/${encodeURIComponent(streamId)}/subscriptions`;
+  return subscriptionId === undefined ? base : `${base}/${encodeURIComponent(subscriptionId)}`;
+}

@@ -1,0 +1,152 @@
+/**
+ * The API's views, exactly as they travel (HTTP.md "Views"): the SDK hands
+ * them over unchanged, so a field keeps one name from the wire to the console.
+ * Options and handles, which are the SDK's own, are camelCase.
+ */
+
+export type Metadata = Record<string, string | number | boolean>;
+
+/** What observers see of a held lease: no session id, no lease id. */
+export interface LeaseView {
+  readonly route: string;
+  readonly owner_id: string;
+  readonly holder_incarnation: string;
+  readonly fencing_token: number;
+  readonly acquired_at: string;
+  readonly renewed_at: string;
+  readonly expires_at: string;
+  readonly max_expires_at: string;
+  readonly ttl_ms: number;
+  readonly remaining_ms: number;
+  readonly renewal_count: number;
+  /** The revision of the change that created this lease. */
+  readonly revision: number;
+  readonly metadata: Readonly<Metadata> | null;
+  readonly waiters: number;
+}
+
+/** What the holder gets back from acquire and renew. */
+export interface HeldLease extends LeaseView {
+  readonly lease_id: string;
+}
+
+export interface SessionView {
+  readonly holder_incarnation: string;
+  readonly owner_id: string;
+  readonly ttl_ms: number;
+  readonly created_at: string;
+  readonly expires_at: string;
+  readonly lease_count: number;
+}
+
+export interface LeasePage {
+  readonly items: readonly LeaseView[];
+  readonly next_cursor: string | null;
+  /** The revision at which the page was read. */
+  readonly revision: number;
+  readonly epoch: string;
+}
+
+export interface SessionPage {
+  readonly items: readonly SessionView[];
+  readonly next_cursor: string | null;
+}
+
+export interface Checkpoint {
+  readonly route: string;
+  readonly value: unknown;
+  readonly fencing_token: number;
+  readonly written_at: string;
+  readonly version: number;
+}
+
+export type CheckpointWritten = Omit<Checkpoint, 'value'>;
+
+export type Permission = 'read' | 'write' | 'admin';
+
+export interface Whoami {
+  readonly token_id: string;
+  readonly name: string;
+  readonly family: string;
+  readonly grants: readonly string[];
+  readonly root: boolean;
+}
+
+export interface TokenInfo {
+  readonly token_id: string;
+  readonly name: string;
+  readonly family: string;
+  readonly grants: readonly string[];
+  readonly root: boolean;
+  readonly created_at: string;
+  readonly expires_at: string | null;
+}
+
+export interface CreatedToken {
+  readonly token_id: string;
+  readonly token: string;
+  readonly family: string;
+}
+
+export interface CreatedEmbedToken {
+  readonly token_id: string;
+  readonly token: string;
+  readonly expires_at: string;
+}
+
+export type AuditEventType =
+  | 'session_open'
+  | 'session_close'
+  | 'session_expire'
+  | 'lease_acquire'
+  | 'lease_renew'
+  | 'lease_release'
+  | 'lease_expire'
+  | 'lease_checkpoint'
+  | 'lease_force_release'
+  | 'lease_revoke'
+  | 'token_create'
+  | 'token_revoke'
+  | 'embed_token_create'
+  | 'access_denied';
+
+export interface AuditEvent {
+  readonly id: string;
+  readonly time: string;
+  readonly event_type: AuditEventType;
+  readonly family: string;
+  readonly route: string | null;
+  readonly token_id: string | null;
+  readonly owner_id: string | null;
+  readonly holder_incarnation: string | null;
+  readonly result: string;
+  readonly fencing_token: number | null;
+  readonly reason: string | null;
+  readonly correlation_id: string;
+  readonly latency_ms: number;
+  /** The token a token event is about (an extension of AuditEvent; see docs/design.md). */
+  readonly subject_token_id?: string | null;
+}
+
+export interface AuditPage {
+  readonly items: readonly AuditEvent[];
+  readonly next_cursor: string | null;
+}
+
+export interface Health {
+  readonly status: 'ok' | 'unavailable';
+  readonly store: 'sqlite' | 'postgres';
+  readonly epoch?: string;
+  readonly version?: string;
+  readonly uptime_ms?: number;
+}
+
+/** Change kinds of the feed (CONTRACT.md §8). */
+export type ChangeKind =
+  | 'acquired'
+  | 'released'
+  | 'expired'
+  | 'session_closed'
+  | 'force_released'
+  | 'revoked'
+  | 'rolled_back';
