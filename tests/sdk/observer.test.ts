@@ -299,3 +299,27 @@ test('observed items are read-only views: frozen, without lease or session ids',
   }
   await s.call('POST', '/api/v1/sessions/close', { session_id: sessionId });
 });
+
+test('the default reconciliation interval follows the shortest TTL in the view', async () => {
+  const { sessionId } = await s.openSession('ttl', 60_000);
+  const take = async (route: string, ttl: number): Promise<void> => {
+    const r = await s.call('POST', leasePath(route, 'acquire'), { session_id: sessionId, request_id: rid(), ttl_ms: ttl });
+    assert.equal(r.status, 200, r.text);
+  };
+  const client = new LeaseholdClient({ baseUrl: s.url, token: s.token });
+  const o = observe(client, 'lease://obs/ttl/*');
+  await o.ready;
+  assert.equal(o.reconcileIntervalMs(), 60_000, 'empty view: the longest interval');
+  await take('lease://obs/ttl/long', 300_000);
+  await eventually('the long lease to show', () => o.view.size === 1);
+  assert.equal(o.reconcileIntervalMs(), 60_000);
+  await take('lease://obs/ttl/mid', 30_000);
+  await eventually('the mid lease to show', () => o.view.size === 2);
+  assert.equal(o.reconcileIntervalMs(), 15_000);
+  await take('lease://obs/ttl/short', 4_000);
+  await eventually('the short lease to show', () => o.view.size === 3);
+  assert.equal(o.reconcileIntervalMs(), 5_000);
+  assert.equal(observe(client, 'lease://obs/ttl/*', { expectedTtlMs: 50_000 }).reconcileIntervalMs(), 25_000, 'an expected TTL wins');
+  assert.equal(observe(client, 'lease://obs/ttl/*', { reconcileIntervalMs: 1234 }).reconcileIntervalMs(), 1234, 'configurable');
+  await s.call('POST', '/api/v1/sessions/close', { session_id: sessionId });
+});
