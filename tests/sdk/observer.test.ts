@@ -323,3 +323,44 @@ test('the default reconciliation interval follows the shortest TTL in the view',
   assert.equal(observe(client, 'lease://obs/ttl/*', { reconcileIntervalMs: 1234 }).reconcileIntervalMs(), 1234, 'configurable');
   await s.call('POST', '/api/v1/sessions/close', { session_id: sessionId });
 });
+
+test('a failed registration: the observer backs off, opens a new stream and gets ready', async () => {
+  const { sessionId } = await s.openSession('failreg', 60_000);
+  const r = await s.call('POST', leasePath('lease://obs/failreg/a', 'acquire'), { session_id: sessionId, request_id: rid(), ttl_ms: 60_000 });
+  assert.equal(r.status, 200);
+  const ctl = new ControlledFetch();
+  ctl.failWhile((method, url) => method === 'POST' && url.includes('/subscriptions'));
+  const client = new LeaseholdClient({ baseUrl: s.url, token: s.token, fetch: ctl.fetch, retry: { attempts: 1 } });
+  const o = observe(client, 'lease://obs/failreg/*', { backoff: { initialMs: 50, maxMs: 100 } });
+  await eventually('a few failed attempts', () => ctl.count('POST', '/subscriptions') >= 3);
+  assert.equal(o.state, 'connecting');
+  ctl.failWhile(undefined);
+  await o.ready;
+  assert.deepEqual([...o.view.keys()], ['lease://obs/failreg/a']);
+  assert.ok(o.stats.connects >= 4, JSON.stringify(o.stats));
+  await s.call('POST', '/api/v1/sessions/close', { session_id: sessionId });
+});
+
+test('a new epoch (the server comes back on a different store): the observer relists and drops what the old store held', async () => {
+  const first = await startTestServer();
+  const port = Number(new URL(first.url).port);
+  const { sessionId } = await first.openSession('epoch', 60_000);
+  for (const r of ['a', 'b']) {
+    const res = await first.call('POST', leasePath(`lease://obs/epoch/${r}`, 'acquire'), { session_id: sessionId, request_id: rid(), ttl_ms: 60_000 });
+    assert.equal(res.status, 200);
+  }
+  const o = observe(new LeaseholdClient({ baseUrl: first.url, token: first.token }), 'lease://obs/epoch/*', { backoff: { initialMs: 100, maxMs: 300 } });
+  await o.ready;
+  assert.equal(o.view.size, 2);
+  await first.close();
+  const second = await startTestServer({ port, engine: { bootstrapSecret: first.token } });
+  try {
+    const sid = (await second.openSession('epoch2', 60_000)).sessionId;
+    const res = await second.call('POST', leasePath('lease://obs/epoch/c', 'acquire'), { session_id: sid, request_id: rid(), ttl_ms: 60_000 });
+    assert.equal(res.status, 200);
+    await eventually('the view of the new store', () => o.state === 'ready' && [...o.view.keys()].join() === 'lease://obs/epoch/c', 10_000);
+  } finally {
+    o.close();
+    await second.close();
+  }
+});
