@@ -1,0 +1,152 @@
+/**
+ * Builds dist/sdk/, the installable `leasehold` package (SDK.md "Packaging"):
+ *
+ *   leasehold/client      lib/client/index.ts bundled to one ES module
+ *   leasehold/react       lib/react/index.ts, importing react and leasehold/client
+ *   leasehold/widget.css  the widget's stylesheet
+ *
+ * esbuild writes the JavaScript; tsc (tsconfig.sdk.json) writes the
+ * declarations under types/. Run with `npm run build:sdk`.
+ */
+
+import { build } from 'esbuild';
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const out = join(root, 'dist', 'sdk');
+const clientDir = join(root, 'lib', 'client');
+const reactDir = join(root, 'lib', 'react');
+const rootPkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+
+const started = Date.now();
+rmSync(out, { recursive: true, force: true });
+
+const common = {
+  absWorkingDir: root,
+  bundle: true,
+  format: 'esm',
+  // Neutral: the client runs in browsers and in Node 20+, so a Node built-in
+  // (or a browser-only shim) reaching the bundle fails the build.
+  platform: 'neutral',
+  mainFields: ['module', 'main'],
+  target: 'es2022',
+  sourcemap: true,
+  logLevel: 'warning',
+};
+
+// eventsource-parser is bundled into leasehold/client rather than listed as a
+// dependency: it is small (about 3 KB) with no dependencies of its own, the
+// SSE framing it parses is part of the feed's correctness, so the package
+// ships the exact version its tests ran against, and a package without
+// dependencies installs anywhere (air-gapped, or copied as a folder). Its MIT
+// notice travels in THIRD-PARTY-NOTICES.md; its types never appear in ours
+// (checked below).
+await build({ ...common, entryPoints: [join(clientDir, 'index.ts')], outfile: join(out, 'client', 'index.js') });
+
+/**
+ * lib/react reaches the client only through its index, which becomes the
+ * external `leasehold/client`: an app then holds one copy of the client, and
+ * `instanceof LeaseholdError` holds across both entry points.
+ */
+const clientAsPackage = {
+  name: 'client-as-package',
+  setup(b) {
+    b.onResolve({ filter: /^\.\.?\// }, (args) => {
+      const target = resolve(args.resolveDir, args.path);
+      if (target === clientDir || target === join(clientDir, 'index') || target === join(clientDir, 'index.ts')) {
+        return { path: 'leasehold/client', external: true };
+      }
+      if (!target.startsWith(reactDir + sep)) {
+        return { errors: [{ text: `lib/react may import only react and '../client' (the client's index), not '${args.path}'` }] };
+      }
+      return undefined;
+    });
+  },
+};
+
+await build({
+  ...common,
+  entryPoints: [join(reactDir, 'index.ts')],
+  outfile: join(out, 'react', 'index.js'),
+  jsx: 'automatic',
+  external: ['react', 'react/*', 'react-dom', 'react-dom/*'],
+  plugins: [clientAsPackage],
+  // Bundling drops module directives; the entry keeps one, so a React Server
+  // Components app (Next.js App Router) may import the widget from a server page.
+  banner: { js: "'use client';" },
+});
+
+copyFileSync(join(reactDir, 'widget.css'), join(out, 'widget.css'));
+
+const tsc = spawnSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(root, 'tsconfig.sdk.json')], {
+  cwd: root,
+  stdio: 'inherit',
+});
+if (tsc.status !== 0) {
+  console.error('build-sdk: tsc failed to emit the declarations');
+  process.exit(1);
+}
+fixDeclarationSpecifiers(join(out, 'types'));
+
+const notice = readFileSync(join(root, 'node_modules', 'eventsource-parser', 'LICENSE'), 'utf8');
+const parserVersion = JSON.parse(readFileSync(join(root, 'node_modules', 'eventsource-parser', 'package.json'), 'utf8')).version;
+writeFileSync(
+  join(out, 'THIRD-PARTY-NOTICES.md'),
+  `# Third-party notices\n\n\`leasehold/client\` bundles eventsource-parser ${parserVersion} (https://github.com/rexxars/eventsource-parser):\n\n\`\`\`\n${notice.trim()}\n\`\`\`\n`,
+);
+
+const pkg = {
+  name: 'leasehold',
+  version: rootPkg.version,
+  description: 'Leasehold SDK: the TypeScript client for fenced, time-bounded leases, and a React hook and live inventory widget.',
+  // Installable (a folder, a tarball from `npm pack`), not publishable by
+  // accident: publishing is a release decision (which registry, which scope).
+  private: true,
+  type: 'module',
+  engines: rootPkg.engines,
+  sideEffects: ['*.css'],
+  exports: {
+    './client': { types: './types/client/index.d.ts', default: './client/index.js' },
+    './react': { types: './types/react/index.d.ts', default: './react/index.js' },
+    './widget.css': './widget.css',
+    './package.json': './package.json',
+  },
+  // Optional: a Node worker that imports only leasehold/client needs no React.
+  peerDependencies: { react: '>=18' },
+  peerDependenciesMeta: { react: { optional: true } },
+};
+writeFileSync(join(out, 'package.json'), `${JSON.stringify(pkg, null, 2)}\n`);
+
+console.log(`build-sdk: ${relative(root, out)} (leasehold ${pkg.version}) in ${Date.now() - started} ms`);
+
+/**
+ * tsc keeps the sources' extensionless relative specifiers ('./client',
+ * '../client'), which Node16/NodeNext resolution cannot follow inside an ES
+ * module package. Give each its file: './x' → './x.js' or './x/index.js'.
+ * Also refuse a declaration that names a package the SDK does not list.
+ */
+function fixDeclarationSpecifiers(dir) {
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const file = join(dir, entry.name);
+    if (entry.isDirectory()) {
+      fixDeclarationSpecifiers(file);
+      continue;
+    }
+    if (!entry.name.endsWith('.d.ts')) continue;
+    const text = readFileSync(file, 'utf8');
+    const fixed = text.replace(/(\bfrom\s+|\bimport\s*\(\s*)(['"])([^'"]+)\2/g, (match, lead, quote, spec) => {
+      if (!spec.startsWith('.')) {
+        if (spec !== 'react' && !spec.startsWith('react/')) throw new Error(`build-sdk: ${relative(root, file)} refers to '${spec}', which the package does not provide`);
+        return match;
+      }
+      const base = resolve(dirname(file), spec);
+      if (existsSync(`${base}.d.ts`)) return `${lead}${quote}${spec}.js${quote}`;
+      if (existsSync(join(base, 'index.d.ts'))) return `${lead}${quote}${spec}/index.js${quote}`;
+      throw new Error(`build-sdk: cannot resolve '${spec}' in ${relative(root, file)}`);
+    });
+    if (fixed !== text) writeFileSync(file, fixed);
+  }
+}
