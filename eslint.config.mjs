@@ -1,6 +1,7 @@
 // Lint enforces the house's import boundaries (STYLE.md "The shape of the
 // house"): imports point one way, and the engine and store stay free of
 // Next.js, React and HTTP. Style is left to the type checker and review.
+import { builtinModules } from 'node:module';
 import tseslint from 'typescript-eslint';
 
 const framework = [
@@ -9,6 +10,13 @@ const framework = [
   { name: 'node:http', message: 'HTTP belongs in server/http.' },
   { name: 'http', message: 'HTTP belongs in server/http.' },
 ];
+
+const libBoundary = {
+  group: ['**/server/*', '@/server/*', '**/app/*', '@/app/*', '**/components/*', '@/components/*'],
+  message: 'lib/ is shared, pure code: it never imports server/, app/ or components/.',
+};
+
+const nodeOnly = 'The SDK is browser-safe: no Node built-ins in lib/client or lib/react (tests excepted).';
 
 export default tseslint.config(
   { ignores: ['node_modules/**', '.next/**', 'dist/**', 'test-results/**', 'playwright-report/**', 'next-env.d.ts'] },
@@ -52,9 +60,40 @@ export default tseslint.config(
   {
     files: ['lib/**/*.ts', 'lib/**/*.tsx'],
     rules: {
+      'no-restricted-imports': ['error', { patterns: [libBoundary] }],
+    },
+  },
+  {
+    // The SDK runs in browsers (SDK.md): no Node built-ins outside its tests.
+    // This entry replaces the one above for these files, so it repeats libBoundary.
+    files: ['lib/client/**/*.ts', 'lib/react/**/*.ts', 'lib/react/**/*.tsx'],
+    ignores: ['**/*.test.ts', '**/*.test.tsx'],
+    rules: {
       'no-restricted-imports': [
         'error',
-        { patterns: [{ group: ['**/server/*', '@/server/*', '**/app/*', '@/app/*', '**/components/*', '@/components/*'], message: 'lib/ is shared, pure code: it never imports server/, app/ or components/.' }] },
+        {
+          paths: builtinModules.map((name) => ({ name, message: nodeOnly })),
+          patterns: [libBoundary, { group: ['node:*'], message: nodeOnly }],
+        },
+      ],
+    },
+  },
+  {
+    // lib/react reaches the client through its index only: the package maps
+    // '../client' to `leasehold/client` (scripts/build-sdk.mjs), one copy for both.
+    files: ['lib/react/**/*.ts', 'lib/react/**/*.tsx'],
+    ignores: ['**/*.test.ts', '**/*.test.tsx'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: builtinModules.map((name) => ({ name, message: nodeOnly })),
+          patterns: [
+            libBoundary,
+            { group: ['node:*'], message: nodeOnly },
+            { group: ['../client/*', '../*', '!../client'], message: 'lib/react imports only react and ../client (the client\'s index).' },
+          ],
+        },
       ],
     },
   },
