@@ -22,6 +22,11 @@ export type LeaseState = 'held' | 'released' | 'lost';
 export const RENEW_FRACTION = 1 / 3;
 export const RENEW_JITTER = 0.2;
 
+/** A renewal or keepalive attempt gives up after a third of the TTL (at least 500 ms): a hung connection must not outlast the lease. */
+export function attemptTimeoutMs(ttlMs: number, clientTimeoutMs: number): number {
+  return Math.min(clientTimeoutMs, Math.max(500, ttlMs * RENEW_FRACTION));
+}
+
 /** What a handle needs of its session (internal). */
 export interface HandleHost {
   readonly transport: Transport;
@@ -186,6 +191,7 @@ export class LeaseHandle {
         body,
         retry: 'idempotent',
         signal: this.#controller.signal,
+        timeoutMs: attemptTimeoutMs(this.#lease.ttl_ms, this.#host.transport.timeoutMs),
       });
       if (this.#state === 'held') {
         this.#lease = Object.freeze({ ...answer.data.lease });

@@ -50,7 +50,11 @@ export interface ObservedChange {
 
 export interface InventorySnapshot {
   readonly state: ObserverState;
-  /** The view, ordered by route (byte order). */
+  /**
+   * The view, ordered by route (byte order), sorted on first read: read it
+   * from the latest snapshot (as React does), since a snapshot read only
+   * after later changes shows the view as of that read.
+   */
   readonly items: readonly LeaseView[];
   readonly error: LeaseholdError | undefined;
   /** Grows with every change of state or view. */
@@ -247,11 +251,22 @@ export class InventoryObserver {
     return () => this.#storeListeners.delete(listener);
   }
 
-  /** An immutable snapshot, the same object until the next change. */
+  /** A frozen snapshot, the same object until the next change; cheap to take. */
   getSnapshot(): InventorySnapshot {
     if (this.#snapshot?.version !== this.#version) {
-      const items = [...this.#view.values()].sort((a, b) => compareRoutes(a.route, b.route));
-      this.#snapshot = Object.freeze({ state: this.#state, items: Object.freeze(items), error: this.#error, version: this.#version });
+      // Cheap to take (React takes one per notification); the sorted items
+      // are computed once, when a render first reads them.
+      const view = this.#view;
+      let items: readonly LeaseView[] | undefined;
+      this.#snapshot = Object.freeze({
+        state: this.#state,
+        error: this.#error,
+        version: this.#version,
+        get items(): readonly LeaseView[] {
+          items ??= Object.freeze([...view.values()].sort((a, b) => compareRoutes(a.route, b.route)));
+          return items;
+        },
+      });
     }
     return this.#snapshot;
   }

@@ -7,7 +7,7 @@
 
 import { LeaseholdError, closedError, isLeaseholdError } from './errors';
 import { installAsyncDispose } from './disposable';
-import { LeaseHandle, RENEW_FRACTION, RENEW_JITTER, type HandleHost } from './lease-handle';
+import { attemptTimeoutMs, LeaseHandle, RENEW_FRACTION, RENEW_JITTER, type HandleHost } from './lease-handle';
 import { leasePath } from './paths';
 import { backoffMs, jitter, newRequestId, type TimerHandle } from './runtime';
 import type { Transport } from './transport';
@@ -129,6 +129,7 @@ export class Session extends EventTarget {
         body: { session_id: this.#id },
         retry: 'safe',
         signal: this.#controller.signal,
+        timeoutMs: attemptTimeoutMs(this.ttlMs, this.#transport.timeoutMs),
       });
       if (this.#state !== 'open') return;
       this.#view = answer.data.session;

@@ -41,6 +41,8 @@ export interface CallOptions {
   query?: Record<string, string | number | boolean | readonly string[] | undefined>;
   retry: RetryMode;
   signal?: AbortSignal;
+  /** Per-attempt deadline instead of the client's (a renewal must not wait longer than it has). */
+  timeoutMs?: number;
   /** Extra time the server may legitimately hold the call (a waiting acquire). */
   extraTimeoutMs?: number;
 }
@@ -156,7 +158,7 @@ export class Transport {
     const timer = this.clock.setTimeout(() => {
       timedOut = true;
       deadline.abort();
-    }, this.timeoutMs + (opts.extraTimeoutMs ?? 0));
+    }, (opts.timeoutMs ?? this.timeoutMs) + (opts.extraTimeoutMs ?? 0));
     const onAbort = (): void => deadline.abort(opts.signal?.reason);
     opts.signal?.addEventListener('abort', onAbort, { once: true });
     try {
