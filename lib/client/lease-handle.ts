@@ -12,7 +12,7 @@
 import { LeaseholdError, closedError, isLeaseholdError } from './errors';
 import { installAsyncDispose } from './disposable';
 import { leasePath } from './paths';
-import { backoffMs, jitter, newRequestId, type TimerHandle } from './runtime';
+import { backoffMs, jitter, newRequestId, Timer } from './runtime';
 import type { Transport } from './transport';
 import type { Checkpoint, CheckpointWritten, HeldLease } from './types';
 
@@ -49,8 +49,8 @@ export class LeaseHandle {
   #lease: HeldLease;
   #deadline: number;
   #state: LeaseState = 'held';
-  #renewTimer: TimerHandle | undefined;
-  #deadlineTimer: TimerHandle | undefined;
+  readonly #renewTimer: Timer;
+  readonly #deadlineTimer: Timer;
   #renewing: Promise<HeldLease> | undefined;
   #failures = 0;
 
@@ -63,6 +63,8 @@ export class LeaseHandle {
     this.fencingToken = lease.fencing_token;
     this.queued = queued;
     this.#deadline = sentAt + lease.remaining_ms;
+    this.#renewTimer = new Timer(host.transport.clock);
+    this.#deadlineTimer = new Timer(host.transport.clock);
     this.#armDeadline();
     this.#scheduleRenew(false);
   }
@@ -211,9 +213,7 @@ export class LeaseHandle {
     const now = clock.now();
     const normal = jitter(this.#lease.ttl_ms * RENEW_FRACTION, RENEW_JITTER, random);
     const delay = afterFailure ? Math.min(backoffMs(this.#failures, retry.baseDelayMs * 2, 1000, random), Math.max(0, (this.#deadline - now) / 2)) : Math.min(normal, Math.max(0, (this.#deadline - now) / 2));
-    if (this.#renewTimer !== undefined) clock.clearTimeout(this.#renewTimer);
-    this.#renewTimer = clock.setTimeout(() => {
-      this.#renewTimer = undefined;
+    this.#renewTimer.set(() => {
       this.renew().then(
         () => {
           this.#failures = 0;
@@ -230,19 +230,14 @@ export class LeaseHandle {
   }
 
   #armDeadline(): void {
-    const { clock } = this.#host.transport;
-    if (this.#deadlineTimer !== undefined) clock.clearTimeout(this.#deadlineTimer);
-    this.#deadlineTimer = clock.setTimeout(() => {
+    this.#deadlineTimer.set(() => {
       this.#lose(new LeaseholdError({ code: 'lease_lost', message: 'no renewal succeeded before the lease expired' }));
-    }, Math.max(0, this.#deadline - clock.now()));
+    }, this.#deadline - this.#host.transport.clock.now());
   }
 
   #stopTimers(): void {
-    const { clock } = this.#host.transport;
-    if (this.#renewTimer !== undefined) clock.clearTimeout(this.#renewTimer);
-    if (this.#deadlineTimer !== undefined) clock.clearTimeout(this.#deadlineTimer);
-    this.#renewTimer = undefined;
-    this.#deadlineTimer = undefined;
+    this.#renewTimer.clear();
+    this.#deadlineTimer.clear();
   }
 
   #lose(reason: LeaseholdError): void {

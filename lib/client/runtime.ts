@@ -63,3 +63,26 @@ export function newRequestId(): string {
   for (const b of bytes) s += ALPHABET[b & 63];
   return s;
 }
+
+/** One pending timeout on a clock: setting it again replaces it. */
+export class Timer {
+  readonly #clock: Clock;
+  #handle: TimerHandle | undefined;
+
+  constructor(clock: Clock) {
+    this.#clock = clock;
+  }
+
+  set(fn: () => void, ms: number): void {
+    this.clear();
+    this.#handle = this.#clock.setTimeout(() => {
+      this.#handle = undefined;
+      fn();
+    }, Math.max(0, ms));
+  }
+
+  clear(): void {
+    if (this.#handle !== undefined) this.#clock.clearTimeout(this.#handle);
+    this.#handle = undefined;
+  }
+}

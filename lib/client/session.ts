@@ -9,7 +9,7 @@ import { LeaseholdError, closedError, isLeaseholdError } from './errors';
 import { installAsyncDispose } from './disposable';
 import { attemptTimeoutMs, LeaseHandle, RENEW_FRACTION, RENEW_JITTER, type HandleHost } from './lease-handle';
 import { leasePath } from './paths';
-import { backoffMs, jitter, newRequestId, type TimerHandle } from './runtime';
+import { backoffMs, jitter, newRequestId, Timer } from './runtime';
 import type { Transport } from './transport';
 import type { HeldLease, Metadata, SessionView } from './types';
 
@@ -46,8 +46,8 @@ export class Session extends EventTarget {
   #view: SessionView;
   #deadline: number;
   #state: SessionState = 'open';
-  #keepaliveTimer: TimerHandle | undefined;
-  #deadlineTimer: TimerHandle | undefined;
+  readonly #keepaliveTimer: Timer;
+  readonly #deadlineTimer: Timer;
   #failures = 0;
 
   /** @internal Made by `LeaseholdClient.openSession`. */
@@ -60,6 +60,8 @@ export class Session extends EventTarget {
     this.ttlMs = view.ttl_ms;
     this.holderIncarnation = view.holder_incarnation;
     this.#deadline = sentAt + view.ttl_ms;
+    this.#keepaliveTimer = new Timer(transport.clock);
+    this.#deadlineTimer = new Timer(transport.clock);
     const handles = this.#handles;
     this.#host = {
       transport,
@@ -188,8 +190,7 @@ export class Session extends EventTarget {
     const delay = afterFailure
       ? Math.min(backoffMs(this.#failures, retry.baseDelayMs * 2, 1000, random), room)
       : Math.min(jitter(this.ttlMs * RENEW_FRACTION, RENEW_JITTER, random), room);
-    this.#keepaliveTimer = clock.setTimeout(() => {
-      this.#keepaliveTimer = undefined;
+    this.#keepaliveTimer.set(() => {
       this.keepAlive().then(
         () => {
           this.#failures = 0;
@@ -204,19 +205,14 @@ export class Session extends EventTarget {
   }
 
   #armDeadline(): void {
-    const { clock } = this.#transport;
-    if (this.#deadlineTimer !== undefined) clock.clearTimeout(this.#deadlineTimer);
-    this.#deadlineTimer = clock.setTimeout(() => {
+    this.#deadlineTimer.set(() => {
       this.#lose(new LeaseholdError({ code: 'session_not_found', message: 'no keepalive succeeded before the session expired' }));
-    }, Math.max(0, this.#deadline - clock.now()));
+    }, this.#deadline - this.#transport.clock.now());
   }
 
   #stopTimers(): void {
-    const { clock } = this.#transport;
-    if (this.#keepaliveTimer !== undefined) clock.clearTimeout(this.#keepaliveTimer);
-    if (this.#deadlineTimer !== undefined) clock.clearTimeout(this.#deadlineTimer);
-    this.#keepaliveTimer = undefined;
-    this.#deadlineTimer = undefined;
+    this.#keepaliveTimer.clear();
+    this.#deadlineTimer.clear();
   }
 
   #endHandles(how: 'released' | LeaseholdError): void {

@@ -142,11 +142,4 @@ export interface Health {
 }
 
 /** Change kinds of the feed (CONTRACT.md §8). */
-export type ChangeKind =
-  | 'acquired'
-  | 'released'
-  | 'expired'
-  | 'session_closed'
-  | 'force_released'
-  | 'revoked'
-  | 'rolled_back';
+export type { ChangeKind } from '../change-kinds';

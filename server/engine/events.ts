@@ -4,16 +4,10 @@
  * the atomic step that made them has committed, in revision order.
  */
 
+import type { ChangeKind } from '@/lib/change-kinds';
 import type { LeaseView } from './views';
 
-export type ChangeKind =
-  | 'acquired'
-  | 'released'
-  | 'expired'
-  | 'session_closed'
-  | 'force_released'
-  | 'revoked'
-  | 'rolled_back';
+export type { ChangeKind };
 
 /** A change of the held set of one route. */
 export interface LeaseChange {
