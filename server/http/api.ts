@@ -155,8 +155,8 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 const NO_PRINCIPAL: Principal = { tokenId: '', name: '', family: '', grants: [], root: false, kind: 'api', expiresAt: null };
 
-/** What dispatch learns about a request, for its outcome (only when metrics are on). */
-type Trace = Omit<RequestOutcome, 'seconds' | 'ok' | 'code'> & { code: string | undefined };
+/** What dispatch learns about a request, for its outcome (only when metrics are on); `code` stays '' until it is answered. */
+type Trace = RequestOutcome;
 
 /** Build the `/api/*` request handler over an engine. */
 export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
@@ -408,18 +408,21 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
   function measuredApi(collector: MetricsCollector, req: IncomingMessage, res: ServerResponse): void {
     const cid = correlationId();
     const t0 = performance.now();
-    const trace: Trace = { operation: '', family: undefined, code: undefined, replayed: false, queued: false, cursor: false };
+    const trace: Trace = { operation: '', family: undefined, code: '', ok: false, replayed: false, queued: false, cursor: false, seconds: 0 };
     let reported = false;
     const report = (code: string, ok: boolean) => {
       if (reported || trace.operation === '') return;
       reported = true;
-      collector.observe({ ...trace, code, ok, seconds: (performance.now() - t0) / 1000 });
+      trace.code = code;
+      trace.ok = ok;
+      trace.seconds = (performance.now() - t0) / 1000;
+      collector.observe(trace);
     };
     res.once('close', () => {
-      if (!res.writableFinished && trace.code === undefined) report('client_closed', false);
+      if (!res.writableFinished && trace.code === '') report('client_closed', false);
     });
     dispatch(req, res, cid, trace).then(
-      () => report(trace.code ?? 'ok', true),
+      () => report(trace.code || 'ok', true),
       (e: unknown) => {
         fail500(req, res, cid, e);
         report(e instanceof LeaseholdError ? e.code : 'internal_error', false);

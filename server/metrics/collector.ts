@@ -170,7 +170,7 @@ export class MetricsCollector {
     return this.summary.read(family, windowS);
   }
 
-  /** One answered request, from the API wrapper. */
+  /** One answered request, from the API wrapper (read at once, never kept). */
   observe(o: RequestOutcome): void {
     let h = this.byOperation.get(o.operation);
     if (!h) this.byOperation.set(o.operation, (h = this.duration.labels(o.operation)));
