@@ -5,6 +5,10 @@
  * that a drift in the machine's speed weighs on both alike, then prints every
  * run and both medians with their difference. Target: medians within 5 %.
  *
+ * bench.ts measures how busy the machine was just before it starts; a run
+ * that began on a busy machine (over 10 % of all cores, someone else's work)
+ * is run again, at most twice, and every attempt is printed.
+ *
  * Knobs: BENCH_METRICS_RUNS (5 per mode), and bench.ts's own
  * (BENCH_DURATION_S, BENCH_WARMUP_S; BENCH_LIST_LEASES defaults to 10,000
  * here, not 100,000, so that ten runs take minutes: the LIST figures are
@@ -82,7 +86,20 @@ function main(): void {
   if (build.status !== 0) throw new Error('npm run build:server failed');
   const order: Mode[] = [];
   for (let i = 0; order.length < 2 * RUNS; i++) order.push(...((i % 2 === 0 ? ['on', 'off'] : ['off', 'on']) as Mode[]));
-  const runs = order.map((mode, i) => runOnce(mode, i + 1));
+  const attempts: Figures[] = [];
+  const runs = order.map((mode, i) => {
+    let f = runOnce(mode, i + 1);
+    for (let retry = 0; f.busy > 0.1 && retry < 2; retry++) {
+      attempts.push(f);
+      console.log(`the machine was ${Math.round(f.busy * 100)} % busy before that run: running it again`);
+      f = runOnce(mode, i + 1);
+    }
+    return f;
+  });
+  if (attempts.length > 0) {
+    console.log('\nattempts set aside (the machine was busy when they began):');
+    for (const a of attempts) console.log(JSON.stringify(a));
+  }
 
   const keys: Array<[keyof Figures, string, 'higher' | 'lower']> = [
     ['c64', 'cycles/s at 64 workers', 'higher'],
@@ -107,7 +124,7 @@ function main(): void {
   });
   const head = summary[0]!;
   console.log(`\ntarget: medians of ${head.label} within 5 % → ${Math.abs(head.diff_pct) < 5 ? 'met' : 'NOT met'} (${head.diff_pct} %)`);
-  writeFileSync(join(ROOT, 'bench-metrics-results.json'), `${JSON.stringify({ date: new Date().toISOString(), runs, summary }, null, 2)}\n`);
+  writeFileSync(join(ROOT, 'bench-metrics-results.json'), `${JSON.stringify({ date: new Date().toISOString(), runs, set_aside: attempts, summary }, null, 2)}\n`);
   console.log('raw results: bench-metrics-results.json');
 }
 
