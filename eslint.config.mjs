@@ -38,7 +38,7 @@ export default tseslint.config(
           paths: framework,
           patterns: [
             { group: ['next/*', 'react-dom', 'react-dom/*'], message: 'The engine and store are free of Next.js and React.' },
-            { group: ['**/http/*', '@/server/http/*', '**/app/*', '@/app/*', '**/components/*', '@/components/*'], message: 'Imports point one way: http → engine → store.' },
+            { group: ['**/http/*', '@/server/http/*', '**/metrics/*', '@/server/metrics/*', '**/app/*', '@/app/*', '**/components/*', '@/components/*'], message: 'Imports point one way: http → metrics → engine → store.' },
           ],
         },
       ],
@@ -53,6 +53,24 @@ export default tseslint.config(
         {
           paths: framework,
           patterns: [{ group: ['**/engine/*', '**/http/*', '@/server/engine/*', '@/server/http/*', 'next/*'], message: 'The store sits below the engine.' }],
+        },
+      ],
+    },
+  },
+  {
+    // Metrics subscribe to the engine's events and take the request wrapper's
+    // outcomes; they never see HTTP, the store or the console.
+    files: ['server/metrics/**/*.ts'],
+    ignores: ['**/*.test.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: framework,
+          patterns: [
+            { group: ['next/*', 'react-dom', 'react-dom/*'], message: 'Metrics are free of Next.js and React.' },
+            { group: ['**/http/*', '@/server/http/*', '**/store/*', '**/store/**', '@/server/store/*', '**/app/*', '@/app/*', '**/components/*', '@/components/*'], message: 'Imports point one way: http → metrics → engine.' },
+          ],
         },
       ],
     },

@@ -8,6 +8,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { LeaseEngine, type EngineOptions } from './engine/engine';
 import { createApiHandler } from './http/api';
+import { MetricsCollector, type CollectorOptions } from './metrics/collector';
 import { SqliteStore } from './store/sqlite/sqlite-store';
 import type { Store } from './store/types';
 
@@ -24,6 +25,11 @@ export interface AppServerOptions {
   /** Serves everything outside /api/. */
   fallback?: (req: IncomingMessage, res: ServerResponse) => void;
   log?: (line: string) => void;
+  /**
+   * Metrics (`LEASEHOLD_METRICS`, `LEASEHOLD_METRICS_PUBLIC`): on unless
+   * `enabled` is false; off, nothing subscribes and nothing is measured.
+   */
+  metrics?: { enabled?: boolean; public?: boolean } & CollectorOptions;
   /** Tests only: decorate the real store (to delay or fail its steps). */
   wrapStore?: (store: Store) => Store;
 }
@@ -34,6 +40,8 @@ export interface AppServer {
   store: Store;
   url: string;
   bootstrapToken: string | undefined;
+  /** The metrics collector, when metrics are on. */
+  metrics: MetricsCollector | undefined;
   /** Close the listener and every connection, then the engine and store. */
   close(): Promise<void>;
 }
@@ -44,7 +52,15 @@ export async function startAppServer(opts: AppServerOptions): Promise<AppServer>
   const store = opts.wrapStore ? opts.wrapStore(sqlite) : sqlite;
   const engine = new LeaseEngine(store, opts.engine);
   const { bootstrapToken } = await engine.start();
-  const api = createApiHandler(engine, { corsOrigins: opts.corsOrigins, publicOrigin: opts.publicOrigin, version: opts.version, log: opts.log });
+  const metrics = opts.metrics?.enabled === false ? undefined : new MetricsCollector(engine, opts.metrics);
+  await metrics?.start();
+  const api = createApiHandler(engine, {
+    corsOrigins: opts.corsOrigins,
+    publicOrigin: opts.publicOrigin,
+    version: opts.version,
+    log: opts.log,
+    metrics: metrics && { collector: metrics, public: opts.metrics?.public === true },
+  });
   const fallback =
     opts.fallback ??
     ((_req: IncomingMessage, res: ServerResponse) => {
@@ -75,6 +91,7 @@ export async function startAppServer(opts: AppServerOptions): Promise<AppServer>
     store,
     url: `http://${host}:${addr.port}`,
     bootstrapToken,
+    metrics,
     close() {
       // Stop accepting, answer waiting acquires, let in-flight answers finish
       // (for at most 3 s), then commit what is pending and close the store,
@@ -83,6 +100,7 @@ export async function startAppServer(opts: AppServerOptions): Promise<AppServer>
         const closed = new Promise<void>((r) => server.close(() => r()));
         server.closeIdleConnections();
         engine.drain();
+        metrics?.stop();
         if (inFlight > 0) {
           await new Promise<void>((r) => {
             idle = r;

@@ -57,6 +57,8 @@ for (const [name, value] of [
   ['LEASEHOLD_IDEMPOTENCY_TTL_S', '60'],
   ['LEASEHOLD_SYNC', 'sometimes'],
   ['LEASEHOLD_PUBLIC_ORIGIN', 'not a url'],
+  ['LEASEHOLD_METRICS', 'yes'],
+  ['LEASEHOLD_METRICS_PUBLIC', 'on'],
 ] as const) {
   test(`an invalid ${name} stops the server with a message naming it`, async () => {
     const r = await runServerToExit({ LEASEHOLD_DATA_DIR: dir(), [name]: value });
@@ -64,6 +66,19 @@ for (const [name, value] of [
     assert.match(r.output, new RegExp(`invalid ${name}`));
   });
 }
+
+test('LEASEHOLD_METRICS=off: /api/metrics is 404; LEASEHOLD_METRICS_PUBLIC=true: served without a token', async () => {
+  const off = await spawnServer({ LEASEHOLD_DATA_DIR: dir(), LEASEHOLD_METRICS: 'off' });
+  const r = await call(off.url, 'GET', '/api/metrics');
+  assert.deepEqual([r.status, r.body.code], [404, 'not_found']);
+  assert.match(off.output(), /metrics off/);
+  await stopServer(off.proc);
+  const pub = await spawnServer({ LEASEHOLD_DATA_DIR: dir(), LEASEHOLD_METRICS_PUBLIC: 'true' });
+  const p = await call(pub.url, 'GET', '/api/metrics');
+  assert.equal(p.status, 200);
+  assert.match(p.text, /^# HELP leasehold_/m);
+  await stopServer(pub.proc);
+});
 
 test('SIGTERM answers a waiting acquire, closes connections and exits 0; the next start sees every write', async () => {
   const d = dir();

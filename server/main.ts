@@ -46,6 +46,7 @@ async function main(): Promise<void> {
     corsOrigins: config.corsOrigins,
     publicOrigin: config.LEASEHOLD_PUBLIC_ORIGIN,
     version: VERSION,
+    metrics: { enabled: config.LEASEHOLD_METRICS === 'on', public: config.LEASEHOLD_METRICS_PUBLIC },
     engine: {
       limits: { idempotencyTtlMs: config.LEASEHOLD_IDEMPOTENCY_TTL_S * 1000 },
       bootstrapSecret: config.LEASEHOLD_BOOTSTRAP_TOKEN,
@@ -64,7 +65,7 @@ async function main(): Promise<void> {
     writeFileSync(file, `${app.bootstrapToken}\n`, { mode: 0o600 });
     console.log(`leasehold: bootstrap admin token (shown once, also in ${file}):\n\n  ${app.bootstrapToken}\n`);
   }
-  console.log(`leasehold: listening on ${app.url} (store: sqlite in ${config.LEASEHOLD_DATA_DIR}${fallback ? ', console on' : ', API only'})`);
+  console.log(`leasehold: listening on ${app.url} (store: sqlite in ${config.LEASEHOLD_DATA_DIR}${fallback ? ', console on' : ', API only'}, metrics ${config.LEASEHOLD_METRICS === 'on' ? (config.LEASEHOLD_METRICS_PUBLIC ? 'on (public)' : 'on') : 'off'})`);
 
   const shutdown = (signal: string) => {
     console.log(`leasehold: ${signal}, shutting down`);

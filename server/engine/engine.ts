@@ -627,6 +627,22 @@ export class LeaseEngine {
     return this.feed.open(owner, selectors, renewals, sink, revision);
   }
 
+  // ---- metrics --------------------------------------------------------------
+
+  /**
+   * Publish a `census` event: every family's held leases and live sessions,
+   * read in one step and published in order with every other step's events
+   * (a step's events follow its commit, steps commit in order), so a
+   * subscriber that starts from these counts and applies every later change
+   * and session event has exact figures. Throws `backend_unavailable` if the
+   * store cannot answer.
+   */
+  async census(): Promise<void> {
+    await this.run(async (step) => {
+      step.events.push({ type: 'census', families: await step.tx.familyCounts() });
+    });
+  }
+
   // ---- health ---------------------------------------------------------------
 
   /** Is the store answering? Never throws. */

@@ -44,7 +44,29 @@ export interface SessionEvent {
 /** A credential ended: the feed closes the streams it opened. */
 export type CredentialEvent = { type: 'token_revoked'; tokenId: string } | { type: 'logged_out'; loginHash: string };
 
-export type EngineEvent = LeaseChange | LeaseRenewed | SessionEvent | CredentialEvent;
+/**
+ * One LIST page was read (CONTRACT.md §7): how many stored routes it examined
+ * and how many items it returned. For metrics; the feed ignores it.
+ */
+export interface ListedEvent {
+  type: 'listed';
+  family: string;
+  examined: number;
+  returned: number;
+}
+
+/**
+ * Every family's held leases and live sessions as the store holds them,
+ * published in order with the changes (`LeaseEngine.census`): a subscriber
+ * that takes these counts and then applies every later change and session
+ * event keeps exact gauges, across restarts.
+ */
+export interface CensusEvent {
+  type: 'census';
+  families: ReadonlyArray<{ family: string; leases: number; sessions: number }>;
+}
+
+export type EngineEvent = LeaseChange | LeaseRenewed | SessionEvent | CredentialEvent | ListedEvent | CensusEvent;
 
 export type Listener = (event: EngineEvent) => void;
 

@@ -147,6 +147,8 @@ export class FeedHub {
   /** The latest revision published per family. */
   private readonly published = new Map<string, number>();
   private readonly counts = { exact: 0, wildcard: 0, renewals: 0, notifications: 0, dropped: 0, overflows: 0 };
+  /** Notifications and drops per family (for per-family metrics), since start. */
+  private readonly familyCounts = new Map<string, { notifications: number; dropped: number }>();
   private timer: ReturnType<typeof setInterval> | undefined;
   private checking = false;
   private unsubscribe: (() => void) | undefined;
@@ -168,6 +170,18 @@ export class FeedHub {
   stats(): FeedStats {
     const { exact, wildcard, renewals, notifications, dropped, overflows } = this.counts;
     return { streams: this.streams.size, exact, wildcard, renewals, notifications, dropped, overflows };
+  }
+
+  /** One family's notifications and drops since start (zeros for a family never seen). */
+  familyStats(family: string): { notifications: number; dropped: number } {
+    const c = this.familyCounts.get(family);
+    return { notifications: c?.notifications ?? 0, dropped: c?.dropped ?? 0 };
+  }
+
+  private familyCount(family: string): { notifications: number; dropped: number } {
+    let c = this.familyCounts.get(family);
+    if (!c) this.familyCounts.set(family, (c = { notifications: 0, dropped: 0 }));
+    return c;
   }
 
   /**
@@ -349,14 +363,20 @@ export class FeedHub {
   private close(s: Stream, reason: ClosedReason): void {
     if (!s.open) return;
     this.remove(s);
-    this.counts.dropped += s.sink.end(frame('closed', { reason }));
+    this.noteDropped(s, s.sink.end(frame('closed', { reason })));
   }
 
   private overflow(s: Stream, reason: OverflowReason): void {
     if (!s.open) return;
     this.remove(s);
     this.counts.overflows++;
-    this.counts.dropped += s.sink.end(frame('overflow', { reason }));
+    this.noteDropped(s, s.sink.end(frame('overflow', { reason })));
+  }
+
+  private noteDropped(s: Stream, n: number): void {
+    if (n === 0) return;
+    this.counts.dropped += n;
+    this.familyCount(s.owner.family).dropped += n;
   }
 
   private closeWhere(pred: (o: StreamOwner) => boolean, reason: ClosedReason): void {
@@ -396,10 +416,9 @@ export class FeedHub {
     const text = json(e);
     const event = e.type === 'change' ? 'change' : 'renewed';
     const id = e.type === 'change' ? e.revision : undefined;
-    for (const reg of matched) {
-      this.counts.notifications++;
-      this.deliver(reg.stream, { event, id, subscriptionId: reg.id, json: text });
-    }
+    this.counts.notifications += matched.length;
+    this.familyCount(e.family).notifications += matched.length;
+    for (const reg of matched) this.deliver(reg.stream, { event, id, subscriptionId: reg.id, json: text });
   }
 }
 

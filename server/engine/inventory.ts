@@ -56,6 +56,7 @@ export async function listStep(
     incarnation: q.incarnation,
   });
   const page = scan.rows.slice(0, q.limit);
+  step.events.push({ type: 'listed', family, examined: scan.examined, returned: page.length });
   let next: string | null = null;
   if (scan.rows.length > q.limit) next = page[page.length - 1]!.route;
   else if (!scan.exhausted && scan.lastExamined !== null) next = scan.lastExamined;

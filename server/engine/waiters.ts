@@ -38,15 +38,24 @@ function key(family: string, route: string): string {
 export class WaiterQueues {
   private readonly queues = new Map<string, Waiter[]>();
   private total = 0;
+  /** Waiters queued per family (families with none are left out). */
+  private readonly perFamily = new Map<string, number>();
+
+  private adjust(family: string, by: number): void {
+    this.total += by;
+    const n = (this.perFamily.get(family) ?? 0) + by;
+    if (n > 0) this.perFamily.set(family, n);
+    else this.perFamily.delete(family);
+  }
 
   /** Number of waiters queued for a route. */
   count(family: string, route: string): number {
     return this.queues.get(key(family, route))?.length ?? 0;
   }
 
-  /** Number of waiters queued in all. */
-  size(): number {
-    return this.total;
+  /** Number of waiters queued in all, or in one family. */
+  size(family?: string): number {
+    return family === undefined ? this.total : (this.perFamily.get(family) ?? 0);
   }
 
   /** Is this session already waiting for this route? */
@@ -64,7 +73,7 @@ export class WaiterQueues {
     let q = this.queues.get(k);
     if (!q) this.queues.set(k, (q = []));
     q.push(w);
-    this.total++;
+    this.adjust(w.family, 1);
   }
 
   /** Take the head waiter off the queue (state → claimed). */
@@ -74,7 +83,7 @@ export class WaiterQueues {
     const w = q?.shift();
     if (!w) return undefined;
     if (q!.length === 0) this.queues.delete(k);
-    this.total--;
+    this.adjust(family, -1);
     w.state = 'claimed';
     return w;
   }
@@ -87,7 +96,7 @@ export class WaiterQueues {
     let q = this.queues.get(k);
     if (!q) this.queues.set(k, (q = []));
     q.unshift(w);
-    this.total++;
+    this.adjust(w.family, 1);
   }
 
   /** Remove a waiting waiter (deadline, disconnect, failed step). Returns false if it was not waiting. */
@@ -99,7 +108,7 @@ export class WaiterQueues {
     if (i < 0) return false;
     q!.splice(i, 1);
     if (q!.length === 0) this.queues.delete(k);
-    this.total--;
+    this.adjust(w.family, -1);
     w.state = 'done';
     return true;
   }

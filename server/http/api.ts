@@ -21,6 +21,7 @@ import { SseSink } from './sse';
 import { authorize } from '../engine/tokens';
 import type { Principal } from '../engine/tokens';
 import type { Caller } from '../engine/audit';
+import type { MetricsCollector, RequestOutcome } from '../metrics/collector';
 
 export interface ApiOptions {
   /** Origins allowed to call with a bearer token from a browser (CORS, never with credentials). */
@@ -30,6 +31,12 @@ export interface ApiOptions {
   publicOrigin?: string;
   /** Where unexpected errors are logged (with their correlation id). */
   log?: (line: string) => void;
+  /**
+   * Metrics on: `GET /api/metrics` and the summary route are served, and every
+   * answered request is reported to the collector. Off (absent): both are
+   * unknown paths and nothing is measured.
+   */
+  metrics?: { collector: MetricsCollector; public: boolean };
 }
 
 interface Compiled {
@@ -37,11 +44,13 @@ interface Compiled {
   segments: string[];
 }
 
-const COMPILED: Compiled[] = ROUTES.map((def) => ({ def, segments: def.path.split('/') }));
+function compile(withMetrics: boolean): Compiled[] {
+  return ROUTES.filter((def) => withMetrics || !def.metrics).map((def) => ({ def, segments: def.path.split('/') }));
+}
 
-function matchPath(segments: string[]): Array<{ def: RouteDef; params: Record<string, string> }> {
+function matchPath(compiled: readonly Compiled[], segments: string[]): Array<{ def: RouteDef; params: Record<string, string> }> {
   const out: Array<{ def: RouteDef; params: Record<string, string> }> = [];
-  for (const c of COMPILED) {
+  for (const c of compiled) {
     if (c.segments.length !== segments.length) continue;
     const params: Record<string, string> = {};
     let ok = true;
@@ -146,11 +155,16 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 const NO_PRINCIPAL: Principal = { tokenId: '', name: '', family: '', grants: [], root: false, kind: 'api', expiresAt: null };
 
+/** What dispatch learns about a request, for its outcome (only when metrics are on); `code` stays '' until it is answered. */
+type Trace = RequestOutcome;
+
 /** Build the `/api/*` request handler over an engine. */
 export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
   const cors = new Set(opts.corsOrigins ?? []);
   const log = opts.log ?? ((l: string) => console.error(l));
   const version = opts.version ?? '0.0.0';
+  const metrics = opts.metrics;
+  const compiled = compile(metrics !== undefined);
 
   /** CORS answer headers for an allowed origin (bearer tokens only: never with credentials). */
   function corsHeaders(req: IncomingMessage): Record<string, string> {
@@ -187,14 +201,54 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
     send(req, res, 500, errorBody('internal_error', 'internal error', cid, false), cid);
   }
 
-  async function dispatch(req: IncomingMessage, res: ServerResponse, cid: string): Promise<void> {
+  /** The principal of a bearer token, else of the console's login cookie, else `invalid_credential`. */
+  async function authenticate(token: string | undefined, loginCookie: string | undefined): Promise<Principal> {
+    if (token !== undefined) return engine.tokens.authenticate(token);
+    if (loginCookie !== undefined) return engine.tokens.authenticateLogin(loginCookie);
+    fail('invalid_credential', 'a bearer token or a console login is required');
+  }
+
+  /** `GET /api/metrics`: the Prometheus text, for a root token (or anyone when public). */
+  async function serveMetrics(req: IncomingMessage, res: ServerResponse, cid: string, trace: Trace | undefined): Promise<void> {
+    if (!metrics) fail('not_found', 'no such API path');
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      throw Object.assign(new LeaseholdError('method_not_allowed', 'this path takes GET, HEAD'), { allow: 'GET, HEAD' });
+    }
+    if (!metrics.public) {
+      const principal = await authenticate(bearer(req), readCookie(req, LOGIN_COOKIE));
+      if (trace) trace.family = principal.family;
+      if (!principal.root) {
+        engine.audit.note({ caller: principal, type: 'access_denied', route: null, success: '' }, 'access_denied');
+        fail('access_denied', 'the metrics need a root token');
+      }
+    }
+    const text = await metrics.collector.exposition();
+    if (res.headersSent || res.destroyed) return;
+    res.writeHead(200, {
+      'Content-Type': metrics.collector.contentType,
+      'Content-Length': Buffer.byteLength(text),
+      'Cache-Control': 'no-store',
+      'X-Content-Type-Options': 'nosniff',
+      'X-Correlation-Id': cid,
+      ...corsHeaders(req),
+    });
+    res.end(req.method === 'HEAD' ? undefined : text);
+    if (trace) trace.code = 'metrics';
+  }
+
+  async function dispatch(req: IncomingMessage, res: ServerResponse, cid: string, trace: Trace | undefined): Promise<void> {
     const startedAt = engine.store.now();
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);
     const qs = q < 0 ? '' : url.slice(q + 1);
 
+    if (path === '/api/metrics') {
+      if (trace) trace.operation = 'metrics';
+      return serveMetrics(req, res, cid, trace);
+    }
     if (path === '/api/v1/health' || path === '/api/v1/openapi.json') {
+      if (trace) trace.operation = path === '/api/v1/health' ? 'health' : 'openapi';
       if (req.method !== 'GET' && req.method !== 'HEAD') {
         throw Object.assign(new LeaseholdError('method_not_allowed', 'this path takes GET, HEAD'), { allow: 'GET, HEAD' });
       }
@@ -208,7 +262,7 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
       return;
     }
 
-    const candidates = matchPath(path.split('/'));
+    const candidates = matchPath(compiled, path.split('/'));
     if (candidates.length === 0) fail('not_found', 'no such API path');
     const method = req.method === 'HEAD' ? 'GET' : (req.method ?? 'GET');
     const allow = [...new Set(candidates.flatMap((c) => (c.def.method === 'GET' ? ['GET', 'HEAD'] : [c.def.method])))];
@@ -231,6 +285,7 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
       throw Object.assign(new LeaseholdError('method_not_allowed', `this path takes ${allow.join(', ')}`), { allow: allow.join(', ') });
     }
     const { def, params } = hit;
+    if (trace) trace.operation = def.operation;
 
     // A bearer token wins over the console's cookie when both are present.
     const token = bearer(req);
@@ -238,10 +293,8 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
     const viaCookie = token === undefined && loginCookie !== undefined;
     let principal: Caller = NO_PRINCIPAL;
     if (def.auth) {
-      if (token !== undefined) principal = await engine.tokens.authenticate(token);
-      else if (loginCookie !== undefined) principal = await engine.tokens.authenticateLogin(loginCookie);
-      else fail('invalid_credential', 'a bearer token or a console login is required');
-      principal = { ...principal, request: { correlationId: cid, startedAt } };
+      principal = { ...(await authenticate(token, loginCookie)), request: { correlationId: cid, startedAt } };
+      if (trace) trace.family = principal.family;
     }
     const route = params.realm !== undefined ? pathRoute(params) : '';
     // Every refusal from here to the permission check is an audited access_denied.
@@ -255,6 +308,7 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
     if (principal.kind === 'embed' && !def.embed) denied('an embed token may only read the inventory');
 
     const rawQuery = parseQuery(qs, def.repeatable);
+    if (trace) trace.cursor = typeof rawQuery.cursor === 'string';
     if (params.token_id !== undefined) params.token_id = decodeSegment(params.token_id);
 
     // The disconnect signal is made only for handlers that ask for it (a
@@ -276,6 +330,7 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
       body: {},
       principal,
       route,
+      metrics: metrics?.collector,
       get signal() {
         return signal();
       },
@@ -320,20 +375,60 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
       return;
     }
     const result = (await def.handle(request, engine)) as Record<string, unknown>;
+    if (trace) trace.code = def.success.code;
     if (result === STREAMED) return;
     const isOutcome = 'answer' in result && 'replayed' in result;
     const payload = (isOutcome ? result.answer : result) as object;
     const replayed = isOutcome && result.replayed === true;
     if (replayed) extraHeaders['Idempotent-Replay'] = 'true';
     send(req, res, def.success.status, successBody(def.success.code, cid, payload), cid, extraHeaders);
+    if (trace) {
+      trace.replayed = replayed;
+      trace.queued = (payload as { queued?: unknown }).queued === true;
+    }
+  }
+
+  function fail500(req: IncomingMessage, res: ServerResponse, cid: string, e: unknown): void {
+    const allow = (e as { allow?: string }).allow;
+    sendError(req, res, e, cid, allow ? { Allow: allow } : {});
   }
 
   /** Serve one `/api/*` request. Never throws. */
-  return function api(req: IncomingMessage, res: ServerResponse): void {
+  function api(req: IncomingMessage, res: ServerResponse): void {
     const cid = correlationId();
-    dispatch(req, res, cid).catch((e: unknown) => {
-      const allow = (e as { allow?: string }).allow;
-      sendError(req, res, e, cid, allow ? { Allow: allow } : {});
+    dispatch(req, res, cid, undefined).catch((e: unknown) => fail500(req, res, cid, e));
+  }
+
+  /**
+   * The same, reporting the request's outcome to the metrics once: when it
+   * is answered, or when the client leaves before any answer (`client_closed`:
+   * a waiting acquire whose client gave up). Requests on unknown paths have
+   * no operation and are not reported.
+   */
+  function measuredApi(collector: MetricsCollector, req: IncomingMessage, res: ServerResponse): void {
+    const cid = correlationId();
+    const t0 = performance.now();
+    const trace: Trace = { operation: '', family: undefined, code: '', ok: false, replayed: false, queued: false, cursor: false, seconds: 0 };
+    let reported = false;
+    const report = (code: string, ok: boolean) => {
+      if (reported || trace.operation === '') return;
+      reported = true;
+      trace.code = code;
+      trace.ok = ok;
+      trace.seconds = (performance.now() - t0) / 1000;
+      collector.observe(trace);
+    };
+    res.once('close', () => {
+      if (!res.writableFinished && trace.code === '') report('client_closed', false);
     });
-  };
+    dispatch(req, res, cid, trace).then(
+      () => report(trace.code || 'ok', true),
+      (e: unknown) => {
+        fail500(req, res, cid, e);
+        report(e instanceof LeaseholdError ? e.code : 'internal_error', false);
+      },
+    );
+  }
+
+  return metrics ? (req: IncomingMessage, res: ServerResponse) => measuredApi(metrics.collector, req, res) : api;
 }

@@ -219,6 +219,17 @@ const ROWS: Row[] = [
   { name: 'PUT on sessions', req: () => ({ method: 'PUT', path: '/api/v1/sessions', body: {} }), status: 405, code: 'method_not_allowed', allow: ['GET', 'HEAD', 'POST'] },
   { name: 'PATCH on a token', req: () => ({ method: 'PATCH', path: '/api/v1/tokens/tk_x', body: {} }), status: 405, code: 'method_not_allowed', allow: ['DELETE'] },
   { name: 'POST on health', req: () => ({ method: 'POST', path: '/api/v1/health', token: null }), status: 405, code: 'method_not_allowed', allow: ['GET', 'HEAD'] },
+  { name: 'POST on the Prometheus exposition', req: () => ({ method: 'POST', path: '/api/metrics', token: null }), status: 405, code: 'method_not_allowed', allow: ['GET', 'HEAD'] },
+  { name: 'POST on the metrics summary', req: () => ({ method: 'POST', path: '/api/v1/metrics/summary', body: {} }), status: 405, code: 'method_not_allowed', allow: ['GET', 'HEAD'] },
+  { name: 'summary window_s 0', req: () => ({ method: 'GET', path: '/api/v1/metrics/summary?window_s=0' }), status: 400, code: 'invalid_request' },
+  { name: 'summary window_s 901 (past the history)', req: () => ({ method: 'GET', path: '/api/v1/metrics/summary?window_s=901' }), status: 400, code: 'invalid_request' },
+  { name: 'summary window_s not a number', req: () => ({ method: 'GET', path: '/api/v1/metrics/summary?window_s=15m' }), status: 400, code: 'invalid_request' },
+  { name: 'summary window_s a float', req: () => ({ method: 'GET', path: '/api/v1/metrics/summary?window_s=1.5' }), status: 400, code: 'invalid_request' },
+  { name: 'summary window_s repeated', req: () => ({ method: 'GET', path: '/api/v1/metrics/summary?window_s=60&window_s=60' }), status: 400, code: 'invalid_request' },
+  { name: 'summary with an unknown parameter', req: () => ({ method: 'GET', path: '/api/v1/metrics/summary?family=beta' }), status: 400, code: 'invalid_request' },
+  { name: 'summary with a body', req: () => ({ method: 'GET', path: '/api/v1/metrics/summary', body: { window_s: 60 } }), status: 400, code: 'invalid_request' },
+  { name: 'summary denied before its query is judged', req: (c) => ({ method: 'GET', path: '/api/v1/metrics/summary?window_s=0', token: c.readToken }), status: 403, code: 'access_denied' },
+  { name: 'the exposition with a bad token', req: () => ({ method: 'GET', path: '/api/metrics', token: 'lh_bogus' }), status: 401, code: 'invalid_credential' },
 
   // ---- selectors and list queries -----------------------------------------
   { name: 'selector with two segments', req: () => ({ method: 'GET', path: list('lease://acme/renderers') }), status: 400, code: 'invalid_selector' },

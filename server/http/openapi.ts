@@ -47,6 +47,17 @@ export function openApiDocument(version: string): object {
     (paths[r.path] ??= {})[r.method.toLowerCase()] = op;
   }
   paths['/api/v1/health'] = { get: { operationId: 'health', summary: 'Liveness and store status', security: [], responses: { 200: { description: 'ok' }, 503: { description: 'store unavailable' } } } };
+  paths['/api/metrics'] = {
+    get: {
+      operationId: 'metrics',
+      summary: 'Prometheus text exposition for the whole instance: a root token, or none when LEASEHOLD_METRICS_PUBLIC=true; 404 when LEASEHOLD_METRICS=off',
+      security: [{ bearer: [] }, {}],
+      responses: {
+        200: { description: 'Prometheus text format 0.0.4', content: { 'text/plain': { schema: { type: 'string' } } } },
+        default: { description: 'error', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
+      },
+    },
+  };
   paths['/api/v1/openapi.json'] = { get: { operationId: 'openapi', summary: 'This document', security: [], responses: { 200: { description: 'OpenAPI 3.1' } } } };
   cached = {
     openapi: '3.1.0',

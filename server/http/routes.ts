@@ -15,6 +15,7 @@ import type { Permission } from '@/lib/grants';
 import { routeSegments, parseSelector } from '@/lib/selector';
 import * as S from './schemas';
 import type { SseSink } from './sse';
+import type { MetricsCollector } from '../metrics/collector';
 
 export interface ApiRequest {
   method: string;
@@ -39,6 +40,8 @@ export interface ApiRequest {
   openSse(): SseSink;
   /** Whether cookies must be marked Secure (the public origin is https). */
   secureCookies: boolean;
+  /** The metrics, when they are on (`LEASEHOLD_METRICS`). */
+  metrics: MetricsCollector | undefined;
 }
 
 export interface ApiResult {
@@ -67,6 +70,8 @@ export interface RouteDef {
   repeatable?: readonly string[];
   /** The answer is an SSE stream, not a JSON envelope. */
   stream?: true;
+  /** Served only when metrics are on; an unknown path otherwise. */
+  metrics?: true;
   handle: (req: ApiRequest, engine: LeaseEngine) => Promise<object | Outcome<object>>;
 }
 
@@ -489,6 +494,22 @@ export const ROUTES: RouteDef[] = [
     handle: async (req, e) => {
       e.feed.unregister(req.principal.tokenId, req.params.stream_id!, req.params.subscription_id!);
       return {};
+    },
+  },
+  {
+    method: 'GET',
+    path: '/api/v1/metrics/summary',
+    operation: 'metrics_summary',
+    summary: 'Per-second series of the caller’s family (and request latency) for the console’s charts',
+    auth: true,
+    body: S.EmptyBody,
+    query: S.MetricsSummaryQuery,
+    success: { status: 200, code: 'metrics_summary' },
+    metrics: true,
+    permit: (req) => authorize(req.principal, ALL, 'read'),
+    handle: async (req) => {
+      if (!req.metrics) fail('not_found', 'metrics are off');
+      return req.metrics.summaryOf(req.principal.family, (req.query.window_s as number | undefined) ?? 900);
     },
   },
 ];

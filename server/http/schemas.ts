@@ -133,6 +133,16 @@ export const AuditQuery = z.strictObject({
   cursor: z.string().min(1).max(4096).optional(),
 });
 
+/** The summary's window: 1 to 900 seconds (the history's length). */
+export const MetricsSummaryQuery = z.strictObject({
+  window_s: z
+    .string()
+    .regex(/^[0-9]{1,4}$/, 'must be an integer from 1 to 900')
+    .transform(Number)
+    .pipe(z.number().int().min(1, 'must be at least 1').max(900, 'must be at most 900'))
+    .optional(),
+});
+
 export const ListTokensQuery = z.strictObject({ family: z.string().optional() });
 export const NoQuery = z.strictObject({});
 

@@ -198,6 +198,8 @@ export interface Tx {
   dueLeases(now: number, limit: number): Promise<LeaseRow[]>;
   scanLeases(scan: LeaseScan): Promise<LeaseScanResult>;
   countLeases(family: string | null): Promise<number>;
+  /** Held leases and live sessions per family (families with neither are left out). */
+  familyCounts(): Promise<Array<{ family: string; leases: number; sessions: number }>>;
 
   getCheckpoint(family: string, route: string): Promise<CheckpointRow | undefined>;
   putCheckpoint(row: CheckpointRow): Promise<void>;

@@ -299,6 +299,8 @@ class SqliteTx implements Tx {
       dueLeases: p(`SELECT ${LEASE_COLS} FROM leases WHERE expires_at <= ? ORDER BY expires_at LIMIT ?`),
       countLeasesAll: p(`SELECT count(*) FROM leases`).pluck(),
       countLeasesFamily: p(`SELECT count(*) FROM leases WHERE family = ?`).pluck(),
+      leasesByFamily: p(`SELECT family, count(*) AS n FROM leases GROUP BY family`),
+      sessionsByFamily: p(`SELECT family, count(*) AS n FROM sessions GROUP BY family`),
       scanRange: p(
         `SELECT ${LEASE_COLS} FROM leases WHERE family = ? AND route > ? AND route < ? ORDER BY route`,
       ),
@@ -428,6 +430,13 @@ class SqliteTx implements Tx {
   }
   async countLeases(family: string | null): Promise<number> {
     return (family === null ? this.s.countLeasesAll.get() : this.s.countLeasesFamily.get(family)) as number;
+  }
+  async familyCounts(): Promise<Array<{ family: string; leases: number; sessions: number }>> {
+    const out = new Map<string, { family: string; leases: number; sessions: number }>();
+    const entry = (family: string) => out.get(family) ?? out.set(family, { family, leases: 0, sessions: 0 }).get(family)!;
+    for (const r of this.s.leasesByFamily.all() as Array<{ family: string; n: number }>) entry(r.family).leases = r.n;
+    for (const r of this.s.sessionsByFamily.all() as Array<{ family: string; n: number }>) entry(r.family).sessions = r.n;
+    return [...out.values()];
   }
 
   /**

@@ -1,0 +1,246 @@
+/**
+ * MetricsCollector: the Prometheus figures (HTTP.md "Health and metrics") and
+ * the per-second history of the console's charts, fed from two places only:
+ * the engine's change events (changes, sessions, LIST pages, the census) and
+ * the API's request wrapper (one outcome per answered request). Business
+ * logic never calls it. Gauges that live in the engine (waiters, streams,
+ * registrations, notifications) are read when scraped.
+ *
+ * Active leases and sessions are kept per family from the events, starting
+ * from the engine's census (published in order with the changes), so they are
+ * exact across restarts without a store query per scrape.
+ *
+ * Labels are bounded: result, kind, action and operation come from fixed
+ * sets in the code; never a route, owner, family or token.
+ */
+
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { LeaseEngine } from '../engine/engine';
+import type { ChangeKind, EngineEvent } from '../engine/events';
+import { SummaryRecorder, type SummaryBody, type SummaryOptions } from './summary';
+
+/** What the request wrapper reports for every answered `/api/*` request. */
+export interface RequestOutcome {
+  /** The route table's operation name (`health`, `openapi` and `metrics` for the calls outside it). */
+  operation: string;
+  /** The caller's family, once authenticated. */
+  family: string | undefined;
+  /** The answer's code (success or error), or `client_closed` when the client left before any answer. */
+  code: string;
+  ok: boolean;
+  /** An idempotent replay of an earlier success. */
+  replayed: boolean;
+  /** A successful acquire granted from the wait queue. */
+  queued: boolean;
+  /** The request carried a `cursor` query parameter. */
+  cursor: boolean;
+  /** From the request's arrival to its answer. */
+  seconds: number;
+}
+
+type Endings = Exclude<ChangeKind, 'acquired'>;
+const ENDINGS: readonly Endings[] = ['released', 'expired', 'session_closed', 'force_released', 'revoked', 'rolled_back'];
+
+/** Request latency buckets (seconds): sub-millisecond answers up to a 30 s wait. */
+const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+export interface CollectorOptions {
+  summary?: SummaryOptions;
+}
+
+export class MetricsCollector {
+  readonly registry = new Registry();
+  readonly summary: SummaryRecorder;
+  private readonly leases = new Map<string, number>();
+  private readonly sessions = new Map<string, number>();
+  private totalLeases = 0;
+  private totalSessions = 0;
+  private unsubscribe: (() => void) | undefined;
+
+  private readonly acquire: Record<'acquired' | 'queued' | 'conflict' | 'error', Counter.Internal>;
+  private readonly renew: Record<'renewed' | 'lost' | 'error', Counter.Internal>;
+  private readonly release: Record<Endings, Counter.Internal>;
+  private readonly admin: Record<'force_release' | 'revoke', Counter.Internal>;
+  private readonly cursor: Record<'resume' | 'invalid', Counter.Internal>;
+  private readonly examined: Counter;
+  private readonly returned: Counter;
+  private readonly duration: Histogram<'operation'>;
+  private readonly byOperation = new Map<string, Histogram.Internal<'operation'>>();
+
+  constructor(
+    private readonly engine: LeaseEngine,
+    opts: CollectorOptions = {},
+  ) {
+    const registers = [this.registry];
+    const labelled = <L extends string>(name: string, help: string, label: string, values: readonly L[]) => {
+      const c = new Counter({ name, help, labelNames: [label], registers });
+      // Every series exists from the start (a rate over a missing series is no rate at all).
+      return Object.fromEntries(values.map((v) => [v, c.labels(v)])) as Record<L, Counter.Internal>;
+    };
+    this.acquire = labelled('leasehold_acquire_total', 'Acquire requests answered, by result (idempotent replays excluded).', 'result', ['acquired', 'queued', 'conflict', 'error']);
+    this.renew = labelled('leasehold_renew_total', 'Renew requests answered, by result (idempotent replays excluded).', 'result', ['renewed', 'lost', 'error']);
+    this.release = labelled('leasehold_release_total', 'Leases ended, by change kind.', 'kind', ENDINGS);
+    this.admin = labelled('leasehold_admin_actions_total', 'Operator actions that ended a lease.', 'action', ['force_release', 'revoke']);
+    this.cursor = labelled('leasehold_cursor_total', 'List requests that carried a cursor: resumed, or refused as cursor_invalid.', 'result', ['resume', 'invalid']);
+    for (const c of [...Object.values(this.acquire), ...Object.values(this.renew), ...Object.values(this.release), ...Object.values(this.admin), ...Object.values(this.cursor)]) c.inc(0);
+    this.examined = new Counter({ name: 'leasehold_list_examined_total', help: 'Stored routes examined by LIST pages.', registers });
+    this.returned = new Counter({ name: 'leasehold_list_returned_total', help: 'Items returned by LIST pages.', registers });
+    this.duration = new Histogram({
+      name: 'leasehold_request_duration_seconds',
+      help: 'API request latency, by operation (the route table’s handler name).',
+      labelNames: ['operation'],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+
+    const gauge = (name: string, help: string, value: () => number) => {
+      const g: Gauge = new Gauge({ name, help, registers, collect: () => g.set(value()) });
+    };
+    gauge('leasehold_active_leases', 'Held leases, all families.', () => this.totalLeases);
+    gauge('leasehold_active_sessions', 'Live sessions, all families.', () => this.totalSessions);
+    gauge('leasehold_waiters', 'Acquire requests waiting in route queues.', () => engine.waiters.size());
+    gauge('leasehold_streams', 'Open live inventory streams.', () => engine.feed.stats().streams);
+    const subs: Gauge<'kind'> = new Gauge({
+      name: 'leasehold_subscriptions',
+      help: 'Registrations on open streams, by kind of selector.',
+      labelNames: ['kind'],
+      registers,
+      collect: () => {
+        const s = engine.feed.stats();
+        subs.set({ kind: 'exact' }, s.exact);
+        subs.set({ kind: 'wildcard' }, s.wildcard);
+      },
+    });
+    // Totals the engine keeps since start, exposed as counters.
+    const total = (name: string, help: string, value: () => number) => {
+      let last = 0;
+      const c: Counter = new Counter({
+        name,
+        help,
+        registers,
+        collect: () => {
+          const v = value();
+          c.inc(Math.max(0, v - last));
+          last = Math.max(last, v);
+        },
+      });
+    };
+    total('leasehold_notifications_total', 'Change and renewal events queued for delivery (one per matching registration).', () => engine.feed.stats().notifications);
+    total('leasehold_notifications_dropped_total', 'Change and renewal events discarded when a stream ended unread (overflow).', () => engine.feed.stats().dropped);
+    total('leasehold_stream_overflows_total', 'Streams ended with overflow (slow_consumer or resync).', () => engine.feed.stats().overflows);
+    total('leasehold_invalid_credentials_total', 'Requests refused as invalid_credential.', () => engine.audit.counts.invalid_credential);
+    total('leasehold_audit_dropped_total', 'Audit events lost to a full buffer while the store was unavailable.', () => engine.audit.counts.dropped);
+
+    this.summary = new SummaryRecorder(
+      {
+        leases: (f) => this.leases.get(f) ?? 0,
+        sessions: (f) => this.sessions.get(f) ?? 0,
+        waiters: (f) => engine.waiters.size(f),
+        feed: (f) => engine.feed.familyStats(f),
+      },
+      opts.summary,
+    );
+  }
+
+  /** Subscribe to the engine's events, take its census, start the per-second history. */
+  async start(): Promise<void> {
+    this.unsubscribe ??= this.engine.events.subscribe((e) => this.onEvent(e));
+    await this.engine.census();
+    this.summary.start();
+  }
+
+  /** Unsubscribe and stop the history's timer. */
+  stop(): void {
+    this.unsubscribe?.();
+    this.unsubscribe = undefined;
+    this.summary.stop();
+  }
+
+  /** The Prometheus text exposition. */
+  exposition(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  /** The console's series for one family (and latency, instance-wide). */
+  summaryOf(family: string, windowS: number): SummaryBody {
+    return this.summary.read(family, windowS);
+  }
+
+  /** One answered request, from the API wrapper (read at once, never kept). */
+  observe(o: RequestOutcome): void {
+    let h = this.byOperation.get(o.operation);
+    if (!h) this.byOperation.set(o.operation, (h = this.duration.labels(o.operation)));
+    h.observe(o.seconds);
+    this.summary.latency(o.operation, o.seconds);
+    if (o.cursor) {
+      if (o.ok) this.cursor.resume.inc();
+      else if (o.code === 'cursor_invalid') this.cursor.invalid.inc();
+    }
+    if (o.replayed) return;
+    if (o.operation === 'lease_acquire') {
+      const result = o.ok ? (o.queued ? 'queued' : 'acquired') : o.code === 'lease_conflict' ? 'conflict' : 'error';
+      this.acquire[result].inc();
+      if (o.family !== undefined && result !== 'error') this.summary.count(o.family, result === 'conflict' ? 'conflicts_per_s' : 'acquisitions_per_s');
+    } else if (o.operation === 'lease_renew') {
+      this.renew[o.ok ? 'renewed' : o.code === 'lease_lost' ? 'lost' : 'error'].inc();
+    }
+  }
+
+  private onEvent(e: EngineEvent): void {
+    switch (e.type) {
+      case 'change':
+        if (e.change === 'acquired') {
+          this.adjust(this.leases, e.family, 1);
+          this.totalLeases++;
+          break;
+        }
+        this.adjust(this.leases, e.family, -1);
+        this.totalLeases--;
+        this.release[e.change].inc();
+        this.summary.count(e.family, 'releases_per_s');
+        if (e.change === 'force_released') this.admin.force_release.inc();
+        else if (e.change === 'revoked') this.admin.revoke.inc();
+        break;
+      case 'session_opened':
+        this.adjust(this.sessions, e.family, 1);
+        this.totalSessions++;
+        this.summary.track(e.family);
+        break;
+      case 'session_closed':
+      case 'session_expired':
+        this.adjust(this.sessions, e.family, -1);
+        this.totalSessions--;
+        break;
+      case 'listed':
+        this.examined.inc(e.examined);
+        this.returned.inc(e.returned);
+        break;
+      case 'census':
+        this.leases.clear();
+        this.sessions.clear();
+        this.totalLeases = 0;
+        this.totalSessions = 0;
+        for (const f of e.families) {
+          this.adjust(this.leases, f.family, f.leases);
+          this.adjust(this.sessions, f.family, f.sessions);
+          this.totalLeases += f.leases;
+          this.totalSessions += f.sessions;
+        }
+        // The busiest families get a history from the start.
+        for (const f of [...e.families].sort((a, b) => b.leases + b.sessions - (a.leases + a.sessions)).slice(0, this.summary.maxFamilies)) this.summary.track(f.family);
+        break;
+      default:
+        break;
+    }
+  }
+
+  private adjust(m: Map<string, number>, family: string, by: number): void {
+    const n = (m.get(family) ?? 0) + by;
+    if (n === 0) m.delete(family);
+    else m.set(family, n);
+  }
+}
