@@ -44,7 +44,7 @@ export async function listStep(
   after: string | null,
   encode: (position: string) => string,
 ): Promise<Omit<ListPage, 'epoch'>> {
-  await expireDue(ctx, step, 512);
+  await expireDue(ctx, step, 512, family);
   const scan = await step.tx.scanLeases({
     family,
     triple: sel.triple,

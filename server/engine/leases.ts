@@ -304,11 +304,12 @@ export async function checkpointStep(ctx: EngineContext, step: Step, family: str
 
 /**
  * Process due expirations in deadline order (a session whose deadline came
- * first closes its leases as `session_closed`). Returns how many were due.
+ * first closes its leases as `session_closed`), of one family when given
+ * (a step scoped to that family). Returns how many were due.
  */
-export async function expireDue(ctx: EngineContext, step: Step, limit: number): Promise<number> {
-  const leases = await step.tx.dueLeases(step.now, limit);
-  const sessions = await step.tx.dueSessions(step.now, limit);
+export async function expireDue(ctx: EngineContext, step: Step, limit: number, family?: string): Promise<number> {
+  const leases = await step.tx.dueLeases(step.now, limit, family);
+  const sessions = await step.tx.dueSessions(step.now, limit, family);
   type Due = { at: number; lease?: LeaseRow; session?: SessionRow };
   const due: Due[] = [
     ...sessions.map((s): Due => ({ at: s.expiresAt, session: s })),
