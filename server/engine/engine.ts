@@ -13,6 +13,7 @@ import { randomBytes } from 'node:crypto';
 import type { ParsedSelector } from '@/lib/selector';
 import { AuditLog, auditView, type AuditEvent, type AuditEventType, type AuditFacts, type AuditOptions, type AuditSpec, type Caller } from './audit';
 import type { Store, Tx } from '../store/types';
+import { Cluster, type ClusterOptions } from './cluster';
 import { CursorCodec } from './cursor';
 import { LeaseholdError, fail, fromStoreError } from './errors';
 import { EventHub } from './events';
@@ -85,6 +86,8 @@ export interface EngineOptions {
   sweepIntervalMs?: number;
   /** Live feed caps and heartbeat. */
   feed?: Partial<FeedLimits>;
+  /** Shared stores: cross-instance publication. */
+  cluster?: ClusterOptions;
 }
 
 export interface ForceEndRequest {
@@ -128,6 +131,8 @@ export class LeaseEngine {
   readonly tokens: TokenAuthority;
   readonly audit: AuditLog;
   readonly feed: FeedHub;
+  /** Present on a shared store: publication, stream calls and waiters across instances. */
+  readonly cluster: Cluster | undefined;
   private readonly ctx: EngineContext;
   private cursors: CursorCodec | undefined;
   private sweepTimer: ReturnType<typeof setInterval> | undefined;
@@ -147,9 +152,13 @@ export class LeaseEngine {
       now: () => store.now(),
       epoch: () => store.epoch(),
       checkOwners: (owners) => this.tokens.invalidOwners(owners),
+      streamIdPrefix: store.bus?.instanceId,
     });
-    // Expiry is a system event: audited from the change it makes.
+    this.cluster = store.bus ? new Cluster(store.bus, this.events, this.feed, opts.cluster) : undefined;
+    // Expiry is a system event: audited from the change it makes, by the
+    // instance that made it (never for another instance's change).
     this.events.subscribe((e) => {
+      if (e.remote) return;
       if (e.type === 'change' && e.change === 'expired') {
         this.audit.record(this.systemRow('lease_expire', 'lease_expired', e.family, e.route, e));
       } else if (e.type === 'session_expired') {
@@ -172,6 +181,7 @@ export class LeaseEngine {
    * periodic sweep. Must complete before the first request is answered.
    */
   async start(): Promise<StartResult> {
+    await this.cluster?.start();
     const result = await this.run(async (step) => {
       const secret = this.opts.secret ?? (await step.tx.initMeta('secret', randomBytes(32).toString('base64url')));
       let bootstrapToken: string | undefined;
@@ -207,6 +217,7 @@ export class LeaseEngine {
   drain(): void {
     if (this.sweepTimer) clearInterval(this.sweepTimer);
     this.feed.shutdown();
+    this.cluster?.stop();
     for (const w of this.waiters.all()) {
       if (this.waiters.remove(w)) {
         if (w.timer) clearTimeout(w.timer);
@@ -234,15 +245,25 @@ export class LeaseEngine {
     }
   }
 
-  /** Process one batch of due expirations; prune idempotency records, logins and expired embed tokens. Returns how many were due. */
+  /**
+   * Process one batch of due expirations, one step per family (each locks
+   * its family first, so instances sharing a store never deadlock and never
+   * process an expiry twice: every removal is conditional on lease id and
+   * token); prune idempotency records, logins and expired embed tokens.
+   * Returns the largest number due in one family.
+   */
   async sweep(): Promise<number> {
-    return this.run(async (step) => {
-      const n = await expireDue(this.ctx, step, SWEEP_BATCH);
+    const families = await this.run((step) => step.tx.dueFamilies(step.now, 64));
+    let most = 0;
+    for (const family of families) {
+      most = Math.max(most, await this.run((step) => expireDue(this.ctx, step, SWEEP_BATCH, family), undefined, family));
+    }
+    await this.run(async (step) => {
       await step.tx.pruneIdempotency(step.now, 1_000);
       await step.tx.pruneLogins(step.now);
       await step.tx.pruneEmbedTokens(step.now, 1_000);
-      return n;
     });
+    return families.length >= 64 ? Math.max(most, SWEEP_BATCH) : most;
   }
 
   /**
@@ -252,26 +273,30 @@ export class LeaseEngine {
    * `inTx` success inside the step itself (if that write fails, the step
    * fails and changes nothing), everything else buffered after the step.
    */
-  private async run<T>(fn: (step: Step) => Promise<T>, audit?: AuditSpec): Promise<T> {
+  private async run<T>(fn: (step: Step) => Promise<T>, audit?: AuditSpec, family = audit?.caller.family): Promise<T> {
     let step: Step | undefined;
     let value: T;
     let refusal: LeaseholdError | undefined;
     try {
       value = await this.store.atomic(async (tx: Tx) => {
         step = newStep(tx);
+        let v: T;
         try {
-          const v = await fn(step);
+          v = await fn(step);
           if (audit?.inTx && !step.facts.replayed) await tx.insertAudit([this.audit.row(audit, audit.success, step.facts)]);
-          return v;
         } catch (e) {
           // A domain refusal still commits the housekeeping the step did
           // before refusing (expirations it processed); any other error
           // rolls the whole step back.
           if (!(e instanceof LeaseholdError)) throw e;
           refusal = e;
-          return undefined as T;
+          v = undefined as T;
         }
-      });
+        // On a shared store, other instances learn of the step's events from
+        // its commit (and its grants of their waiters).
+        if (this.cluster) await this.cluster.broadcast(tx, step);
+        return v;
+      }, family === undefined ? undefined : { family });
     } catch (e) {
       if (step) {
         for (const w of step.enqueued) this.waiters.remove(w);
@@ -284,7 +309,8 @@ export class LeaseEngine {
       throw err;
     }
     const done = step!;
-    for (const e of done.events) this.events.publish(e);
+    if (this.cluster) this.cluster.committed(done.events);
+    else for (const e of done.events) this.events.publish(e);
     done.refused.forEach(refuse);
     for (const g of done.grants) this.deliver(g);
     if (audit) {
@@ -313,7 +339,7 @@ export class LeaseEngine {
       if (await endLease(this.ctx, step, g.lease, 'rolled_back')) {
         await forgetAnswer(step, { family: w.family, op: 'acquire', route: w.route, requestId: w.requestId });
       }
-    }).catch(() => {
+    }, undefined, w.family).catch(() => {
       // The lease stays until it expires; its holder is gone, so nobody renews it.
     });
   }
@@ -328,7 +354,7 @@ export class LeaseEngine {
 
   /** Reset a live session's expiry to now + TTL, or `session_not_found`. */
   async keepAlive(p: Principal, sessionId: string): Promise<{ session: SessionView }> {
-    return this.run((step) => keepAliveStep(this.ctx, step, p.family, sessionId));
+    return this.run((step) => keepAliveStep(this.ctx, step, p.family, sessionId), undefined, p.family);
   }
 
   /** Close a live session, releasing its leases and dropping its waits. */
@@ -344,7 +370,7 @@ export class LeaseEngine {
       fail('cursor_invalid', 'cursor is malformed');
     }
     const encode = (pos: [number, string]) => this.codec().encode(binding, pos);
-    return this.run((step) => listSessionsStep(this.ctx, step, p.family, q, after as [number, string] | null, encode));
+    return this.run((step) => listSessionsStep(this.ctx, step, p.family, q, after as [number, string] | null, encode), undefined, p.family);
   }
 
   // ---- leases ---------------------------------------------------------------
@@ -403,7 +429,7 @@ export class LeaseEngine {
       retryAfterMs = await this.run(async (step) => {
         const l = await settleRoute(this.ctx, step, family, route);
         return Math.max(50, l ? l.expiresAt - step.now : 50);
-      });
+      }, undefined, family);
     } catch {
       // Keep the minimum hint.
     }
@@ -446,7 +472,7 @@ export class LeaseEngine {
       return {
         checkpoint: { route, value: JSON.parse(c.value) as unknown, fencing_token: c.fencingToken, written_at: new Date(c.writtenAt).toISOString(), version: c.version },
       };
-    });
+    }, undefined, p.family);
   }
 
   /** The active lease of a route, or `lease_not_found`. */
@@ -455,7 +481,7 @@ export class LeaseEngine {
       const l = await settleRoute(this.ctx, step, p.family, route);
       if (!l) fail('lease_not_found', 'no lease is held on this route');
       return { lease: leaseView(l, step.now, this.waiters.count(p.family, route)) };
-    });
+    }, undefined, p.family);
   }
 
   /**
@@ -469,7 +495,7 @@ export class LeaseEngine {
     const after = q.cursor ? this.codec().decode(q.cursor, binding) : null;
     if (after !== null && typeof after !== 'string') fail('cursor_invalid', 'cursor is malformed');
     const encode = (pos: string) => this.codec().encode(binding, pos);
-    const page = await this.run((step) => listStep(this.ctx, step, p.family, sel, q, after as string | null, encode));
+    const page = await this.run((step) => listStep(this.ctx, step, p.family, sel, q, after as string | null, encode), undefined, p.family);
     return { ...page, epoch };
   }
 
@@ -622,9 +648,24 @@ export class LeaseEngine {
    * retained; `backend_unavailable` if the store cannot answer.
    */
   async openStream(p: Principal, selectors: readonly ParsedSelector[], renewals: boolean, sink: FeedSink, loginCookie?: string): Promise<{ streamId: string; subscriptions: Subscribed[] }> {
-    const revision = await this.run((step) => step.tx.revision(p.family));
+    const revision = await this.run((step) => step.tx.revision(p.family), undefined, p.family);
     const owner = { tokenId: p.tokenId, family: p.family, expiresAt: p.expiresAt, loginHash: loginCookie === undefined ? undefined : hashSecret(loginCookie) };
     return this.feed.open(owner, selectors, renewals, sink, revision);
+  }
+
+  /**
+   * Register a selector on an open stream of this token, on this instance
+   * or (shared store) forwarded to the instance that holds it.
+   */
+  async register(tokenId: string, streamId: string, selector: ParsedSelector, renewals: boolean): Promise<Subscribed> {
+    if (this.feed.has(streamId) || !this.cluster) return this.feed.register(tokenId, streamId, selector, renewals);
+    return this.cluster.register(tokenId, streamId, selector.selector, renewals);
+  }
+
+  /** Remove one registration of an open stream of this token, wherever the stream is held. */
+  async unregister(tokenId: string, streamId: string, subscriptionId: string): Promise<void> {
+    if (this.feed.has(streamId) || !this.cluster) return this.feed.unregister(tokenId, streamId, subscriptionId);
+    await this.cluster.unregister(tokenId, streamId, subscriptionId);
   }
 
   // ---- health ---------------------------------------------------------------

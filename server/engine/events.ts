@@ -29,6 +29,8 @@ export interface LeaseChange {
   /** The former holder, on the changes that end a lease (for the audit trail; never sent to the feed). */
   ownerId?: string;
   incarnation?: string;
+  /** Made by another instance (shared store): never audited here. */
+  remote?: true;
 }
 
 /** A renewal: no membership change, no revision (renewal hints). */
@@ -38,6 +40,7 @@ export interface LeaseRenewed {
   route: string;
   expiresAt: number;
   renewalCount: number;
+  remote?: true;
 }
 
 export interface SessionEvent {
@@ -45,10 +48,11 @@ export interface SessionEvent {
   family: string;
   incarnation: string;
   ownerId: string;
+  remote?: true;
 }
 
 /** A credential ended: the feed closes the streams it opened. */
-export type CredentialEvent = { type: 'token_revoked'; tokenId: string } | { type: 'logged_out'; loginHash: string };
+export type CredentialEvent = { type: 'token_revoked'; tokenId: string; remote?: true } | { type: 'logged_out'; loginHash: string; remote?: true };
 
 export type EngineEvent = LeaseChange | LeaseRenewed | SessionEvent | CredentialEvent;
 
