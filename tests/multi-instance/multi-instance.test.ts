@@ -1,0 +1,113 @@
+/**
+ * Several real server processes on one PostgreSQL database (issue 8's
+ * acceptance): one lease universe, fencing across instances, changes on
+ * every instance's feed, stream calls forwarded, and a SIGKILLed instance
+ * losing nothing acknowledged while its sessions expire through the others.
+ */
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { leasePath, rid } from '../../server/testing/harness';
+import { startInstances, type Instance, type Instances } from '../../server/testing/instances';
+import { SseClient } from '../../server/testing/sse';
+
+let I: Instances;
+let A: Instance;
+let B: Instance;
+let C: Instance;
+
+before(async () => {
+  I = await startInstances(3, { LEASEHOLD_FEED_HEARTBEAT_MS: '1000' });
+  [A, B, C] = I.list as [Instance, Instance, Instance];
+});
+after(async () => {
+  await I.close();
+});
+
+async function openStream(on: Instance, selectors: string[]) {
+  const q = selectors.map((x) => `selector=${encodeURIComponent(x)}`).join('&');
+  const c = await SseClient.open(on.url, `/api/v1/inventory/stream?${q}`, { token: I.token });
+  const hello = await c.waitFor((e) => e.event === 'hello');
+  await c.waitForCount((e) => e.event === 'subscribed', selectors.length);
+  return { c, streamId: hello.data.stream_id as string };
+}
+
+describe('one lease universe across instances', () => {
+  test('instances starting together share one epoch, one secret (cursors) and one bootstrap token; health says postgres', async () => {
+    const health = await Promise.all(I.list.map((i) => i.call('GET', '/api/v1/health')));
+    for (const h of health) assert.equal(h.body.store, 'postgres');
+    assert.equal(new Set(health.map((h) => h.body.epoch)).size, 1);
+    const tokens = await A.call('GET', '/api/v1/tokens');
+    assert.equal(tokens.status, 200);
+    assert.equal(tokens.body.items.length, 1, 'exactly one bootstrap token');
+    const s = await I.openSession(A, 'lister');
+    for (let i = 0; i < 3; i++) assert.equal((await I.acquire(A, `lease://list/x/r${i}`, s)).status, 200);
+    const page = await A.call('GET', `/api/v1/leases?selector=${encodeURIComponent('lease://list/x/*')}&limit=2`);
+    assert.equal(page.body.items.length, 2);
+    const next = await C.call('GET', `/api/v1/leases?selector=${encodeURIComponent('lease://list/x/*')}&limit=2&cursor=${encodeURIComponent(page.body.next_cursor)}`);
+    assert.equal(next.status, 200, next.text);
+    assert.deepEqual(next.body.items.map((x: { route: string }) => x.route), ['lease://list/x/r2']);
+  });
+
+  test('50 concurrent acquires of one route spread across instances: exactly one winner', async () => {
+    const route = 'lease://race/one/route';
+    const sessions = await Promise.all(Array.from({ length: 50 }, (_, i) => I.openSession(I.list[i % 3]!, `racer-${i}`)));
+    const replies = await Promise.all(sessions.map((s, i) => I.acquire(I.list[i % 3]!, route, s)));
+    const codes = replies.map((r) => r.status);
+    assert.equal(codes.filter((c) => c === 200).length, 1, `statuses: ${codes.join(',')}`);
+    assert.equal(codes.filter((c) => c === 409).length, 49);
+    for (const r of replies.filter((x) => x.status === 409)) assert.equal(r.body.code, 'lease_conflict');
+  });
+
+  test('tokens strictly increase across instances over 200 acquire/release cycles', async () => {
+    const route = 'lease://fence/cycle/r';
+    const sessions = await Promise.all(I.list.map((i) => I.openSession(i, `cycler-${i.name}`)));
+    let last = 0;
+    for (let n = 0; n < 200; n++) {
+      const k = n % 3;
+      const on = I.list[k]!;
+      const a = await I.acquire(on, route, sessions[k]!);
+      assert.equal(a.status, 200, a.text);
+      const token = a.body.lease.fencing_token as number;
+      assert.ok(token > last, `cycle ${n}: token ${token} after ${last}`);
+      last = token;
+      const r = await I.release(I.list[(k + 1) % 3]!, route, sessions[k]!, a.body.lease);
+      assert.equal(r.status, 200, r.text);
+    }
+  });
+
+  test('a change made through A arrives on a stream opened on B, in revision order', async () => {
+    const { c } = await openStream(B, ['lease://feed/ab/*']);
+    const s = await I.openSession(A, 'feeder');
+    const a = await I.acquire(A, 'lease://feed/ab/x', s);
+    assert.equal(a.status, 200);
+    assert.equal((await I.release(C, 'lease://feed/ab/x', s, a.body.lease)).status, 200);
+    const changes = await c.waitForCount((e) => e.event === 'change', 2, 5_000);
+    assert.deepEqual(changes.map((e) => e.data.change), ['acquired', 'released']);
+    assert.equal(changes[0]!.data.lease.fencing_token, a.body.lease.fencing_token);
+    assert.ok(changes[1]!.data.revision > changes[0]!.data.revision);
+    c.res.destroy();
+  });
+
+  test('a stream opened on A gets a registration added through B, and its events; B removes it again', async () => {
+    const { c, streamId } = await openStream(A, ['lease://feed/none/*']);
+    const reg = await B.call('POST', `/api/v1/inventory/streams/${streamId}/subscriptions`, { selector: 'lease://feed/fwd/*' });
+    assert.equal(reg.status, 200, reg.text);
+    assert.equal(reg.body.created, true);
+    const subscribed = await c.waitFor((e) => e.event === 'subscribed' && e.data.selector === 'lease://feed/fwd/*');
+    assert.equal(subscribed.data.subscription_id, reg.body.subscription_id);
+    const s = await I.openSession(C, 'fwd');
+    const a = await I.acquire(C, 'lease://feed/fwd/x', s);
+    const change = await c.waitFor((e) => e.event === 'change' && e.data.route === 'lease://feed/fwd/x');
+    assert.equal(change.data.subscription_id, reg.body.subscription_id);
+    assert.equal(change.data.revision, a.body.lease.fencing_token);
+    const del = await C.call('DELETE', `/api/v1/inventory/streams/${streamId}/subscriptions/${reg.body.subscription_id}`);
+    assert.equal(del.status, 200, del.text);
+    const again = await B.call('DELETE', `/api/v1/inventory/streams/${streamId}/subscriptions/${reg.body.subscription_id}`);
+    assert.equal(again.status, 404, 'removed already: not_found from the stream’s instance');
+    const unknown = await B.call('POST', `/api/v1/inventory/streams/st_nosuchstream0000000000/subscriptions`, { selector: 'lease://a/b/*' });
+    assert.equal(unknown.status, 404);
+    c.res.destroy();
+  });
+});
