@@ -48,6 +48,7 @@ export class PgStore implements Store {
   /** Database clock minus local clock, refreshed by every step. */
   private offset = 0;
   private closed = false;
+  private readonly guarded = new WeakSet<pg.PoolClient>();
 
   private constructor(private readonly opts: PgStoreOptions) {
     this.stepTimeoutMs = opts.stepTimeoutMs ?? 4_000;
@@ -116,6 +117,12 @@ export class PgStore implements Store {
       client = await this.pool.connect();
     } catch (e) {
       throw new StoreUnavailableError(`postgres: cannot get a connection: ${(e as Error).message}`, false);
+    }
+    // A connection that dies while checked out emits 'error': the step's
+    // own query fails with it; the listener only keeps the process alive.
+    if (!this.guarded.has(client)) {
+      this.guarded.add(client);
+      client.on('error', () => undefined);
     }
     let commitSent = false;
     let timedOut = false;
