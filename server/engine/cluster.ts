@@ -22,6 +22,7 @@ import { LeaseholdError, fail, type ErrorCode } from './errors';
 import type { EngineEvent, EventHub, LeaseChange } from './events';
 import type { FeedHub, Subscribed } from './feed';
 import { randomId } from './ids';
+import type { WaiterNotice } from './step';
 
 /** pg_notify payloads are at most 8,000 bytes. */
 const MAX_MESSAGE_BYTES = 7_000;
@@ -30,6 +31,10 @@ const FORWARD_TIMEOUT_MS = 3_000;
 export interface ClusterOptions {
   /** How long a revision gap may stay open before the family's streams are resynced (ms). */
   gapMs?: number;
+  /** Another instance granted one of this instance's waiters. */
+  granted?: (n: Extract<WaiterNotice, { kind: 'grant' }>) => void;
+  /** Another instance dropped one of this instance's waiters (its session ended). */
+  refused?: (n: Extract<WaiterNotice, { kind: 'refuse' }>) => void;
 }
 
 type StreamCall =
@@ -39,7 +44,8 @@ type StreamCall =
 type Message =
   | { o: string; k: 'ev'; n: number; e: EngineEvent[] }
   | { o: string; k: 'call'; id: string; to: string; call: StreamCall }
-  | { o: string; k: 'reply'; id: string; to: string; ok?: unknown; err?: { code: ErrorCode; message: string } };
+  | { o: string; k: 'reply'; id: string; to: string; ok?: unknown; err?: { code: ErrorCode; message: string } }
+  | { o: string; k: 'waiter'; n: WaiterNotice };
 
 interface FamilyOrder {
   /** The last revision published, all before it published too. */
@@ -59,6 +65,7 @@ export class Cluster {
   private readonly families = new Map<string, FamilyOrder>();
   private readonly calls = new Map<string, { resolve: (v: unknown) => void; reject: (e: unknown) => void; timer: ReturnType<typeof setTimeout> }>();
   private readonly gapMs: number;
+  private readonly opts: ClusterOptions;
   private ready = false;
   private firstReady: Promise<void>;
   private resolveReady!: () => void;
@@ -72,6 +79,7 @@ export class Cluster {
   ) {
     this.instanceId = bus.instanceId;
     this.gapMs = opts.gapMs ?? 1_000;
+    this.opts = opts;
     this.firstReady = new Promise((r) => (this.resolveReady = r));
   }
 
@@ -90,9 +98,14 @@ export class Cluster {
     return { ...this.counts };
   }
 
-  /** Inside a step, before commit: broadcast its events (in messages of bounded size). */
-  async broadcast(tx: Tx, step: { events: readonly EngineEvent[] }): Promise<void> {
-    if (!tx.broadcast || step.events.length === 0) return;
+  /** Inside a step, before commit: broadcast its events (in messages of bounded size) and its notices to other instances' waiters. */
+  async broadcast(tx: Tx, step: { events: readonly EngineEvent[]; notices: readonly WaiterNotice[] }): Promise<void> {
+    if (!tx.broadcast) return;
+    for (const n of step.notices) {
+      const msg: Message = { o: this.instanceId, k: 'waiter', n };
+      await tx.broadcast(JSON.stringify(msg));
+    }
+    if (step.events.length === 0) return;
     let batch: EngineEvent[] = [];
     let bytes = 0;
     let n = 0;
@@ -186,6 +199,9 @@ export class Cluster {
       // This instance's own events were published at commit.
       if (m.o === this.instanceId) return;
       for (const e of m.e) this.offer({ ...e, remote: true } as EngineEvent, false);
+    } else if (m.k === 'waiter' && m.n.to === this.instanceId) {
+      if (m.n.kind === 'grant') this.opts.granted?.(m.n);
+      else this.opts.refused?.(m.n);
     } else if (m.k === 'call' && m.to === this.instanceId) {
       void this.apply(m.o, m.id, m.call);
     } else if (m.k === 'reply' && m.to === this.instanceId) {

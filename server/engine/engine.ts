@@ -12,7 +12,7 @@
 import { randomBytes } from 'node:crypto';
 import type { ParsedSelector } from '@/lib/selector';
 import { AuditLog, auditView, type AuditEvent, type AuditEventType, type AuditFacts, type AuditOptions, type AuditSpec, type Caller } from './audit';
-import type { Store, Tx } from '../store/types';
+import type { LeaseRow, Store, Tx } from '../store/types';
 import { Cluster, type ClusterOptions } from './cluster';
 import { CursorCodec } from './cursor';
 import { LeaseholdError, fail, fromStoreError } from './errors';
@@ -26,7 +26,9 @@ import {
   expireDue,
   releaseStep,
   renewStep,
+  sessionGone,
   settleRoute,
+  waiterCount,
   type AcquireResult,
   type CheckpointWritten,
   type HolderProof,
@@ -34,7 +36,7 @@ import {
   type RenewResult,
 } from './leases';
 import { forgetAnswer } from './idempotency';
-import { newStep, DEFAULT_LIMITS, type EngineContext, type QueuedGrant, type Limits, type Step } from './step';
+import { newStep, DEFAULT_LIMITS, type EngineContext, type QueuedGrant, type Limits, type Step, type WaiterNotice } from './step';
 import { forceEndStep, type ForceReleased, type Revoked } from './operators';
 import { newSecret, planEmbedToken, planToken, TokenAuthority, tokenInfo, type CreateTokenInput, type Principal, type TokenInfo } from './tokens';
 import { leaseView, type LeaseView, type Metadata, type SessionView } from './views';
@@ -143,7 +145,7 @@ export class LeaseEngine {
     readonly store: Store,
     private readonly opts: EngineOptions = {},
   ) {
-    this.ctx = { store, waiters: this.waiters, limits: { ...DEFAULT_LIMITS, ...opts.limits } };
+    this.ctx = { store, waiters: this.waiters, limits: { ...DEFAULT_LIMITS, ...opts.limits }, instanceId: store.bus?.instanceId };
     this.tokens = new TokenAuthority(store);
     this.audit = new AuditLog(store, opts.audit);
     this.startedAt = store.now();
@@ -154,7 +156,13 @@ export class LeaseEngine {
       checkOwners: (owners) => this.tokens.invalidOwners(owners),
       streamIdPrefix: store.bus?.instanceId,
     });
-    this.cluster = store.bus ? new Cluster(store.bus, this.events, this.feed, opts.cluster) : undefined;
+    this.cluster = store.bus
+      ? new Cluster(store.bus, this.events, this.feed, {
+          ...opts.cluster,
+          granted: (n) => this.remoteGrant(n),
+          refused: (n) => this.remoteRefusal(n),
+        })
+      : undefined;
     // Expiry is a system event: audited from the change it makes, by the
     // instance that made it (never for another instance's change).
     this.events.subscribe((e) => {
@@ -229,6 +237,8 @@ export class LeaseEngine {
   /** Drain, write the buffered audit events, then close the store (committing what is pending). */
   async stop(): Promise<void> {
     this.drain();
+    const id = this.ctx.instanceId;
+    if (id !== undefined) await this.store.atomic((tx) => tx.waiters!.deleteInstanceWaiters(id)).catch(() => undefined);
     await this.audit.stop();
     await this.store.close();
   }
@@ -335,13 +345,40 @@ export class LeaseEngine {
       w.resolve(g.answer);
       return;
     }
+    this.rollBack(g.lease, w.requestId);
+  }
+
+  /** Roll back a grant nobody will receive (change `rolled_back`, its answer forgotten), granting the next waiter. */
+  private rollBack(lease: LeaseRow, requestId: string): void {
     void this.run(async (step) => {
-      if (await endLease(this.ctx, step, g.lease, 'rolled_back')) {
-        await forgetAnswer(step, { family: w.family, op: 'acquire', route: w.route, requestId: w.requestId });
+      if (await endLease(this.ctx, step, lease, 'rolled_back')) {
+        await forgetAnswer(step, { family: lease.family, op: 'acquire', route: lease.route, requestId });
       }
-    }, undefined, w.family).catch(() => {
+    }, undefined, lease.family).catch(() => {
       // The lease stays until it expires; its holder is gone, so nobody renews it.
     });
+  }
+
+  /** Another instance granted this instance's waiter (shared store): answer it, or roll the grant back if it has gone. */
+  private remoteGrant(n: Extract<WaiterNotice, { kind: 'grant' }>): void {
+    const w = this.waiters.claimRequest(n.family, n.route, n.requestId);
+    if (w && !w.signal?.aborted) {
+      this.deliver({ waiter: w, lease: n.lease, answer: n.answer });
+      return;
+    }
+    if (w) w.state = 'done';
+    this.rollBack(n.lease, n.requestId);
+  }
+
+  /** Another instance dropped this instance's waiter (its session ended). */
+  private remoteRefusal(n: Extract<WaiterNotice, { kind: 'refuse' }>): void {
+    const w = this.waiters.claimRequest(n.family, n.route, n.requestId);
+    if (w) refuse({ waiter: w, error: sessionGone() });
+  }
+
+  /** Remove a waiter that left (deadline, disconnect) from the shared queue too. */
+  private async forgetWaiter(step: Step, w: Waiter): Promise<void> {
+    if (this.ctx.instanceId !== undefined) await step.tx.waiters?.deleteWaiter(w.family, w.route, w.requestId);
   }
 
   // ---- sessions -------------------------------------------------------------
@@ -402,7 +439,7 @@ export class LeaseEngine {
     const w = r.waiter;
     if (w.state === 'waiting') {
       w.timer = setTimeout(() => {
-        if (this.waiters.remove(w)) void this.refuseTimedOut(w.family, w.route, w.reject);
+        if (this.waiters.remove(w)) void this.refuseTimedOut(w, w.reject);
       }, input.waitMs);
       input.signal?.addEventListener(
         'abort',
@@ -410,6 +447,7 @@ export class LeaseEngine {
           if (this.waiters.remove(w)) {
             clearTimeout(w.timer);
             w.reject(new LeaseholdError('lease_conflict', 'the client went away while waiting'));
+            if (this.ctx.instanceId !== undefined) void this.run((step) => this.forgetWaiter(step, w), undefined, w.family).catch(() => undefined);
           }
         },
         { once: true },
@@ -423,10 +461,12 @@ export class LeaseEngine {
     return { answer: await r.done, replayed: false };
   }
 
-  private async refuseTimedOut(family: string, route: string, reject: (e: unknown) => void): Promise<void> {
+  private async refuseTimedOut(w: Waiter, reject: (e: unknown) => void): Promise<void> {
+    const { family, route } = w;
     let retryAfterMs = 50;
     try {
       retryAfterMs = await this.run(async (step) => {
+        await this.forgetWaiter(step, w);
         const l = await settleRoute(this.ctx, step, family, route);
         return Math.max(50, l ? l.expiresAt - step.now : 50);
       }, undefined, family);
@@ -480,7 +520,7 @@ export class LeaseEngine {
     return this.run(async (step) => {
       const l = await settleRoute(this.ctx, step, p.family, route);
       if (!l) fail('lease_not_found', 'no lease is held on this route');
-      return { lease: leaseView(l, step.now, this.waiters.count(p.family, route)) };
+      return { lease: leaseView(l, step.now, await waiterCount(this.ctx, step, p.family, route)) };
     }, undefined, p.family);
   }
 

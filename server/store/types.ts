@@ -246,6 +246,43 @@ export interface Tx {
    * the messages of every step that committed before it.
    */
   broadcast?(message: string): Promise<void>;
+  /** Shared stores only: the FIFO queues every instance uses. */
+  readonly waiters?: SharedWaiters;
+}
+
+/** A queued acquire in a shared store's FIFO queue (the waiting client is held by `instance`). */
+export interface WaiterRow {
+  family: string;
+  route: string;
+  requestId: string;
+  instance: string;
+  sessionHash: string;
+  digest: string;
+  ttlMs: number;
+  maxLifetimeMs: number;
+  /** The metadata object as JSON text, or null. */
+  metadata: string | null;
+  /** The waiter's deadline (backend time); past it the row is ignored and removed. */
+  deadline: number;
+}
+
+/**
+ * The shared FIFO queues of a store several instances use, so that the step
+ * that frees a route grants its head waiter whichever instance holds it.
+ * Present on a shared store's `Tx` only.
+ */
+export interface SharedWaiters {
+  enqueueWaiter(row: WaiterRow): Promise<void>;
+  /** The head waiter of a route, skipping (and removing) rows past their deadline or of instances no longer listening. */
+  headWaiter(family: string, route: string, now: number): Promise<WaiterRow | undefined>;
+  deleteWaiter(family: string, route: string, requestId: string): Promise<boolean>;
+  countWaiters(family: string, route: string, now: number): Promise<number>;
+  findWaiter(family: string, route: string, requestId: string, now: number): Promise<WaiterRow | undefined>;
+  sessionWaiting(family: string, route: string, sessionHash: string, now: number): Promise<boolean>;
+  /** Remove and return every waiter of a session. */
+  takeSessionWaiters(sessionHash: string): Promise<WaiterRow[]>;
+  /** Remove every waiter an instance holds (at its shutdown). */
+  deleteInstanceWaiters(instance: string): Promise<void>;
 }
 
 /** What a step locks before it reads (see `Store.atomic`). */

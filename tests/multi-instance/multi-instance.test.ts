@@ -111,3 +111,67 @@ describe('one lease universe across instances', () => {
     c.res.destroy();
   });
 });
+
+describe('waiters and failures across instances', () => {
+  test('a waiter on B is granted (queued: true) in the step that frees the route on A, in FIFO order across instances', async () => {
+    const route = 'lease://wait/across/r';
+    const holder = await I.openSession(A, 'holder');
+    const held = await I.acquire(A, route, holder);
+    assert.equal(held.status, 200);
+    const w1 = await I.openSession(B, 'w1');
+    const w2 = await I.openSession(C, 'w2');
+    const p1 = I.acquire(B, route, w1, { wait_ms: 10_000 });
+    await sleep(300);
+    const p2 = I.acquire(C, route, w2, { wait_ms: 10_000 });
+    await sleep(300);
+    const inspect = await A.call('GET', leasePath(route));
+    assert.equal(inspect.body.lease.waiters, 2, 'A sees both waiters');
+    assert.equal((await I.release(A, route, holder, held.body.lease)).status, 200);
+    const g1 = await p1;
+    assert.equal(g1.status, 200, g1.text);
+    assert.equal(g1.body.queued, true);
+    assert.equal(g1.body.lease.owner_id, 'w1');
+    assert.ok(g1.body.lease.fencing_token > held.body.lease.fencing_token);
+    assert.equal((await I.release(C, route, w1, g1.body.lease)).status, 200);
+    const g2 = await p2;
+    assert.equal(g2.status, 200, g2.text);
+    assert.equal(g2.body.lease.owner_id, 'w2');
+    assert.ok(g2.body.lease.fencing_token > g1.body.lease.fencing_token);
+  });
+
+  test('SIGKILL of one instance loses no acknowledged state; its sessions expire and release on time through the others', async () => {
+    const D = await I.start('D');
+    const { c } = await openStream(A, ['lease://kill/d/*']);
+    const session = await I.openSession(D, 'doomed', 2_000);
+    const acked: Array<{ route: string; body: Record<string, unknown>; answer: any }> = [];
+    for (let i = 0; i < 5; i++) {
+      const route = `lease://kill/d/r${i}`;
+      const body = { session_id: session, request_id: rid(), ttl_ms: 60_000 };
+      const r = await D.call('POST', leasePath(route, 'acquire'), body);
+      assert.equal(r.status, 200);
+      acked.push({ route, body, answer: r.body });
+      const cp = await D.call('PUT', leasePath(route, 'checkpoint'), { session_id: session, request_id: rid(), lease_id: r.body.lease.lease_id, fencing_token: r.body.lease.fencing_token, value: { i } });
+      assert.equal(cp.status, 200);
+    }
+    D.proc.proc.kill('SIGKILL');
+    const killedAt = Date.now();
+    await new Promise((r) => D.proc.proc.once('exit', r));
+    for (const a of acked) {
+      const inspect = await B.call('GET', leasePath(a.route));
+      assert.equal(inspect.status, 200, 'still held after the kill');
+      assert.equal(inspect.body.lease.fencing_token, a.answer.lease.fencing_token);
+      const cp = await C.call('GET', leasePath(a.route, 'checkpoint'));
+      assert.deepEqual(cp.body.checkpoint.value, { i: acked.indexOf(a) });
+      const replay = await A.call('POST', leasePath(a.route, 'acquire'), a.body);
+      assert.equal(replay.status, 200);
+      assert.equal(replay.body.lease.lease_id, a.answer.lease.lease_id);
+    }
+    // The session's TTL is 2 s: the others' sweeps end its leases as session_closed within a second of the deadline.
+    const ends = await c.waitForCount((e) => e.event === 'change' && e.data.change === 'session_closed', 5, 6_000);
+    const elapsed = Date.now() - killedAt;
+    assert.ok(elapsed < 2_000 + 1_500, `released ${elapsed} ms after the kill (session TTL 2 s)`);
+    assert.equal(ends.length, 5);
+    for (const a of acked) assert.equal((await C.call('GET', leasePath(a.route))).status, 404);
+    c.res.destroy();
+  });
+});

@@ -12,7 +12,7 @@
 import pg from 'pg';
 import type { Bus, BusListener } from '../types';
 import { connectionConfig, destroy } from './pg-connection';
-import { CHANNEL } from './pg-tx';
+import { BUS_APP_PREFIX, CHANNEL } from './pg-tx';
 
 const PING_MS = 1_000;
 const PING_TIMEOUT_MS = 2_000;
@@ -34,7 +34,7 @@ export class PgBus implements Bus {
 
   /** The application_name of this instance's listening connection (how `alive` finds it). */
   static applicationName(instanceId: string): string {
-    return `leasehold-bus:${instanceId}`;
+    return `${BUS_APP_PREFIX}${instanceId}`;
   }
 
   listen(listener: BusListener): void {

@@ -115,4 +115,25 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX audit_by_route ON audit (family, route, time, seq) WHERE route IS NOT NULL;
   CREATE INDEX audit_rare ON audit (family, event_type, time, seq) WHERE rare;
   `,
+  `
+  -- FIFO queues shared by every instance: seq orders a route's queue (rows
+  -- are inserted by steps holding the family's lock, so in that order).
+  CREATE TABLE waiters (
+    seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    family text COLLATE "C" NOT NULL,
+    route text COLLATE "C" NOT NULL,
+    request_id text COLLATE "C" NOT NULL,
+    instance text COLLATE "C" NOT NULL,
+    session_hash text COLLATE "C" NOT NULL,
+    digest text NOT NULL,
+    ttl_ms bigint NOT NULL,
+    max_lifetime_ms bigint NOT NULL,
+    metadata text,
+    deadline bigint NOT NULL,
+    UNIQUE (family, route, request_id)
+  );
+  CREATE INDEX waiters_queue ON waiters (family, route, seq);
+  CREATE INDEX waiters_session ON waiters (session_hash);
+  CREATE INDEX waiters_instance ON waiters (instance);
+  `,
 ];
