@@ -167,3 +167,32 @@ for (const backend of BACKENDS) {
     });
   });
 }
+
+describe('PostgreSQL: two stores (instances) on one database', () => {
+  test("a family's steps serialize across stores: contiguous revisions, and the database clock never goes back along them", async () => {
+    const db = await createTestDatabase();
+    const [s1, s2] = await Promise.all([PgStore.open({ url: db.url, poolSize: 8 }), PgStore.open({ url: db.url, poolSize: 8 })]);
+    try {
+      const steps = Array.from({ length: 60 }, (_, i) =>
+        (i % 2 ? s1 : s2).atomic(
+          async (tx) => {
+            const before = await tx.revision('f');
+            await new Promise((r) => setTimeout(r, 1));
+            const revision = await tx.bumpRevision('f');
+            assert.equal(revision, before + 1, 'nobody bumped in between');
+            return { revision, now: tx.now };
+          },
+          { family: 'f' },
+        ),
+      );
+      const done = (await Promise.all(steps)).sort((a, b) => a.revision - b.revision);
+      assert.deepEqual(done.map((d) => d.revision), Array.from({ length: 60 }, (_, i) => i + 1));
+      for (let i = 1; i < done.length; i++) assert.ok(done[i]!.now >= done[i - 1]!.now, `time went back at revision ${done[i]!.revision}`);
+      assert.equal(s1.epoch(), s2.epoch());
+    } finally {
+      await s1.close();
+      await s2.close();
+      await db.drop();
+    }
+  });
+});
