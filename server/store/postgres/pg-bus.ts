@@ -11,7 +11,7 @@
 
 import pg from 'pg';
 import type { Bus, BusListener } from '../types';
-import { connectionConfig, destroy } from './pg-connection';
+import { connectionConfig, destroy, guard } from './pg-connection';
 import { BUS_APP_PREFIX, CHANNEL } from './pg-tx';
 
 const PING_MS = 1_000;
@@ -90,12 +90,31 @@ export class PgBus implements Bus {
   }
 
   async send(message: string): Promise<void> {
-    await this.pool.query('SELECT pg_notify($1, $2)', [CHANNEL, message]);
+    await this.bounded((c) => c.query('SELECT pg_notify($1, $2)', [CHANNEL, message]));
   }
 
   async alive(instanceId: string): Promise<boolean> {
-    const r = await this.pool.query('SELECT 1 FROM pg_stat_activity WHERE application_name = $1', [PgBus.applicationName(instanceId)]);
+    const r = await this.bounded((c) => c.query('SELECT 1 FROM pg_stat_activity WHERE application_name = $1', [PgBus.applicationName(instanceId)]));
     return (r.rowCount ?? 0) > 0;
+  }
+
+  /** One statement on a pooled connection, abandoned (connection destroyed) after 2 s: it never hangs. */
+  private async bounded<T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+    const c = await this.pool.connect();
+    guard(c);
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      destroy(c);
+    }, PING_TIMEOUT_MS);
+    try {
+      return await fn(c);
+    } catch (e) {
+      throw timedOut ? new Error('postgres: no answer within 2 s') : e;
+    } finally {
+      clearTimeout(timer);
+      c.release(timedOut ? true : undefined);
+    }
   }
 
   async close(): Promise<void> {

@@ -21,6 +21,18 @@ export function destroy(client: pg.ClientBase): void {
   }
 }
 
+const guarded = new WeakSet<pg.ClientBase>();
+
+/**
+ * A connection that dies while checked out emits 'error' (its pending query
+ * fails with it as well): listen once, so the process never crashes on it.
+ */
+export function guard(client: pg.ClientBase): void {
+  if (guarded.has(client)) return;
+  guarded.add(client);
+  client.on('error', () => undefined);
+}
+
 /** Connection settings every connection of the store uses. */
 export function connectionConfig(url: string, connectTimeoutMs: number, applicationName: string): pg.ClientConfig {
   return {
@@ -33,7 +45,7 @@ export function connectionConfig(url: string, connectTimeoutMs: number, applicat
     // Server-side bounds, so a connection that vanishes never holds locks long.
     statement_timeout: 10_000,
     lock_timeout: 10_000,
-    idle_in_transaction_session_timeout: 15_000,
+    idle_in_transaction_session_timeout: 5_000,
   };
 }
 

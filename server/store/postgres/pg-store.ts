@@ -21,9 +21,9 @@ import pg from 'pg';
 import { randomBytes } from 'node:crypto';
 import { StoreUnavailableError, type Bus, type StepScope, type Store, type Tx } from '../types';
 import { PgBus } from './pg-bus';
-import { connectionConfig, destroy } from './pg-connection';
+import { connectionConfig, destroy, guard } from './pg-connection';
 import { toStoreError } from './pg-errors';
-import { LOCK_MIGRATE, PgTx } from './pg-tx';
+import { CHANNEL, LOCK_MIGRATE, PgTx } from './pg-tx';
 import { MIGRATIONS } from './schema';
 
 export interface PgStoreOptions {
@@ -48,7 +48,6 @@ export class PgStore implements Store {
   /** Database clock minus local clock, refreshed by every step. */
   private offset = 0;
   private closed = false;
-  private readonly guarded = new WeakSet<pg.PoolClient>();
 
   private constructor(private readonly opts: PgStoreOptions) {
     this.stepTimeoutMs = opts.stepTimeoutMs ?? 4_000;
@@ -118,12 +117,7 @@ export class PgStore implements Store {
     } catch (e) {
       throw new StoreUnavailableError(`postgres: cannot get a connection: ${(e as Error).message}`, false);
     }
-    // A connection that dies while checked out emits 'error': the step's
-    // own query fails with it; the listener only keeps the process alive.
-    if (!this.guarded.has(client)) {
-      this.guarded.add(client);
-      client.on('error', () => undefined);
-    }
+    guard(client);
     let commitSent = false;
     let timedOut = false;
     let broken = false;
@@ -157,8 +151,11 @@ export class PgStore implements Store {
         if (!timedOut) await client.query('ROLLBACK').catch(() => (broken = true));
         throw e;
       }
+      // The step's notifications and its COMMIT in one round trip (simple
+      // protocol, so the payloads are quoted literals): delivered iff it commits.
+      const notify = tx.takeMessages().map((m) => `SELECT pg_notify('${CHANNEL}', ${client.escapeLiteral(m)}); `);
       commitSent = true;
-      await client.query('COMMIT');
+      await client.query(`${notify.join('')}COMMIT`);
       return value;
     } catch (e) {
       if (timedOut) throw new StoreUnavailableError(`postgres: the step took longer than ${this.stepTimeoutMs} ms`, commitSent);

@@ -64,6 +64,7 @@ const SCAN_CHUNK = 500;
 export class PgTx implements Tx {
   now = 0;
   readonly waiters: SharedWaiters = new PgWaiters(this);
+  private messages: string[] = [];
 
   constructor(private readonly client: PoolClient) {}
 
@@ -467,8 +468,16 @@ export class PgTx implements Tx {
     return (await this.getMeta(key))!;
   }
 
+  /** Queued here and sent with the COMMIT, in the same round trip (see PgStore.atomic). */
   async broadcast(message: string): Promise<void> {
-    await this.q('notify', `SELECT pg_notify($1, $2)`, [CHANNEL, message]);
+    this.messages.push(message);
+  }
+
+  /** The messages to notify with the commit, in order. */
+  takeMessages(): string[] {
+    const m = this.messages;
+    this.messages = [];
+    return m;
   }
 }
 
