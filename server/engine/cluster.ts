@@ -83,14 +83,18 @@ export class Cluster {
     this.firstReady = new Promise((r) => (this.resolveReady = r));
   }
 
-  /** Listen to the other instances; resolves once the channel is up. */
-  start(): Promise<void> {
+  /** Listen to the other instances; resolves once the channel is up, rejects if it is not within `timeoutMs`. */
+  start(timeoutMs = 10_000): Promise<void> {
     this.bus.listen({
       message: (text) => this.onMessage(text),
       ready: (revisions) => this.onReady(revisions),
       lost: () => this.onLost(),
     });
-    return this.firstReady;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`the notification channel did not come up within ${timeoutMs} ms`)), timeoutMs);
+    });
+    return Promise.race([this.firstReady, late]).finally(() => clearTimeout(timer));
   }
 
   /** Gaps resynced and channel losses so far. */
