@@ -277,6 +277,8 @@ export interface SharedWaiters {
   headWaiter(family: string, route: string, now: number): Promise<WaiterRow | undefined>;
   deleteWaiter(family: string, route: string, requestId: string): Promise<boolean>;
   countWaiters(family: string, route: string, now: number): Promise<number>;
+  /** Waiter counts of several routes (absent: none). */
+  countWaitersOf(family: string, routes: readonly string[], now: number): Promise<Map<string, number>>;
   findWaiter(family: string, route: string, requestId: string, now: number): Promise<WaiterRow | undefined>;
   sessionWaiting(family: string, route: string, sessionHash: string, now: number): Promise<boolean>;
   /** Remove and return every waiter of a session. */

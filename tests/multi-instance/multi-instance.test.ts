@@ -126,6 +126,8 @@ describe('waiters and failures across instances', () => {
     await sleep(300);
     const inspect = await A.call('GET', leasePath(route));
     assert.equal(inspect.body.lease.waiters, 2, 'A sees both waiters');
+    const listed = await A.call('GET', `/api/v1/leases?selector=${encodeURIComponent(route)}`);
+    assert.equal(listed.body.items[0].waiters, 2, 'and so does its inventory');
     assert.equal((await I.release(A, route, holder, held.body.lease)).status, 200);
     const g1 = await p1;
     assert.equal(g1.status, 200, g1.text);

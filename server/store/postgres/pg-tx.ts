@@ -522,6 +522,14 @@ export class PgWaiters implements SharedWaiters {
     const r = await this.tx.run<{ n: number }>('wcount', `SELECT count(*)::int8 AS n FROM waiters WHERE family = $1 AND route = $2 AND ${LIVE_WAITER}`, [family, route, now]);
     return r[0]?.n ?? 0;
   }
+  async countWaitersOf(family: string, routes: readonly string[], now: number): Promise<Map<string, number>> {
+    const r = await this.tx.run<{ route: string; n: number }>(
+      'wcounts',
+      `SELECT route, count(*)::int8 AS n FROM waiters WHERE family = $1 AND route = ANY($2::text[]) AND ${LIVE_WAITER} GROUP BY route`,
+      [family, routes, now],
+    );
+    return new Map(r.map((x) => [x.route, x.n]));
+  }
   async findWaiter(family: string, route: string, requestId: string, now: number): Promise<WaiterRow | undefined> {
     const r = await this.tx.run<WaiterRow>('wfind', `SELECT ${WAITER_COLS} FROM waiters WHERE family = $1 AND route = $2 AND ${LIVE_WAITER} AND request_id = $4`, [family, route, now, requestId]);
     return r[0];
