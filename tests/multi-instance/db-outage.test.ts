@@ -6,6 +6,7 @@
  * `outcome_unknown` (never a 500, never a hang); afterwards the instances
  * recover by themselves, and every acknowledged request_id replays to its
  * original answer (no acknowledged acquisition, token or checkpoint lost).
+ * A stream open through the cut gets `overflow` (`resync`).
  */
 
 import { after, before, test } from 'node:test';
@@ -15,6 +16,7 @@ import { leasePath, rid } from '../../server/testing/harness';
 import { startInstances, type Instance, type Instances } from '../../server/testing/instances';
 import { createTestDatabase, urlFor, type TestDatabase } from '../../server/testing/pg';
 import { startTcpProxy, type TcpProxy } from '../../server/testing/tcp-proxy';
+import { SseClient } from '../../server/testing/sse';
 
 let db: TestDatabase;
 let proxy: TcpProxy;
@@ -100,8 +102,13 @@ test('a database outage: answers within 5 s (503 backend_unavailable / outcome_u
 
   await sleep(1_500);
   const before = acked.length;
+  // A stream open through the cut: its instance lost the notification channel, so it must resync.
+  const stream = await SseClient.open(I.list[0]!.url, `/api/v1/inventory/stream?selector=${encodeURIComponent('lease://outage/**')}`, { token: I.token });
+  await stream.waitFor((e) => e.event === 'subscribed');
   proxy.cut('reset');
-  await sleep(3_000);
+  const overflow = await stream.waitFor((e) => e.event === 'overflow', 3_000, 'overflow after the cut');
+  assert.equal(overflow.data.reason, 'resync');
+  await sleep(1_500);
   proxy.restore();
   await sleep(2_000);
   const afterReset = acked.length;
