@@ -121,3 +121,24 @@ test('a lost notification channel sends every stream overflow (resync); so does 
   bus.remote(change('default', 21));
   assert.deepEqual(d.revisions(), [21]);
 });
+
+test('a forwarded call whose refusal arrives before the send returns is answered, never an unhandled rejection', async () => {
+  const { bus, cluster } = await setup();
+  bus.alive = async () => true;
+  bus.send = async (m: string) => {
+    const call = JSON.parse(m) as { id: string; o: string };
+    // The other instance answers at once, before this send resolves.
+    bus.listener.message(JSON.stringify({ o: 'i_other0000000', k: 'reply', id: call.id, to: call.o, err: { code: 'not_found', message: 'no such subscription on this stream' } }));
+    await new Promise((r) => setTimeout(r, 20));
+  };
+  let unhandled = 0;
+  const onUnhandled = () => unhandled++;
+  process.on('unhandledRejection', onUnhandled);
+  try {
+    await assert.rejects(cluster.unregister('tk', 'st_i_other0000000xxxxxxxxxxxxxxxx', 'sb_x'), (e: { code?: string }) => e.code === 'not_found');
+    await new Promise((r) => setTimeout(r, 20));
+    assert.equal(unhandled, 0);
+  } finally {
+    process.off('unhandledRejection', onUnhandled);
+  }
+});

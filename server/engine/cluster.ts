@@ -180,6 +180,8 @@ export class Cluster {
       }, FORWARD_TIMEOUT_MS);
       this.calls.set(id, { resolve, reject, timer });
     });
+    // The answer may arrive before `send` returns: handled below, never unhandled meanwhile.
+    answer.catch(() => undefined);
     const msg: Message = { o: this.instanceId, k: 'call', id, to, call };
     try {
       await this.bus.send(JSON.stringify(msg));

@@ -99,6 +99,9 @@ for (const backend of BACKENDS) {
           if (wait) pending.push(p);
           else await p;
         } else if (r < 0.45 && mine) {
+          // Waiting acquires still in flight would change the route between the two inspects
+          // (on PostgreSQL their steps really run concurrently): let them finish first.
+          await Promise.allSettled(pending.splice(0));
           const before = await f.engine.inspect(f.admin, route).catch(() => undefined);
           const wasCurrent = isCurrent(route, mine);
           try {

@@ -51,7 +51,7 @@ test('a partition before COMMIT: not committed; with the COMMIT in flight: maybe
     store.atomic(async (tx) => {
       await tx.bumpRevision('f');
       proxy.cut('stall');
-      return tx.revision('f');
+      return tx.getLease('f', 'lease://a/b/c');
     }, { family: 'f' }),
   );
   assert.equal(before.error.maybeCommitted, false);

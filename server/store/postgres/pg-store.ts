@@ -23,7 +23,7 @@ import { StoreUnavailableError, type Bus, type StepScope, type Store, type Tx } 
 import { PgBus } from './pg-bus';
 import { connectionConfig, destroy, guard } from './pg-connection';
 import { toStoreError } from './pg-errors';
-import { CHANNEL, LOCK_MIGRATE, PgTx } from './pg-tx';
+import { LOCK_MIGRATE, PgTx } from './pg-tx';
 import { MIGRATIONS } from './schema';
 
 export interface PgStoreOptions {
@@ -130,17 +130,26 @@ export class PgStore implements Store {
     );
     const tx = new PgTx(client);
     try {
-      // BEGIN, the family's lock, then the clock: one round trip.
+      // BEGIN, the family's lock (its revision, and whether it has waiters),
+      // then the clock: one round trip.
       const clock = `SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8 AS now`;
       let sql = `BEGIN; `;
-      if (scope?.family !== undefined) {
-        const f = client.escapeLiteral(scope.family);
+      const family = scope?.family;
+      if (family !== undefined) {
+        const f = client.escapeLiteral(family);
         sql += `INSERT INTO families (family, revision) VALUES (${f}, 0) ON CONFLICT (family) DO NOTHING; `;
         sql += `SELECT revision FROM families WHERE family = ${f} FOR UPDATE; `;
+        // A statement of its own, so it reads after the lock is granted (a
+        // select list is computed before its rows are locked).
+        sql += `SELECT EXISTS (SELECT 1 FROM waiters WHERE family = ${f}) AS waiters; `;
       }
       sql += clock;
       const sent = Date.now();
       const results = (await client.query(sql)) as unknown as pg.QueryResult[];
+      if (family !== undefined) {
+        const revision = Number((results[2]!.rows[0] as { revision: number }).revision);
+        tx.lockFamily(family, revision, (results[3]!.rows[0] as { waiters: boolean }).waiters);
+      }
       const now = Number(results[results.length - 1]!.rows[0].now);
       tx.now = this.opts.clock ? this.opts.clock() : now;
       this.offset = tx.now - (sent + Date.now()) / 2;
@@ -153,9 +162,9 @@ export class PgStore implements Store {
       }
       // The step's notifications and its COMMIT in one round trip (simple
       // protocol, so the payloads are quoted literals): delivered iff it commits.
-      const notify = tx.takeMessages().map((m) => `SELECT pg_notify('${CHANNEL}', ${client.escapeLiteral(m)}); `);
+      const before = tx.commitStatements((s) => client.escapeLiteral(s));
       commitSent = true;
-      await client.query(`${notify.join('')}COMMIT`);
+      await client.query(`${before}COMMIT`);
       return value;
     } catch (e) {
       if (timedOut) throw new StoreUnavailableError(`postgres: the step took longer than ${this.stepTimeoutMs} ms`, commitSent);

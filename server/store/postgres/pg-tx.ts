@@ -65,6 +65,7 @@ export class PgTx implements Tx {
   now = 0;
   readonly waiters: SharedWaiters = new PgWaiters(this);
   private messages: string[] = [];
+  private locked: { family: string; revision: number; dirty: boolean; hasWaiters: boolean } | undefined;
 
   constructor(private readonly client: PoolClient) {}
 
@@ -101,11 +102,46 @@ export class PgTx implements Tx {
     }
   }
 
+  /**
+   * The step's family, locked at BEGIN: its revision is kept here (nobody
+   * else can change it until this step commits) and written back with the
+   * COMMIT, and whether it has any queued waiter at all (if not, the
+   * queue questions need no round trip until this step queues one).
+   */
+  lockFamily(family: string, revision: number, hasWaiters: boolean): void {
+    this.locked = { family, revision, dirty: false, hasWaiters };
+  }
+
+  /** Does the locked family certainly have no waiter rows? */
+  noWaiters(family: string): boolean {
+    return this.locked?.family === family && !this.locked.hasWaiters;
+  }
+
+  /** A waiter row was queued in this family. */
+  queuedIn(family: string): void {
+    if (this.locked?.family === family) this.locked.hasWaiters = true;
+  }
+
+  /** Statements to send with the COMMIT, in order: the locked family's revision, then the notifications. */
+  commitStatements(quote: (s: string) => string): string {
+    let sql = '';
+    const l = this.locked;
+    if (l?.dirty) sql += `UPDATE families SET revision = ${l.revision} WHERE family = ${quote(l.family)}; `;
+    for (const m of this.messages) sql += `SELECT pg_notify('${CHANNEL}', ${quote(m)}); `;
+    this.messages = [];
+    return sql;
+  }
+
   async revision(family: string): Promise<number> {
+    if (this.locked?.family === family) return this.locked.revision;
     const r = await this.one<{ revision: number }>('rev', `SELECT revision FROM families WHERE family = $1`, [family]);
     return r?.revision ?? 0;
   }
   async bumpRevision(family: string): Promise<number> {
+    if (this.locked?.family === family) {
+      this.locked.dirty = true;
+      return ++this.locked.revision;
+    }
     const r = await this.one<{ revision: number }>(
       'bump',
       `INSERT INTO families (family, revision) VALUES ($1, 1)
@@ -468,16 +504,9 @@ export class PgTx implements Tx {
     return (await this.getMeta(key))!;
   }
 
-  /** Queued here and sent with the COMMIT, in the same round trip (see PgStore.atomic). */
+  /** Queued here and sent with the COMMIT, in the same round trip (see `commitStatements`). */
   async broadcast(message: string): Promise<void> {
     this.messages.push(message);
-  }
-
-  /** The messages to notify with the commit, in order. */
-  takeMessages(): string[] {
-    const m = this.messages;
-    this.messages = [];
-    return m;
   }
 }
 
@@ -491,6 +520,7 @@ export class PgWaiters implements SharedWaiters {
   constructor(private readonly tx: PgTx) {}
 
   async enqueueWaiter(r: WaiterRow): Promise<void> {
+    this.tx.queuedIn(r.family);
     await this.tx.run(
       'wins',
       `INSERT INTO waiters (family, route, request_id, instance, session_hash, digest, ttl_ms, max_lifetime_ms, metadata, deadline)
@@ -499,6 +529,7 @@ export class PgWaiters implements SharedWaiters {
     );
   }
   async headWaiter(family: string, route: string, now: number): Promise<WaiterRow | undefined> {
+    if (this.tx.noWaiters(family)) return undefined;
     for (;;) {
       const rows = await this.tx.run<WaiterRow & { live: boolean }>(
         'whead',
@@ -519,10 +550,12 @@ export class PgWaiters implements SharedWaiters {
     return rows.length === 1;
   }
   async countWaiters(family: string, route: string, now: number): Promise<number> {
+    if (this.tx.noWaiters(family)) return 0;
     const r = await this.tx.run<{ n: number }>('wcount', `SELECT count(*)::int8 AS n FROM waiters WHERE family = $1 AND route = $2 AND ${LIVE_WAITER}`, [family, route, now]);
     return r[0]?.n ?? 0;
   }
   async countWaitersOf(family: string, routes: readonly string[], now: number): Promise<Map<string, number>> {
+    if (this.tx.noWaiters(family)) return new Map();
     const r = await this.tx.run<{ route: string; n: number }>(
       'wcounts',
       `SELECT route, count(*)::int8 AS n FROM waiters WHERE family = $1 AND route = ANY($2::text[]) AND ${LIVE_WAITER} GROUP BY route`,
@@ -531,10 +564,12 @@ export class PgWaiters implements SharedWaiters {
     return new Map(r.map((x) => [x.route, x.n]));
   }
   async findWaiter(family: string, route: string, requestId: string, now: number): Promise<WaiterRow | undefined> {
+    if (this.tx.noWaiters(family)) return undefined;
     const r = await this.tx.run<WaiterRow>('wfind', `SELECT ${WAITER_COLS} FROM waiters WHERE family = $1 AND route = $2 AND ${LIVE_WAITER} AND request_id = $4`, [family, route, now, requestId]);
     return r[0];
   }
   async sessionWaiting(family: string, route: string, sessionHash: string, now: number): Promise<boolean> {
+    if (this.tx.noWaiters(family)) return false;
     const r = await this.tx.run('wses', `SELECT 1 AS x FROM waiters WHERE family = $1 AND route = $2 AND ${LIVE_WAITER} AND session_hash = $4 LIMIT 1`, [family, route, now, sessionHash]);
     return r.length > 0;
   }
