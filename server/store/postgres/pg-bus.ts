@@ -12,7 +12,7 @@
 import pg from 'pg';
 import type { Bus, BusListener } from '../types';
 import { connectionConfig, destroy, guard } from './pg-connection';
-import { BUS_APP_PREFIX, CHANNEL } from './pg-tx';
+import { BUS_APP_PREFIX, CHANNEL } from './pg-connection';
 
 const PING_MS = 1_000;
 const PING_TIMEOUT_MS = 2_000;

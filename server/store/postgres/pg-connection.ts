@@ -1,9 +1,18 @@
 /**
- * The settings every connection of the PostgreSQL store uses, and how a
+ * The names every instance shares (channel, advisory locks), the settings
+ * every connection of the PostgreSQL store uses, and how a
  * connection is cut at once when it stops answering.
  */
 
 import pg from 'pg';
+
+/** The channel every instance listens on. */
+export const CHANNEL = 'leasehold';
+/** Advisory lock keys (one namespace, arbitrary constants). */
+export const LOCK_MIGRATE = 0x1ea5e01;
+export const LOCK_TOKENS = 0x1ea5e02;
+/** Each instance's listening connection is named this plus its instance id (so liveness is a pg_stat_activity lookup). */
+export const BUS_APP_PREFIX = 'leasehold-bus:';
 
 /** int8 comes back as a number: every stored integer is an epoch ms, a token, a revision or a count, all below 2^53. */
 const TYPES = {

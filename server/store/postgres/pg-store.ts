@@ -21,9 +21,9 @@ import pg from 'pg';
 import { randomBytes } from 'node:crypto';
 import { StoreUnavailableError, type Bus, type StepScope, type Store, type Tx } from '../types';
 import { PgBus } from './pg-bus';
-import { connectionConfig, destroy, guard } from './pg-connection';
+import { connectionConfig, destroy, guard, LOCK_MIGRATE } from './pg-connection';
 import { toStoreError } from './pg-errors';
-import { LOCK_MIGRATE, PgTx } from './pg-tx';
+import { PgTx } from './pg-tx';
 import { MIGRATIONS } from './schema';
 
 export interface PgStoreOptions {
