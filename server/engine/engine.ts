@@ -12,7 +12,7 @@
 import { randomBytes } from 'node:crypto';
 import type { ParsedSelector } from '@/lib/selector';
 import { AuditLog, auditView, type AuditEvent, type AuditEventType, type AuditFacts, type AuditOptions, type AuditSpec, type Caller } from './audit';
-import type { LeaseRow, Store, Tx } from '../store/types';
+import type { LeaseRow, StepScope, Store, Tx } from '../store/types';
 import { Cluster, type ClusterOptions } from './cluster';
 import { CursorCodec } from './cursor';
 import { LeaseholdError, fail, fromStoreError } from './errors';
@@ -283,7 +283,7 @@ export class LeaseEngine {
    * `inTx` success inside the step itself (if that write fails, the step
    * fails and changes nothing), everything else buffered after the step.
    */
-  private async run<T>(fn: (step: Step) => Promise<T>, audit?: AuditSpec, family = audit?.caller.family): Promise<T> {
+  private async run<T>(fn: (step: Step) => Promise<T>, audit?: AuditSpec, family = audit?.caller.family, prefetch?: StepScope['prefetch']): Promise<T> {
     let step: Step | undefined;
     let value: T;
     let refusal: LeaseholdError | undefined;
@@ -306,7 +306,7 @@ export class LeaseEngine {
         // its commit (and its grants of their waiters).
         if (this.cluster) await this.cluster.broadcast(tx, step);
         return v;
-      }, family === undefined ? undefined : { family });
+      }, family === undefined ? undefined : { family, prefetch });
     } catch (e) {
       if (step) {
         for (const w of step.enqueued) this.waiters.remove(w);
@@ -391,7 +391,7 @@ export class LeaseEngine {
 
   /** Reset a live session's expiry to now + TTL, or `session_not_found`. */
   async keepAlive(p: Principal, sessionId: string): Promise<{ session: SessionView }> {
-    return this.run((step) => keepAliveStep(this.ctx, step, p.family, sessionId), undefined, p.family);
+    return this.run((step) => keepAliveStep(this.ctx, step, p.family, sessionId), undefined, p.family, { sessionHash: hashSecret(sessionId) });
   }
 
   /** Close a live session, releasing its leases and dropping its waits. */
@@ -434,7 +434,8 @@ export class LeaseEngine {
       maxLifetimeMs: input.maxLifetimeMs,
       metadata: input.metadata,
     };
-    const r = await this.run((step) => acquireStep(this.ctx, step, params, input.waitMs, input.signal), spec);
+    const prefetch = { idempotency: { op: 'acquire', route, requestId: input.requestId }, sessionHash: params.sessionHash, route };
+    const r = await this.run((step) => acquireStep(this.ctx, step, params, input.waitMs, input.signal), spec, p.family, prefetch);
     if (r.kind === 'done') return { answer: r.answer, replayed: r.replayed };
     const w = r.waiter;
     if (w.state === 'waiting') {
@@ -476,6 +477,11 @@ export class LeaseEngine {
     reject(new LeaseholdError('lease_conflict', 'waited and timed out: the lease is still held', { retryAfterMs }));
   }
 
+  /** What a holder's step reads first (its answer record, session and lease): a shared store reads them with its lock. */
+  private prefetch(op: string, route: string, input: ProofInput): StepScope['prefetch'] {
+    return { idempotency: { op, route, requestId: input.requestId }, sessionHash: hashSecret(input.sessionId), route };
+  }
+
   private proof(input: ProofInput): HolderProof {
     return { sessionHash: hashSecret(input.sessionId), leaseId: input.leaseId, fencingToken: input.fencingToken };
   }
@@ -485,6 +491,8 @@ export class LeaseEngine {
     return this.run(
       (step) => renewStep(this.ctx, step, p.family, route, this.proof(input), input.ttlMs, input.requestId, input.digest),
       this.spec(p, 'lease_renew', route, 'lease_renewed'),
+      p.family,
+      this.prefetch('renew', route, input),
     );
   }
 
@@ -493,6 +501,8 @@ export class LeaseEngine {
     return this.run(
       (step) => releaseStep(this.ctx, step, p.family, route, this.proof(input), input.requestId, input.digest),
       this.spec(p, 'lease_release', route, 'lease_released'),
+      p.family,
+      this.prefetch('release', route, input),
     );
   }
 
@@ -501,6 +511,8 @@ export class LeaseEngine {
     return this.run(
       (step) => checkpointStep(this.ctx, step, p.family, route, this.proof(input), input.value, input.requestId, input.digest),
       this.spec(p, 'lease_checkpoint', route, 'checkpoint_written'),
+      p.family,
+      this.prefetch('checkpoint', route, input),
     );
   }
 
@@ -521,7 +533,7 @@ export class LeaseEngine {
       const l = await settleRoute(this.ctx, step, p.family, route);
       if (!l) fail('lease_not_found', 'no lease is held on this route');
       return { lease: leaseView(l, step.now, await waiterCount(this.ctx, step, p.family, route)) };
-    }, undefined, p.family);
+    }, undefined, p.family, { route });
   }
 
   /**

@@ -291,6 +291,15 @@ export interface SharedWaiters {
 export interface StepScope {
   /** The one family the step reads and changes: its revision row is locked first, and `tx.now` read after. */
   family?: string;
+  /**
+   * Rows of that family the step will read first (a hint): a shared store
+   * reads them in the round trip that takes the lock.
+   */
+  prefetch?: {
+    idempotency?: { op: string; route: string; requestId: string };
+    sessionHash?: string;
+    route?: string;
+  };
 }
 
 /** Receives a shared store's cross-instance messages. */

@@ -142,6 +142,7 @@ export class PgStore implements Store {
         // A statement of its own, so it reads after the lock is granted (a
         // select list is computed before its rows are locked).
         sql += `SELECT EXISTS (SELECT 1 FROM waiters WHERE family = ${f}) AS waiters; `;
+        if (scope?.prefetch) for (const st of PgTx.prefetchStatements(family, scope.prefetch, (s) => client.escapeLiteral(s))) sql += `${st}; `;
       }
       sql += clock;
       const sent = Date.now();
@@ -149,6 +150,7 @@ export class PgStore implements Store {
       if (family !== undefined) {
         const revision = Number((results[2]!.rows[0] as { revision: number }).revision);
         tx.lockFamily(family, revision, (results[3]!.rows[0] as { waiters: boolean }).waiters);
+        if (scope?.prefetch) tx.prefetched(family, scope.prefetch, results.slice(4, -1));
       }
       const now = Number(results[results.length - 1]!.rows[0].now);
       tx.now = this.opts.clock ? this.opts.clock() : now;

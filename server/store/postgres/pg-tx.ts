@@ -4,7 +4,7 @@
  * Statements are named, so each connection prepares each of them once.
  */
 
-import type { PoolClient } from 'pg';
+import type { PoolClient, QueryResult } from 'pg';
 import { matches, routeSegments } from '@/lib/selector';
 import {
   RARE_AUDIT_TYPES,
@@ -20,6 +20,7 @@ import {
   type NewAuditRow,
   type SessionRow,
   type SharedWaiters,
+  type StepScope,
   type TokenRow,
   type Tx,
 } from '../types';
@@ -35,6 +36,7 @@ const SESSION_COLS = `family, id_hash AS "idHash", incarnation, owner_id AS "own
   created_at AS "createdAt", expires_at AS "expiresAt"`;
 const TOKEN_COLS = `id, secret_hash AS "secretHash", name, family, grants, root, kind,
   created_at AS "createdAt", expires_at AS "expiresAt", revoked_at AS "revokedAt", created_by AS "createdBy"`;
+const IDEM_COLS = `family, op, route, request_id AS "requestId", digest, status, answer, expires_at AS "expiresAt"`;
 const AUDIT_COLS = `seq, time, event_type AS "eventType", family, route, token_id AS "tokenId",
   subject_token_id AS "subjectTokenId", owner_id AS "ownerId", incarnation, result,
   fencing_token AS "fencingToken", reason, correlation_id AS "correlationId", latency_ms AS "latencyMs"`;
@@ -51,6 +53,10 @@ function prefixEnd(prefix: string): string {
   return prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1);
 }
 
+const MISS = Symbol('not prefetched');
+const idemKey = (family: string, op: string, route: string, requestId: string) => `i\n${family}\n${op}\n${route}\n${requestId}`;
+const leaseKey = (family: string, route: string) => `l\n${family}\n${route}`;
+
 /** Rows read per round trip by the keyset scans. */
 const SCAN_CHUNK = 500;
 
@@ -59,6 +65,8 @@ export class PgTx implements Tx {
   readonly waiters: SharedWaiters = new PgWaiters(this);
   private messages: string[] = [];
   private locked: { family: string; revision: number; dirty: boolean; hasWaiters: boolean } | undefined;
+  /** Rows read in the first round trip (`prefetch`): each answers its first read, and any write to it drops it. */
+  private readonly early = new Map<string, unknown>();
 
   constructor(private readonly client: PoolClient) {}
 
@@ -105,6 +113,37 @@ export class PgTx implements Tx {
     this.locked = { family, revision, dirty: false, hasWaiters };
   }
 
+  /**
+   * The statements that read a step's hinted rows (after its lock, in its
+   * first round trip), with `quote` making literals; `prefetched` takes
+   * their results in the same order.
+   */
+  static prefetchStatements(family: string, p: NonNullable<StepScope['prefetch']>, quote: (s: string) => string): string[] {
+    const out: string[] = [];
+    if (p.idempotency) {
+      const k = p.idempotency;
+      out.push(`SELECT ${IDEM_COLS} FROM idempotency WHERE family = ${quote(family)} AND op = ${quote(k.op)} AND route = ${quote(k.route)} AND request_id = ${quote(k.requestId)}`);
+    }
+    if (p.sessionHash !== undefined) out.push(`SELECT ${SESSION_COLS} FROM sessions WHERE id_hash = ${quote(p.sessionHash)}`);
+    if (p.route !== undefined) out.push(`SELECT ${LEASE_COLS} FROM leases WHERE family = ${quote(family)} AND route = ${quote(p.route)}`);
+    return out;
+  }
+
+  prefetched(family: string, p: NonNullable<StepScope['prefetch']>, results: QueryResult[]): void {
+    let i = 0;
+    if (p.idempotency) this.early.set(idemKey(family, p.idempotency.op, p.idempotency.route, p.idempotency.requestId), results[i++]!.rows[0]);
+    if (p.sessionHash !== undefined) this.early.set(`s\n${p.sessionHash}`, results[i++]!.rows[0]);
+    if (p.route !== undefined) this.early.set(leaseKey(family, p.route), results[i++]!.rows[0]);
+  }
+
+  /** The prefetched row for `key` (once), or `miss`. */
+  private take(key: string): unknown {
+    if (!this.early.has(key)) return MISS;
+    const v = this.early.get(key);
+    this.early.delete(key);
+    return v;
+  }
+
   /** Does the locked family certainly have no waiter rows? */
   noWaiters(family: string): boolean {
     return this.locked?.family === family && !this.locked.hasWaiters;
@@ -145,9 +184,12 @@ export class PgTx implements Tx {
   }
 
   async getSession(idHash: string): Promise<SessionRow | undefined> {
+    const early = this.take(`s\n${idHash}`);
+    if (early !== MISS) return early as SessionRow | undefined;
     return this.one('sget', `SELECT ${SESSION_COLS} FROM sessions WHERE id_hash = $1`, [idHash]);
   }
   async insertSession(r: SessionRow): Promise<void> {
+    this.early.delete(`s\n${r.idHash}`);
     await this.q(
       'sins',
       `INSERT INTO sessions (id_hash, family, incarnation, owner_id, ttl_ms, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
@@ -155,9 +197,11 @@ export class PgTx implements Tx {
     );
   }
   async setSessionExpiry(idHash: string, expiresAt: number): Promise<void> {
+    this.early.delete(`s\n${idHash}`);
     await this.q('sexp', `UPDATE sessions SET expires_at = $1 WHERE id_hash = $2`, [expiresAt, idHash]);
   }
   async deleteSession(idHash: string): Promise<void> {
+    this.early.delete(`s\n${idHash}`);
     await this.q('sdel', `DELETE FROM sessions WHERE id_hash = $1`, [idHash]);
   }
   async dueSessions(now: number, limit: number, family?: string): Promise<SessionRow[]> {
@@ -193,9 +237,12 @@ export class PgTx implements Tx {
   }
 
   async getLease(family: string, route: string): Promise<LeaseRow | undefined> {
+    const early = this.take(leaseKey(family, route));
+    if (early !== MISS) return early as LeaseRow | undefined;
     return this.one('lget', `SELECT ${LEASE_COLS} FROM leases WHERE family = $1 AND route = $2`, [family, route]);
   }
   async insertLease(r: LeaseRow): Promise<void> {
+    this.early.delete(leaseKey(r.family, r.route));
     const [realm, area, resource] = routeSegments(r.route);
     await this.q(
       'lins',
@@ -209,6 +256,7 @@ export class PgTx implements Tx {
     );
   }
   async updateLeaseRenewal(family: string, route: string, leaseId: string, renewedAt: number, expiresAt: number, ttlMs: number, renewalCount: number): Promise<void> {
+    this.early.delete(leaseKey(family, route));
     await this.q(
       'lren',
       `UPDATE leases SET renewed_at = $1, expires_at = $2, ttl_ms = $3, renewal_count = $4 WHERE family = $5 AND route = $6 AND lease_id = $7`,
@@ -216,6 +264,7 @@ export class PgTx implements Tx {
     );
   }
   async deleteLease(family: string, route: string, leaseId: string, fencingToken: number): Promise<boolean> {
+    this.early.delete(leaseKey(family, route));
     const n = await this.changed('ldel', `DELETE FROM leases WHERE family = $1 AND route = $2 AND lease_id = $3 AND fencing_token = $4`, [
       family, route, leaseId, fencingToken,
     ]);
@@ -303,6 +352,8 @@ export class PgTx implements Tx {
   }
 
   async getIdempotency(family: string, op: string, route: string, requestId: string): Promise<IdempotencyRow | undefined> {
+    const early = this.take(idemKey(family, op, route, requestId));
+    if (early !== MISS) return early as IdempotencyRow | undefined;
     return this.one(
       'iget',
       `SELECT family, op, route, request_id AS "requestId", digest, status, answer, expires_at AS "expiresAt"
@@ -311,6 +362,7 @@ export class PgTx implements Tx {
     );
   }
   async putIdempotency(r: IdempotencyRow): Promise<void> {
+    this.early.delete(idemKey(r.family, r.op, r.route, r.requestId));
     await this.q(
       'iput',
       `INSERT INTO idempotency (family, op, route, request_id, digest, status, answer, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
@@ -320,6 +372,7 @@ export class PgTx implements Tx {
     );
   }
   async deleteIdempotency(family: string, op: string, route: string, requestId: string): Promise<void> {
+    this.early.delete(idemKey(family, op, route, requestId));
     await this.q('idel', `DELETE FROM idempotency WHERE family = $1 AND op = $2 AND route = $3 AND request_id = $4`, [family, op, route, requestId]);
   }
   async pruneIdempotency(now: number, limit: number): Promise<number> {
