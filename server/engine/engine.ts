@@ -263,16 +263,17 @@ export class LeaseEngine {
    * Returns the largest number due in one family.
    */
   async sweep(): Promise<number> {
-    const families = await this.run((step) => step.tx.dueFamilies(step.now, 64));
+    // One step finds the families with due work and prunes; then one step per family.
+    const families = await this.run(async (step) => {
+      await step.tx.pruneIdempotency(step.now, 1_000);
+      await step.tx.pruneLogins(step.now);
+      await step.tx.pruneEmbedTokens(step.now, 1_000);
+      return step.tx.dueFamilies(step.now, 64);
+    });
     let most = 0;
     for (const family of families) {
       most = Math.max(most, await this.run((step) => expireDue(this.ctx, step, SWEEP_BATCH, family), undefined, family));
     }
-    await this.run(async (step) => {
-      await step.tx.pruneIdempotency(step.now, 1_000);
-      await step.tx.pruneLogins(step.now);
-      await step.tx.pruneEmbedTokens(step.now, 1_000);
-    });
     return families.length >= 64 ? Math.max(most, SWEEP_BATCH) : most;
   }
 
