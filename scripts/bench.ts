@@ -16,11 +16,18 @@
  * BENCH_DURATION_S (5), BENCH_WARMUP_S (1), BENCH_LIST_LEASES (100000).
  * BENCH_CPU_PROF=<dir> runs the synchronous=NORMAL server under `node
  * --cpu-prof` and prints its top functions by self time afterwards.
+ *
+ * 3. With BENCH_POSTGRES=<postgres:// URL of a server, any database> (or
+ *    BENCH_POSTGRES=1 for 127.0.0.1:5432 as postgres): the same cycles on the
+ *    PostgreSQL store, one instance and then two instances (workers split
+ *    between them), each on a fresh database dropped afterwards.
+ *    BENCH_ONLY=postgres skips the SQLite sections.
  */
 
 import { spawnSync, type ChildProcess } from 'node:child_process';
 import { call } from '../server/testing/harness';
 import { spawnListening } from '../server/testing/process';
+import { createTestDatabase, type TestDatabase } from '../server/testing/pg';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { Agent } from 'node:http';
 import { cpus, tmpdir, totalmem } from 'node:os';
@@ -37,6 +44,8 @@ const LEVELS = [1, 16, 64];
 const ROUTES_PER_WORKER = 8;
 const TOKEN = `lh_bench_${Math.random().toString(36).slice(2)}${Math.random().toString(36).slice(2)}`;
 const CPU_PROF = process.env.BENCH_CPU_PROF;
+const POSTGRES = process.env.BENCH_POSTGRES === '1' ? 'postgres://postgres@127.0.0.1:5432/postgres' : process.env.BENCH_POSTGRES;
+const ONLY_POSTGRES = process.env.BENCH_ONLY === 'postgres';
 const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
 
 // ---- child processes ----------------------------------------------------------
@@ -87,6 +96,13 @@ async function startLeasehold(sync: 'normal' | 'full', profile = false): Promise
     LEASEHOLD_SYNC: sync,
     LEASEHOLD_BOOTSTRAP_TOKEN: TOKEN,
   });
+  return { ...c, dataDir };
+}
+
+async function startPostgresInstance(name: string, url: string): Promise<Child> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'leasehold-bench-pg-'));
+  tempDirs.push(dataDir);
+  const c = await startChild(name, [SERVER], { LEASEHOLD_CONSOLE: 'off', LEASEHOLD_DATA_DIR: dataDir, LEASEHOLD_DATABASE_URL: url, LEASEHOLD_BOOTSTRAP_TOKEN: TOKEN });
   return { ...c, dataDir };
 }
 
@@ -199,9 +215,14 @@ interface CycleResult {
 
 let levelSeq = 0;
 
-async function cycles(t: Child, label: string, workers: number): Promise<CycleResult> {
+async function cycles(target: Child | Child[], label: string, workers: number): Promise<CycleResult> {
+  // Several targets (instances on one database): worker w uses targets[w % n]; CPU is their sum.
+  const targets = Array.isArray(target) ? target : [target];
+  const t: Child = targets.length === 1 ? targets[0]! : { ...targets[0]!, name: targets.map((x) => x.name).join(' + ') };
+  const pick = (w: number) => targets[w % targets.length]!;
+  const serverCpu0 = () => targets.reduce((a, x) => a + cpuSeconds(x.proc.pid), 0);
   const tag = `${label}-${++levelSeq}`;
-  const sessions = await Promise.all(Array.from({ length: workers }, (_, w) => openSession(t, `bench-${tag}-${w}`)));
+  const sessions = await Promise.all(Array.from({ length: workers }, (_, w) => openSession(pick(w), `bench-${tag}-${w}`)));
   const start = performance.now();
   const from = start + WARMUP_MS;
   const end = from + DURATION_MS;
@@ -210,11 +231,11 @@ async function cycles(t: Child, label: string, workers: number): Promise<CycleRe
   let errors = 0;
   const cpu = { server0: NaN, client0: NaN, server1: NaN, client1: NaN };
   const mark0 = setTimeout(() => {
-    cpu.server0 = cpuSeconds(t.proc.pid);
+    cpu.server0 = serverCpu0();
     cpu.client0 = cpuSeconds(process.pid);
   }, WARMUP_MS);
   const mark1 = setTimeout(() => {
-    cpu.server1 = cpuSeconds(t.proc.pid);
+    cpu.server1 = serverCpu0();
     cpu.client1 = cpuSeconds(process.pid);
   }, WARMUP_MS + DURATION_MS);
 
@@ -225,6 +246,7 @@ async function cycles(t: Child, label: string, workers: number): Promise<CycleRe
 
   await Promise.all(
     sessions.map(async (session_id, w) => {
+      const t = pick(w);
       const routes = Array.from({ length: ROUTES_PER_WORKER }, (_, k) => leasePath(`lease://bench/${tag}-w${w}/r-${k}`));
       let k = 0;
       while (performance.now() < end) {
@@ -254,7 +276,7 @@ async function cycles(t: Child, label: string, workers: number): Promise<CycleRe
   clearTimeout(mark0);
   clearTimeout(mark1);
   if (Number.isNaN(cpu.server1)) {
-    cpu.server1 = cpuSeconds(t.proc.pid);
+    cpu.server1 = serverCpu0();
     cpu.client1 = cpuSeconds(process.pid);
   }
   const seconds = DURATION_MS / 1000;
@@ -420,6 +442,40 @@ function profileTop(dir: string, n = 20): Array<{ self_pct: number; fn: string }
     .map(([fn, hits]) => ({ self_pct: Math.round((hits / total) * 1000) / 10, fn }));
 }
 
+// ---- PostgreSQL: one and two instances -------------------------------------------
+
+async function postgresBench(adminUrl: string): Promise<{ one: CycleResult[]; two: CycleResult[] }> {
+  process.env.LEASEHOLD_TEST_DATABASE_URL = adminUrl;
+  const run = async (instances: number): Promise<CycleResult[]> => {
+    const db: TestDatabase = await createTestDatabase();
+    const children: Child[] = [];
+    try {
+      for (let i = 0; i < instances; i++) children.push(await startPostgresInstance(`pg-${instances}x-${String.fromCharCode(65 + i)}`, db.url));
+      const out: CycleResult[] = [];
+      for (const workers of LEVELS) {
+        const r = await cycles(children, `pg${instances}`, workers);
+        out.push(r);
+        console.log(`postgres, ${instances} instance(s), ${workers} workers: ${r.cycles_per_s}/s, p50 ${f1(r.p50_ms)} ms, p99 ${f1(r.p99_ms)} ms, errors ${r.errors}`);
+      }
+      return out;
+    } finally {
+      for (const c of children) await stopChild(c);
+      await db.drop();
+    }
+  };
+  const one = await run(1);
+  const two = await run(2);
+  console.log('\nPostgreSQL store: acquire → release cycles, one instance and two instances on one database\n');
+  console.log(
+    table(
+      ['workers', '1 inst cyc/s', 'p50 ms', 'p99 ms', 'CPU µs/cyc', '2 inst cyc/s', 'p50 ms', 'p99 ms', 'CPU µs/cyc', 'errors'],
+      LEVELS.map((w, i) => [w, one[i]!.cycles_per_s, f1(one[i]!.p50_ms), f1(one[i]!.p99_ms), one[i]!.server_cpu_us_per_cycle, two[i]!.cycles_per_s, f1(two[i]!.p50_ms), f1(two[i]!.p99_ms), two[i]!.server_cpu_us_per_cycle, one[i]!.errors + two[i]!.errors]),
+    ),
+  );
+  console.log('');
+  return { one, two };
+}
+
 // ---- output -------------------------------------------------------------------
 
 function table(head: string[], rows: Array<Array<string | number>>): string {
@@ -449,6 +505,12 @@ async function main(): Promise<void> {
   console.log(`machine busy before the run: ${(busyBefore * 100).toFixed(0)}% of all cores`);
   if (busyBefore > 0.1) console.log('WARNING: other processes are using the CPU; the figures below are not representative');
   console.log('');
+
+  const pg = POSTGRES ? await postgresBench(POSTGRES) : undefined;
+  if (ONLY_POSTGRES) {
+    writeFileSync(join(ROOT, 'bench-results.json'), `${JSON.stringify({ date: new Date().toISOString(), machine, postgres: pg }, null, 2)}\n`);
+    return;
+  }
 
   const floor = await startFloor();
   const normal = await startLeasehold('normal', true);
@@ -555,6 +617,7 @@ async function main(): Promise<void> {
     cycles: { pairs, full: fullRows },
     target_64: { ratio: at64.ratio, met: target },
     list,
+    ...(pg ? { postgres: pg } : {}),
     ...(profile ? { profile } : {}),
   };
   writeFileSync(join(ROOT, 'bench-results.json'), `${JSON.stringify(out, null, 2)}\n`);

@@ -9,11 +9,16 @@ import type { AddressInfo } from 'node:net';
 import { LeaseEngine, type EngineOptions } from './engine/engine';
 import { createApiHandler } from './http/api';
 import { MetricsCollector, type CollectorOptions } from './metrics/collector';
+import { PgStore } from './store/postgres/pg-store';
 import { SqliteStore } from './store/sqlite/sqlite-store';
 import type { Store } from './store/types';
 
 export interface AppServerOptions {
   dataDir: string;
+  /** A postgres:// URL: the shared PostgreSQL store instead of SQLite in `dataDir`. */
+  databaseUrl?: string;
+  /** PostgreSQL: at most this many pooled connections. */
+  poolSize?: number;
   host?: string;
   port?: number;
   synchronous?: 'normal' | 'full';
@@ -48,10 +53,18 @@ export interface AppServer {
 
 /** Open the store, start the engine (expiring what fell due while down), then listen. */
 export async function startAppServer(opts: AppServerOptions): Promise<AppServer> {
-  const sqlite = new SqliteStore({ dataDir: opts.dataDir, synchronous: opts.synchronous, clock: opts.clock });
-  const store = opts.wrapStore ? opts.wrapStore(sqlite) : sqlite;
+  const base: Store = opts.databaseUrl
+    ? await PgStore.open({ url: opts.databaseUrl, poolSize: opts.poolSize })
+    : new SqliteStore({ dataDir: opts.dataDir, synchronous: opts.synchronous, clock: opts.clock });
+  const store = opts.wrapStore ? opts.wrapStore(base) : base;
   const engine = new LeaseEngine(store, opts.engine);
-  const { bootstrapToken } = await engine.start();
+  let bootstrapToken: string | undefined;
+  try {
+    ({ bootstrapToken } = await engine.start());
+  } catch (e) {
+    await engine.stop().catch(() => undefined);
+    throw e;
+  }
   const metrics = opts.metrics?.enabled === false ? undefined : new MetricsCollector(engine, opts.metrics);
   await metrics?.start();
   const api = createApiHandler(engine, {

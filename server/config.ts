@@ -20,6 +20,8 @@ const Env = z.object({
   NODE_ENV: z.string().optional(),
   LEASEHOLD_DATA_DIR: z.string().min(1).default('.data'),
   LEASEHOLD_DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').optional(),
+  /** PostgreSQL connections per instance for steps (one more listens for other instances' changes). */
+  LEASEHOLD_DATABASE_POOL_SIZE: int(1, 1_000).default(10),
   LEASEHOLD_PUBLIC_ORIGIN: z.url().transform((u) => new URL(u).origin).optional(),
   LEASEHOLD_CORS_ORIGINS: z.string().optional(),
   LEASEHOLD_METRICS: z.enum(['on', 'off']).default('on'),

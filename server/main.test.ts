@@ -120,3 +120,11 @@ test('SIGTERM with open streams: each gets closed (shutdown) and the process exi
     assert.deepEqual(c.events[c.events.length - 1]?.data, { reason: 'shutdown' });
   }
 });
+
+test('LEASEHOLD_DATABASE_URL selects PostgreSQL; an unreachable database stops the start with a message, within seconds', async () => {
+  const t0 = Date.now();
+  const r = await runServerToExit({ LEASEHOLD_DATA_DIR: dir(), LEASEHOLD_DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none' });
+  assert.equal(r.code, 1);
+  assert.match(r.output, /failed to start/);
+  assert.ok(Date.now() - t0 < 10_000);
+});

@@ -33,13 +33,11 @@ async function main(): Promise<void> {
     }
     throw e;
   }
-  if (config.LEASEHOLD_DATABASE_URL) {
-    console.error('leasehold: LEASEHOLD_DATABASE_URL is set, but this build has only the embedded store; unset it to use SQLite');
-    process.exit(2);
-  }
   const fallback = await nextHandler(config);
   const app = await startAppServer({
     dataDir: config.LEASEHOLD_DATA_DIR,
+    databaseUrl: config.LEASEHOLD_DATABASE_URL,
+    poolSize: config.LEASEHOLD_DATABASE_POOL_SIZE,
     host: config.HOST,
     port: config.PORT,
     synchronous: config.LEASEHOLD_SYNC,
@@ -65,7 +63,9 @@ async function main(): Promise<void> {
     writeFileSync(file, `${app.bootstrapToken}\n`, { mode: 0o600 });
     console.log(`leasehold: bootstrap admin token (shown once, also in ${file}):\n\n  ${app.bootstrapToken}\n`);
   }
-  console.log(`leasehold: listening on ${app.url} (store: sqlite in ${config.LEASEHOLD_DATA_DIR}${fallback ? ', console on' : ', API only'}, metrics ${config.LEASEHOLD_METRICS === 'on' ? (config.LEASEHOLD_METRICS_PUBLIC ? 'on (public)' : 'on') : 'off'})`);
+  const where = config.LEASEHOLD_DATABASE_URL ? `postgres, instance ${app.engine.cluster?.instanceId}` : `sqlite in ${config.LEASEHOLD_DATA_DIR}`;
+  const metrics = config.LEASEHOLD_METRICS === 'on' ? (config.LEASEHOLD_METRICS_PUBLIC ? 'on (public)' : 'on') : 'off';
+  console.log(`leasehold: listening on ${app.url} (store: ${where}${fallback ? ', console on' : ', API only'}, metrics ${metrics})`);
 
   const shutdown = (signal: string) => {
     console.log(`leasehold: ${signal}, shutting down`);

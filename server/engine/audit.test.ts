@@ -6,270 +6,278 @@ import { engineFixture, proofOf, rejectsWith, type EngineFixture } from '../test
 import { rid } from '../testing/harness';
 import { requestDigest } from './ids';
 import { PRUNE_BATCH, type AuditEvent } from './audit';
+import { BACKENDS } from '../testing/pg';
 
-const ALL = parseSelector('lease://**');
-if (!ALL.ok) throw new Error('grammar');
-const ALL_SEL = ALL.value;
-const REASON = 'operator test: stuck after deploy';
-
-/** A session_open event as the engine would buffer it. */
-function sessionEvent(f: EngineFixture, ownerId: string, time = f.clock.now()) {
-  return {
-    time,
-    eventType: 'session_open',
-    family: 'default',
-    route: null,
-    tokenId: null,
-    subjectTokenId: null,
-    ownerId,
-    incarnation: null,
-    result: 'session_opened',
-    fencingToken: null,
-    reason: null,
-    correlationId: `c-${ownerId}`,
-    latencyMs: 0,
-  };
-}
-
-/** Every audit event of the family, newest first (one page of up to 1,000). */
-async function allEvents(f: EngineFixture): Promise<AuditEvent[]> {
+// The same behaviour on every store backend (the conformance suite).
+for (const backend of BACKENDS) {
+ describe(`${backend} store`, () => {
+  const ALL = parseSelector('lease://**');
   if (!ALL.ok) throw new Error('grammar');
-  return (await f.engine.listAudit(f.admin, { selector: ALL.value, limit: 1_000 })).items;
-}
+  const ALL_SEL = ALL.value;
+  const REASON = 'operator test: stuck after deploy';
 
-function forceBody(token: number, requestId = rid()) {
-  return { requestId, reason: REASON, expectedFencingToken: token, digest: requestDigest({ reason: REASON, expected_fencing_token: token }) };
-}
+  /** A session_open event as the engine would buffer it. */
+  function sessionEvent(f: EngineFixture, ownerId: string, time = f.clock.now()) {
+    return {
+      time,
+      eventType: 'session_open',
+      family: 'default',
+      route: null,
+      tokenId: null,
+      subjectTokenId: null,
+      ownerId,
+      incarnation: null,
+      result: 'session_opened',
+      fencingToken: null,
+      reason: null,
+      correlationId: `c-${ownerId}`,
+      latencyMs: 0,
+    };
+  }
 
-/** A real store whose audit inserts fail while `failing` is set. */
-class AuditFaults implements Store {
-  failing = false;
-  readonly kind;
-  constructor(private readonly inner: Store) {
-    this.kind = inner.kind;
+  /** Every audit event of the family, newest first (one page of up to 1,000). */
+  async function allEvents(f: EngineFixture): Promise<AuditEvent[]> {
+    if (!ALL.ok) throw new Error('grammar');
+    return (await f.engine.listAudit(f.admin, { selector: ALL.value, limit: 1_000 })).items;
   }
-  atomic<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
-    return this.inner.atomic((tx) => {
-      if (!this.failing) return fn(tx);
-      const faulty = Object.create(tx) as Tx;
-      faulty.insertAudit = async () => {
-        throw new StoreUnavailableError('injected: the audit write failed', false);
-      };
-      return fn(faulty);
-    });
-  }
-  now(): number {
-    return this.inner.now();
-  }
-  epoch(): string {
-    return this.inner.epoch();
-  }
-  close(): Promise<void> {
-    return this.inner.close();
-  }
-}
 
-/** An engine over a real store whose audit inserts can be made to fail. */
-async function faultyFixture(): Promise<{ f: EngineFixture; faults: AuditFaults }> {
-  let faults!: AuditFaults;
-  const f = await engineFixture({}, (s) => (faults = new AuditFaults(s)));
-  return { f, faults };
-}
+  function forceBody(token: number, requestId = rid()) {
+    return { requestId, reason: REASON, expectedFencingToken: token, digest: requestDigest({ reason: REASON, expected_fencing_token: token }) };
+  }
 
-describe('audit in the engine', () => {
-  test('an audit write failure makes force-release and revoke fail and change nothing', async () => {
-    const { f, faults } = await faultyFixture();
-    try {
-      const route = 'lease://fault/audit/r';
-      const holder = await f.open('holder');
-      const held = (await f.acquire(route, holder)).answer.lease;
-      const waiterSession = await f.open('waiter');
-      let waiterSettled = false;
-      const waiting = f.acquire(route, waiterSession, { waitMs: 30_000 }).finally(() => {
-        waiterSettled = true;
+  /** A real store whose audit inserts fail while `failing` is set. */
+  class AuditFaults implements Store {
+    failing = false;
+    readonly kind;
+    constructor(private readonly inner: Store) {
+      this.kind = inner.kind;
+    }
+    atomic<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
+      return this.inner.atomic((tx) => {
+        if (!this.failing) return fn(tx);
+        const faulty = Object.create(tx) as Tx;
+        faulty.insertAudit = async () => {
+          throw new StoreUnavailableError('injected: the audit write failed', false);
+        };
+        return fn(faulty);
       });
-      await new Promise((r) => setImmediate(r));
-      assert.equal(f.engine.waiters.count('default', route), 1);
-      const eventsBefore = f.events.length;
-      const auditBefore = (await allEvents(f)).length;
-
-      faults.failing = true;
-      await rejectsWith(f.engine.forceRelease(f.admin, route, forceBody(held.fencing_token)), 'backend_unavailable');
-      await rejectsWith(f.engine.revoke(f.admin, route, { ...forceBody(held.fencing_token), closeSession: true }), 'backend_unavailable');
-      faults.failing = false;
-
-      assert.equal(f.events.length, eventsBefore, 'no change event was sent');
-      const now = await f.engine.inspect(f.admin, route);
-      assert.equal(now.lease.fencing_token, held.fencing_token, 'the lease is still held by its holder');
-      assert.equal(now.lease.holder_incarnation, held.holder_incarnation);
-      assert.equal(f.engine.waiters.count('default', route), 1, 'the waiter is still queued');
-      assert.equal(waiterSettled, false, 'no waiter was granted');
-      const renewed = await f.engine.renew(f.admin, route, proofOf(holder, held));
-      assert.equal(renewed.answer.lease.renewal_count, 1, 'the holder still holds it and can renew');
-      const keep = await f.engine.keepAlive(f.admin, holder);
-      assert.equal(keep.session.lease_count, 1, 'revoke closed no session');
-      const audit = await allEvents(f);
-      assert.equal(audit.filter((e) => e.result === 'lease_force_released' || e.result === 'lease_revoked').length, 0, 'no success was audited');
-
-      // With the store healthy again the same action succeeds, audited in its own step.
-      const ok = await f.engine.forceRelease(f.admin, route, forceBody(held.fencing_token));
-      assert.equal(ok.answer.fencing_token, held.fencing_token);
-      const granted = await waiting;
-      assert.equal(granted.answer.queued, true);
-      const after = await allEvents(f);
-      assert.ok(after.length > auditBefore);
-      const fr = after.find((e) => e.event_type === 'lease_force_release' && e.result === 'lease_force_released');
-      assert.ok(fr, 'the success is audited');
-      assert.equal(fr.reason, REASON);
-      assert.equal(fr.fencing_token, held.fencing_token);
-      assert.equal(fr.owner_id, 'holder');
-    } finally {
-      await f.close();
     }
-  });
-
-  test('buffered events survive a failed write and are written once the store answers again', async () => {
-    const { f, faults } = await faultyFixture();
-    try {
-      faults.failing = true;
-      for (let i = 0; i < 600; i++) await f.open(`kept-${i}`);
-      await assert.rejects(f.engine.audit.flush());
-      faults.failing = false;
-      await f.engine.audit.flush();
-      const owners = (await allEvents(f)).map((e) => e.owner_id);
-      assert.equal(owners.length, 600);
-      assert.equal(new Set(owners).size, 600, 'each event once');
-      assert.equal(f.engine.audit.counts.dropped, 0);
-    } finally {
-      await f.close();
+    now(): number {
+      return this.inner.now();
     }
-  });
-
-  test('while the store fails, at most 100,000 events wait; newer ones are dropped and counted', async () => {
-    const { f, faults } = await faultyFixture();
-    try {
-      faults.failing = true;
-      for (let i = 0; i < 100_010; i++) f.engine.audit.record(sessionEvent(f, `w-${i}`));
-      await assert.rejects(f.engine.audit.flush());
-      assert.equal(f.engine.audit.counts.dropped, 10);
-      faults.failing = false;
-      await f.engine.audit.flush();
-      const owners: string[] = [];
-      let cursor: string | undefined;
-      do {
-        const page = await f.engine.listAudit(f.admin, { selector: ALL_SEL, limit: 1_000, cursor, eventType: 'session_open' });
-        owners.push(...page.items.map((e) => e.owner_id!));
-        cursor = page.next_cursor ?? undefined;
-      } while (cursor);
-      assert.equal(owners.length, 100_000);
-      assert.equal(new Set(owners).size, 100_000);
-      assert.ok(owners.includes('w-0') && owners.includes('w-99999') && !owners.includes('w-100000'), 'the oldest are kept');
-    } finally {
-      await f.close();
+    epoch(): string {
+      return this.inner.epoch();
     }
-  });
-
-  test('the admin action’s audit event survives a restart even with nothing flushed after it', async () => {
-    const f = await engineFixture();
-    try {
-      const route = 'lease://fault/durable/r';
-      const s = await f.open();
-      const held = (await f.acquire(route, s)).answer.lease;
-      await f.engine.revoke(f.admin, route, { ...forceBody(held.fencing_token), closeSession: false });
-      await f.restart();
-      const events = await allEvents(f);
-      assert.ok(events.some((e) => e.event_type === 'lease_revoke' && e.result === 'lease_revoked' && e.route === route));
-    } finally {
-      await f.close();
+    close(): Promise<void> {
+      return this.inner.close();
     }
-  });
+  }
 
-  test('retention prunes events older than the retention age', async () => {
-    const f = await engineFixture({ audit: { retentionMs: 86_400_000, maxRows: 1_000_000 } });
-    try {
-      for (let i = 0; i < 30; i++) await f.open(`old-${i}`);
-      await f.engine.audit.flush();
-      f.clock.advance(86_400_000 - 1_000);
-      for (let i = 0; i < 20; i++) await f.open(`young-${i}`);
-      await f.engine.audit.flush();
-      f.clock.advance(2_000);
-      const pruned = await f.engine.audit.prune();
-      assert.equal(pruned, 30);
-      const left = await allEvents(f);
-      assert.equal(left.length, 20);
-      assert.ok(left.every((e) => e.owner_id?.startsWith('young-')));
-      assert.equal(await f.engine.audit.prune(), 0, 'nothing else is due');
-    } finally {
-      await f.close();
-    }
-  });
+  /** An engine over a real store whose audit inserts can be made to fail. */
+  async function faultyFixture(): Promise<{ f: EngineFixture; faults: AuditFaults }> {
+    let faults!: AuditFaults;
+    const f = await engineFixture({ backend }, (s) => (faults = new AuditFaults(s)));
+    return { f, faults };
+  }
 
-  test('retention keeps at most the newest max-rows events, pruning in bounded steps', async () => {
-    const f = await engineFixture({ audit: { retentionMs: 365 * 86_400_000, maxRows: 1_000 } });
-    try {
-      for (let i = 0; i < 5_000; i++) f.engine.audit.record(sessionEvent(f, `w-${i}`, f.clock.now() + i));
-      await f.engine.audit.flush();
-      // One step deletes at most PRUNE_BATCH (500): the first call is one step;
-      // the second deletes the rest (3,500), in bounded steps.
-      assert.equal(await f.engine.audit.prune(1), PRUNE_BATCH);
-      assert.equal(await f.engine.audit.prune(), 4_000 - PRUNE_BATCH);
-      const left = await allEvents(f);
-      assert.equal(left.length, 1_000);
-      assert.equal(left[0]!.owner_id, 'w-4999');
-      assert.equal(left[999]!.owner_id, 'w-4000');
-    } finally {
-      await f.close();
-    }
-  });
+  describe('audit in the engine', () => {
+    test('an audit write failure makes force-release and revoke fail and change nothing', async () => {
+      const { f, faults } = await faultyFixture();
+      try {
+        const route = 'lease://fault/audit/r';
+        const holder = await f.open('holder');
+        const held = (await f.acquire(route, holder)).answer.lease;
+        const waiterSession = await f.open('waiter');
+        let waiterSettled = false;
+        const waiting = f.acquire(route, waiterSession, { waitMs: 30_000 }).finally(() => {
+          waiterSettled = true;
+        });
+        // Queued once its step commits (a turn of the event loop on SQLite, round trips on PostgreSQL).
+        for (let i = 0; i < 400 && f.engine.waiters.count('default', route) === 0; i++) await new Promise((r) => setTimeout(r, 5));
+        assert.equal(f.engine.waiters.count('default', route), 1);
+        const eventsBefore = f.events.length;
+        const auditBefore = (await allEvents(f)).length;
 
-  test('expiry and session expiry are audited as system events', async () => {
-    const f = await engineFixture();
-    try {
-      const s = await f.open('sleepy', 10_000);
-      await f.acquire('lease://sys/expire/a', s, { ttlMs: 2_000 });
-      f.clock.advance(2_000);
-      await f.engine.sweep();
-      f.clock.advance(8_000);
-      await f.engine.sweep();
-      const events = (await allEvents(f)).filter((e) => e.token_id === null);
-      assert.deepEqual(
-        events.map((e) => [e.event_type, e.result, e.route, e.owner_id]),
-        [
-          ['session_expire', 'session_expired', null, 'sleepy'],
-          ['lease_expire', 'lease_expired', 'lease://sys/expire/a', 'sleepy'],
-        ],
-      );
-    } finally {
-      await f.close();
-    }
-  });
+        faults.failing = true;
+        await rejectsWith(f.engine.forceRelease(f.admin, route, forceBody(held.fencing_token)), 'backend_unavailable');
+        await rejectsWith(f.engine.revoke(f.admin, route, { ...forceBody(held.fencing_token), closeSession: true }), 'backend_unavailable');
+        faults.failing = false;
 
-  test('a sparse selector pages within the examined budget and still finds every event once', async () => {
-    const f = await engineFixture({ limits: { listBudget: 50 } });
-    try {
-      const s = await f.open('pager');
-      const wanted: number[] = [];
-      for (let i = 0; i < 300; i++) {
-        const route = i % 97 === 0 ? `lease://rare/area/r${i}` : `lease://busy/area/r${i}`;
-        const a = await f.acquire(route, s);
-        if (route.startsWith('lease://rare/')) wanted.push(a.answer.lease.fencing_token);
+        assert.equal(f.events.length, eventsBefore, 'no change event was sent');
+        const now = await f.engine.inspect(f.admin, route);
+        assert.equal(now.lease.fencing_token, held.fencing_token, 'the lease is still held by its holder');
+        assert.equal(now.lease.holder_incarnation, held.holder_incarnation);
+        assert.equal(f.engine.waiters.count('default', route), 1, 'the waiter is still queued');
+        assert.equal(waiterSettled, false, 'no waiter was granted');
+        const renewed = await f.engine.renew(f.admin, route, proofOf(holder, held));
+        assert.equal(renewed.answer.lease.renewal_count, 1, 'the holder still holds it and can renew');
+        const keep = await f.engine.keepAlive(f.admin, holder);
+        assert.equal(keep.session.lease_count, 1, 'revoke closed no session');
+        const audit = await allEvents(f);
+        assert.equal(audit.filter((e) => e.result === 'lease_force_released' || e.result === 'lease_revoked').length, 0, 'no success was audited');
+
+        // With the store healthy again the same action succeeds, audited in its own step.
+        const ok = await f.engine.forceRelease(f.admin, route, forceBody(held.fencing_token));
+        assert.equal(ok.answer.fencing_token, held.fencing_token);
+        const granted = await waiting;
+        assert.equal(granted.answer.queued, true);
+        const after = await allEvents(f);
+        assert.ok(after.length > auditBefore);
+        const fr = after.find((e) => e.event_type === 'lease_force_release' && e.result === 'lease_force_released');
+        assert.ok(fr, 'the success is audited');
+        assert.equal(fr.reason, REASON);
+        assert.equal(fr.fencing_token, held.fencing_token);
+        assert.equal(fr.owner_id, 'holder');
+      } finally {
+        await f.close();
       }
-      const sel = parseSelector('lease://rare/**');
-      if (!sel.ok) throw new Error('grammar');
-      const seen: number[] = [];
-      let cursor: string | undefined;
-      let pages = 0;
-      do {
-        const page = await f.engine.listAudit(f.admin, { selector: sel.value, limit: 100, cursor });
-        assert.ok(page.items.length <= 100);
-        seen.push(...page.items.map((e) => e.fencing_token!));
-        cursor = page.next_cursor ?? undefined;
-        pages++;
-      } while (cursor);
-      assert.deepEqual(seen, wanted.slice().reverse(), 'every matching event once, newest first');
-      assert.ok(pages >= 6, `the budget of 50 examined events bounds each page (${pages} pages for ~300 events)`);
-    } finally {
-      await f.close();
-    }
+    });
+
+    test('buffered events survive a failed write and are written once the store answers again', async () => {
+      const { f, faults } = await faultyFixture();
+      try {
+        faults.failing = true;
+        for (let i = 0; i < 600; i++) await f.open(`kept-${i}`);
+        await assert.rejects(f.engine.audit.flush());
+        faults.failing = false;
+        await f.engine.audit.flush();
+        const owners = (await allEvents(f)).map((e) => e.owner_id);
+        assert.equal(owners.length, 600);
+        assert.equal(new Set(owners).size, 600, 'each event once');
+        assert.equal(f.engine.audit.counts.dropped, 0);
+      } finally {
+        await f.close();
+      }
+    });
+
+    test('while the store fails, at most 100,000 events wait; newer ones are dropped and counted', async () => {
+      const { f, faults } = await faultyFixture();
+      try {
+        faults.failing = true;
+        for (let i = 0; i < 100_010; i++) f.engine.audit.record(sessionEvent(f, `w-${i}`));
+        await assert.rejects(f.engine.audit.flush());
+        assert.equal(f.engine.audit.counts.dropped, 10);
+        faults.failing = false;
+        await f.engine.audit.flush();
+        const owners: string[] = [];
+        let cursor: string | undefined;
+        do {
+          const page = await f.engine.listAudit(f.admin, { selector: ALL_SEL, limit: 1_000, cursor, eventType: 'session_open' });
+          owners.push(...page.items.map((e) => e.owner_id!));
+          cursor = page.next_cursor ?? undefined;
+        } while (cursor);
+        assert.equal(owners.length, 100_000);
+        assert.equal(new Set(owners).size, 100_000);
+        assert.ok(owners.includes('w-0') && owners.includes('w-99999') && !owners.includes('w-100000'), 'the oldest are kept');
+      } finally {
+        await f.close();
+      }
+    });
+
+    test('the admin action’s audit event survives a restart even with nothing flushed after it', async () => {
+      const f = await engineFixture({ backend });
+      try {
+        const route = 'lease://fault/durable/r';
+        const s = await f.open();
+        const held = (await f.acquire(route, s)).answer.lease;
+        await f.engine.revoke(f.admin, route, { ...forceBody(held.fencing_token), closeSession: false });
+        await f.restart();
+        const events = await allEvents(f);
+        assert.ok(events.some((e) => e.event_type === 'lease_revoke' && e.result === 'lease_revoked' && e.route === route));
+      } finally {
+        await f.close();
+      }
+    });
+
+    test('retention prunes events older than the retention age', async () => {
+      const f = await engineFixture({ backend, audit: { retentionMs: 86_400_000, maxRows: 1_000_000 } });
+      try {
+        for (let i = 0; i < 30; i++) await f.open(`old-${i}`);
+        await f.engine.audit.flush();
+        f.clock.advance(86_400_000 - 1_000);
+        for (let i = 0; i < 20; i++) await f.open(`young-${i}`);
+        await f.engine.audit.flush();
+        f.clock.advance(2_000);
+        const pruned = await f.engine.audit.prune();
+        assert.equal(pruned, 30);
+        const left = await allEvents(f);
+        assert.equal(left.length, 20);
+        assert.ok(left.every((e) => e.owner_id?.startsWith('young-')));
+        assert.equal(await f.engine.audit.prune(), 0, 'nothing else is due');
+      } finally {
+        await f.close();
+      }
+    });
+
+    test('retention keeps at most the newest max-rows events, pruning in bounded steps', async () => {
+      const f = await engineFixture({ backend, audit: { retentionMs: 365 * 86_400_000, maxRows: 1_000 } });
+      try {
+        for (let i = 0; i < 5_000; i++) f.engine.audit.record(sessionEvent(f, `w-${i}`, f.clock.now() + i));
+        await f.engine.audit.flush();
+        // One step deletes at most PRUNE_BATCH (500): the first call is one step;
+        // the second deletes the rest (3,500), in bounded steps.
+        assert.equal(await f.engine.audit.prune(1), PRUNE_BATCH);
+        assert.equal(await f.engine.audit.prune(), 4_000 - PRUNE_BATCH);
+        const left = await allEvents(f);
+        assert.equal(left.length, 1_000);
+        assert.equal(left[0]!.owner_id, 'w-4999');
+        assert.equal(left[999]!.owner_id, 'w-4000');
+      } finally {
+        await f.close();
+      }
+    });
+
+    test('expiry and session expiry are audited as system events', async () => {
+      const f = await engineFixture({ backend });
+      try {
+        const s = await f.open('sleepy', 10_000);
+        await f.acquire('lease://sys/expire/a', s, { ttlMs: 2_000 });
+        f.clock.advance(2_000);
+        await f.engine.sweep();
+        f.clock.advance(8_000);
+        await f.engine.sweep();
+        const events = (await allEvents(f)).filter((e) => e.token_id === null);
+        assert.deepEqual(
+          events.map((e) => [e.event_type, e.result, e.route, e.owner_id]),
+          [
+            ['session_expire', 'session_expired', null, 'sleepy'],
+            ['lease_expire', 'lease_expired', 'lease://sys/expire/a', 'sleepy'],
+          ],
+        );
+      } finally {
+        await f.close();
+      }
+    });
+
+    test('a sparse selector pages within the examined budget and still finds every event once', async () => {
+      const f = await engineFixture({ backend, limits: { listBudget: 50 } });
+      try {
+        const s = await f.open('pager');
+        const wanted: number[] = [];
+        for (let i = 0; i < 300; i++) {
+          const route = i % 97 === 0 ? `lease://rare/area/r${i}` : `lease://busy/area/r${i}`;
+          const a = await f.acquire(route, s);
+          if (route.startsWith('lease://rare/')) wanted.push(a.answer.lease.fencing_token);
+        }
+        const sel = parseSelector('lease://rare/**');
+        if (!sel.ok) throw new Error('grammar');
+        const seen: number[] = [];
+        let cursor: string | undefined;
+        let pages = 0;
+        do {
+          const page = await f.engine.listAudit(f.admin, { selector: sel.value, limit: 100, cursor });
+          assert.ok(page.items.length <= 100);
+          seen.push(...page.items.map((e) => e.fencing_token!));
+          cursor = page.next_cursor ?? undefined;
+          pages++;
+        } while (cursor);
+        assert.deepEqual(seen, wanted.slice().reverse(), 'every matching event once, newest first');
+        assert.ok(pages >= 6, `the budget of 50 examined events bounds each page (${pages} pages for ~300 events)`);
+      } finally {
+        await f.close();
+      }
+    });
   });
-});
+
+ });
+}

@@ -12,7 +12,8 @@
 import { randomBytes } from 'node:crypto';
 import type { ParsedSelector } from '@/lib/selector';
 import { AuditLog, auditView, type AuditEvent, type AuditEventType, type AuditFacts, type AuditOptions, type AuditSpec, type Caller } from './audit';
-import type { Store, Tx } from '../store/types';
+import type { LeaseRow, StepScope, Store, Tx } from '../store/types';
+import { Cluster, type ClusterOptions } from './cluster';
 import { CursorCodec } from './cursor';
 import { LeaseholdError, fail, fromStoreError } from './errors';
 import { EventHub } from './events';
@@ -25,7 +26,9 @@ import {
   expireDue,
   releaseStep,
   renewStep,
+  sessionGone,
   settleRoute,
+  waiterCount,
   type AcquireResult,
   type CheckpointWritten,
   type HolderProof,
@@ -33,7 +36,7 @@ import {
   type RenewResult,
 } from './leases';
 import { forgetAnswer } from './idempotency';
-import { newStep, DEFAULT_LIMITS, type EngineContext, type QueuedGrant, type Limits, type Step } from './step';
+import { newStep, DEFAULT_LIMITS, type EngineContext, type QueuedGrant, type Limits, type Step, type WaiterNotice } from './step';
 import { forceEndStep, type ForceReleased, type Revoked } from './operators';
 import { newSecret, planEmbedToken, planToken, TokenAuthority, tokenInfo, type CreateTokenInput, type Principal, type TokenInfo } from './tokens';
 import { leaseView, type LeaseView, type Metadata, type SessionView } from './views';
@@ -85,6 +88,8 @@ export interface EngineOptions {
   sweepIntervalMs?: number;
   /** Live feed caps and heartbeat. */
   feed?: Partial<FeedLimits>;
+  /** Shared stores: cross-instance publication. */
+  cluster?: ClusterOptions;
 }
 
 export interface ForceEndRequest {
@@ -128,6 +133,8 @@ export class LeaseEngine {
   readonly tokens: TokenAuthority;
   readonly audit: AuditLog;
   readonly feed: FeedHub;
+  /** Present on a shared store: publication, stream calls and waiters across instances. */
+  readonly cluster: Cluster | undefined;
   private readonly ctx: EngineContext;
   private cursors: CursorCodec | undefined;
   private sweepTimer: ReturnType<typeof setInterval> | undefined;
@@ -138,7 +145,7 @@ export class LeaseEngine {
     readonly store: Store,
     private readonly opts: EngineOptions = {},
   ) {
-    this.ctx = { store, waiters: this.waiters, limits: { ...DEFAULT_LIMITS, ...opts.limits } };
+    this.ctx = { store, waiters: this.waiters, limits: { ...DEFAULT_LIMITS, ...opts.limits }, instanceId: store.bus?.instanceId };
     this.tokens = new TokenAuthority(store);
     this.audit = new AuditLog(store, opts.audit);
     this.startedAt = store.now();
@@ -147,9 +154,19 @@ export class LeaseEngine {
       now: () => store.now(),
       epoch: () => store.epoch(),
       checkOwners: (owners) => this.tokens.invalidOwners(owners),
+      streamIdPrefix: store.bus?.instanceId,
     });
-    // Expiry is a system event: audited from the change it makes.
+    this.cluster = store.bus
+      ? new Cluster(store.bus, this.events, this.feed, {
+          ...opts.cluster,
+          granted: (n) => this.remoteGrant(n),
+          refused: (n) => this.remoteRefusal(n),
+        })
+      : undefined;
+    // Expiry is a system event: audited from the change it makes, by the
+    // instance that made it (never for another instance's change).
     this.events.subscribe((e) => {
+      if (e.remote) return;
       if (e.type === 'change' && e.change === 'expired') {
         this.audit.record(this.systemRow('lease_expire', 'lease_expired', e.family, e.route, e));
       } else if (e.type === 'session_expired') {
@@ -172,6 +189,7 @@ export class LeaseEngine {
    * periodic sweep. Must complete before the first request is answered.
    */
   async start(): Promise<StartResult> {
+    await this.cluster?.start();
     const result = await this.run(async (step) => {
       const secret = this.opts.secret ?? (await step.tx.initMeta('secret', randomBytes(32).toString('base64url')));
       let bootstrapToken: string | undefined;
@@ -207,6 +225,7 @@ export class LeaseEngine {
   drain(): void {
     if (this.sweepTimer) clearInterval(this.sweepTimer);
     this.feed.shutdown();
+    this.cluster?.stop();
     for (const w of this.waiters.all()) {
       if (this.waiters.remove(w)) {
         if (w.timer) clearTimeout(w.timer);
@@ -218,6 +237,8 @@ export class LeaseEngine {
   /** Drain, write the buffered audit events, then close the store (committing what is pending). */
   async stop(): Promise<void> {
     this.drain();
+    const id = this.ctx.instanceId;
+    if (id !== undefined) await this.store.atomic((tx) => tx.waiters!.deleteInstanceWaiters(id)).catch(() => undefined);
     await this.audit.stop();
     await this.store.close();
   }
@@ -234,15 +255,26 @@ export class LeaseEngine {
     }
   }
 
-  /** Process one batch of due expirations; prune idempotency records, logins and expired embed tokens. Returns how many were due. */
+  /**
+   * Process one batch of due expirations, one step per family (each locks
+   * its family first, so instances sharing a store never deadlock and never
+   * process an expiry twice: every removal is conditional on lease id and
+   * token); prune idempotency records, logins and expired embed tokens.
+   * Returns the largest number due in one family.
+   */
   async sweep(): Promise<number> {
-    return this.run(async (step) => {
-      const n = await expireDue(this.ctx, step, SWEEP_BATCH);
+    // One step finds the families with due work and prunes; then one step per family.
+    const families = await this.run(async (step) => {
       await step.tx.pruneIdempotency(step.now, 1_000);
       await step.tx.pruneLogins(step.now);
       await step.tx.pruneEmbedTokens(step.now, 1_000);
-      return n;
+      return step.tx.dueFamilies(step.now, 64);
     });
+    let most = 0;
+    for (const family of families) {
+      most = Math.max(most, await this.run((step) => expireDue(this.ctx, step, SWEEP_BATCH, family), undefined, family));
+    }
+    return families.length >= 64 ? Math.max(most, SWEEP_BATCH) : most;
   }
 
   /**
@@ -252,26 +284,30 @@ export class LeaseEngine {
    * `inTx` success inside the step itself (if that write fails, the step
    * fails and changes nothing), everything else buffered after the step.
    */
-  private async run<T>(fn: (step: Step) => Promise<T>, audit?: AuditSpec): Promise<T> {
+  private async run<T>(fn: (step: Step) => Promise<T>, audit?: AuditSpec, family = audit?.caller.family, prefetch?: StepScope['prefetch']): Promise<T> {
     let step: Step | undefined;
     let value: T;
     let refusal: LeaseholdError | undefined;
     try {
       value = await this.store.atomic(async (tx: Tx) => {
         step = newStep(tx);
+        let v: T;
         try {
-          const v = await fn(step);
+          v = await fn(step);
           if (audit?.inTx && !step.facts.replayed) await tx.insertAudit([this.audit.row(audit, audit.success, step.facts)]);
-          return v;
         } catch (e) {
           // A domain refusal still commits the housekeeping the step did
           // before refusing (expirations it processed); any other error
           // rolls the whole step back.
           if (!(e instanceof LeaseholdError)) throw e;
           refusal = e;
-          return undefined as T;
+          v = undefined as T;
         }
-      });
+        // On a shared store, other instances learn of the step's events from
+        // its commit (and its grants of their waiters).
+        if (this.cluster) await this.cluster.broadcast(tx, step);
+        return v;
+      }, family === undefined ? undefined : { family, prefetch });
     } catch (e) {
       if (step) {
         for (const w of step.enqueued) this.waiters.remove(w);
@@ -284,7 +320,8 @@ export class LeaseEngine {
       throw err;
     }
     const done = step!;
-    for (const e of done.events) this.events.publish(e);
+    if (this.cluster) this.cluster.committed(done.events);
+    else for (const e of done.events) this.events.publish(e);
     done.refused.forEach(refuse);
     for (const g of done.grants) this.deliver(g);
     if (audit) {
@@ -309,13 +346,40 @@ export class LeaseEngine {
       w.resolve(g.answer);
       return;
     }
+    this.rollBack(g.lease, w.requestId);
+  }
+
+  /** Roll back a grant nobody will receive (change `rolled_back`, its answer forgotten), granting the next waiter. */
+  private rollBack(lease: LeaseRow, requestId: string): void {
     void this.run(async (step) => {
-      if (await endLease(this.ctx, step, g.lease, 'rolled_back')) {
-        await forgetAnswer(step, { family: w.family, op: 'acquire', route: w.route, requestId: w.requestId });
+      if (await endLease(this.ctx, step, lease, 'rolled_back')) {
+        await forgetAnswer(step, { family: lease.family, op: 'acquire', route: lease.route, requestId });
       }
-    }).catch(() => {
+    }, undefined, lease.family).catch(() => {
       // The lease stays until it expires; its holder is gone, so nobody renews it.
     });
+  }
+
+  /** Another instance granted this instance's waiter (shared store): answer it, or roll the grant back if it has gone. */
+  private remoteGrant(n: Extract<WaiterNotice, { kind: 'grant' }>): void {
+    const w = this.waiters.claimRequest(n.family, n.route, n.requestId);
+    if (w && !w.signal?.aborted) {
+      this.deliver({ waiter: w, lease: n.lease, answer: n.answer });
+      return;
+    }
+    if (w) w.state = 'done';
+    this.rollBack(n.lease, n.requestId);
+  }
+
+  /** Another instance dropped this instance's waiter (its session ended). */
+  private remoteRefusal(n: Extract<WaiterNotice, { kind: 'refuse' }>): void {
+    const w = this.waiters.claimRequest(n.family, n.route, n.requestId);
+    if (w) refuse({ waiter: w, error: sessionGone() });
+  }
+
+  /** Remove a waiter that left (deadline, disconnect) from the shared queue too. */
+  private async forgetWaiter(step: Step, w: Waiter): Promise<void> {
+    if (this.ctx.instanceId !== undefined) await step.tx.waiters?.deleteWaiter(w.family, w.route, w.requestId);
   }
 
   // ---- sessions -------------------------------------------------------------
@@ -328,7 +392,7 @@ export class LeaseEngine {
 
   /** Reset a live session's expiry to now + TTL, or `session_not_found`. */
   async keepAlive(p: Principal, sessionId: string): Promise<{ session: SessionView }> {
-    return this.run((step) => keepAliveStep(this.ctx, step, p.family, sessionId));
+    return this.run((step) => keepAliveStep(this.ctx, step, p.family, sessionId), undefined, p.family, { sessionHash: hashSecret(sessionId) });
   }
 
   /** Close a live session, releasing its leases and dropping its waits. */
@@ -344,7 +408,7 @@ export class LeaseEngine {
       fail('cursor_invalid', 'cursor is malformed');
     }
     const encode = (pos: [number, string]) => this.codec().encode(binding, pos);
-    return this.run((step) => listSessionsStep(this.ctx, step, p.family, q, after as [number, string] | null, encode));
+    return this.run((step) => listSessionsStep(this.ctx, step, p.family, q, after as [number, string] | null, encode), undefined, p.family);
   }
 
   // ---- leases ---------------------------------------------------------------
@@ -371,12 +435,13 @@ export class LeaseEngine {
       maxLifetimeMs: input.maxLifetimeMs,
       metadata: input.metadata,
     };
-    const r = await this.run((step) => acquireStep(this.ctx, step, params, input.waitMs, input.signal), spec);
+    const prefetch = { idempotency: { op: 'acquire', route, requestId: input.requestId }, sessionHash: params.sessionHash, route };
+    const r = await this.run((step) => acquireStep(this.ctx, step, params, input.waitMs, input.signal), spec, p.family, prefetch);
     if (r.kind === 'done') return { answer: r.answer, replayed: r.replayed };
     const w = r.waiter;
     if (w.state === 'waiting') {
       w.timer = setTimeout(() => {
-        if (this.waiters.remove(w)) void this.refuseTimedOut(w.family, w.route, w.reject);
+        if (this.waiters.remove(w)) void this.refuseTimedOut(w, w.reject);
       }, input.waitMs);
       input.signal?.addEventListener(
         'abort',
@@ -384,6 +449,7 @@ export class LeaseEngine {
           if (this.waiters.remove(w)) {
             clearTimeout(w.timer);
             w.reject(new LeaseholdError('lease_conflict', 'the client went away while waiting'));
+            if (this.ctx.instanceId !== undefined) void this.run((step) => this.forgetWaiter(step, w), undefined, w.family).catch(() => undefined);
           }
         },
         { once: true },
@@ -397,17 +463,24 @@ export class LeaseEngine {
     return { answer: await r.done, replayed: false };
   }
 
-  private async refuseTimedOut(family: string, route: string, reject: (e: unknown) => void): Promise<void> {
+  private async refuseTimedOut(w: Waiter, reject: (e: unknown) => void): Promise<void> {
+    const { family, route } = w;
     let retryAfterMs = 50;
     try {
       retryAfterMs = await this.run(async (step) => {
+        await this.forgetWaiter(step, w);
         const l = await settleRoute(this.ctx, step, family, route);
         return Math.max(50, l ? l.expiresAt - step.now : 50);
-      });
+      }, undefined, family);
     } catch {
       // Keep the minimum hint.
     }
     reject(new LeaseholdError('lease_conflict', 'waited and timed out: the lease is still held', { retryAfterMs }));
+  }
+
+  /** What a holder's step reads first (its answer record, session and lease): a shared store reads them with its lock. */
+  private prefetch(op: string, route: string, input: ProofInput): StepScope['prefetch'] {
+    return { idempotency: { op, route, requestId: input.requestId }, sessionHash: hashSecret(input.sessionId), route };
   }
 
   private proof(input: ProofInput): HolderProof {
@@ -419,6 +492,8 @@ export class LeaseEngine {
     return this.run(
       (step) => renewStep(this.ctx, step, p.family, route, this.proof(input), input.ttlMs, input.requestId, input.digest),
       this.spec(p, 'lease_renew', route, 'lease_renewed'),
+      p.family,
+      this.prefetch('renew', route, input),
     );
   }
 
@@ -427,6 +502,8 @@ export class LeaseEngine {
     return this.run(
       (step) => releaseStep(this.ctx, step, p.family, route, this.proof(input), input.requestId, input.digest),
       this.spec(p, 'lease_release', route, 'lease_released'),
+      p.family,
+      this.prefetch('release', route, input),
     );
   }
 
@@ -435,6 +512,8 @@ export class LeaseEngine {
     return this.run(
       (step) => checkpointStep(this.ctx, step, p.family, route, this.proof(input), input.value, input.requestId, input.digest),
       this.spec(p, 'lease_checkpoint', route, 'checkpoint_written'),
+      p.family,
+      this.prefetch('checkpoint', route, input),
     );
   }
 
@@ -446,7 +525,7 @@ export class LeaseEngine {
       return {
         checkpoint: { route, value: JSON.parse(c.value) as unknown, fencing_token: c.fencingToken, written_at: new Date(c.writtenAt).toISOString(), version: c.version },
       };
-    });
+    }, undefined, p.family);
   }
 
   /** The active lease of a route, or `lease_not_found`. */
@@ -454,8 +533,8 @@ export class LeaseEngine {
     return this.run(async (step) => {
       const l = await settleRoute(this.ctx, step, p.family, route);
       if (!l) fail('lease_not_found', 'no lease is held on this route');
-      return { lease: leaseView(l, step.now, this.waiters.count(p.family, route)) };
-    });
+      return { lease: leaseView(l, step.now, await waiterCount(this.ctx, step, p.family, route)) };
+    }, undefined, p.family, { route });
   }
 
   /**
@@ -469,7 +548,7 @@ export class LeaseEngine {
     const after = q.cursor ? this.codec().decode(q.cursor, binding) : null;
     if (after !== null && typeof after !== 'string') fail('cursor_invalid', 'cursor is malformed');
     const encode = (pos: string) => this.codec().encode(binding, pos);
-    const page = await this.run((step) => listStep(this.ctx, step, p.family, sel, q, after as string | null, encode));
+    const page = await this.run((step) => listStep(this.ctx, step, p.family, sel, q, after as string | null, encode), undefined, p.family);
     return { ...page, epoch };
   }
 
@@ -622,9 +701,24 @@ export class LeaseEngine {
    * retained; `backend_unavailable` if the store cannot answer.
    */
   async openStream(p: Principal, selectors: readonly ParsedSelector[], renewals: boolean, sink: FeedSink, loginCookie?: string): Promise<{ streamId: string; subscriptions: Subscribed[] }> {
-    const revision = await this.run((step) => step.tx.revision(p.family));
+    const revision = await this.run((step) => step.tx.revision(p.family), undefined, p.family);
     const owner = { tokenId: p.tokenId, family: p.family, expiresAt: p.expiresAt, loginHash: loginCookie === undefined ? undefined : hashSecret(loginCookie) };
     return this.feed.open(owner, selectors, renewals, sink, revision);
+  }
+
+  /**
+   * Register a selector on an open stream of this token, on this instance
+   * or (shared store) forwarded to the instance that holds it.
+   */
+  async register(tokenId: string, streamId: string, selector: ParsedSelector, renewals: boolean): Promise<Subscribed> {
+    if (this.feed.has(streamId) || !this.cluster) return this.feed.register(tokenId, streamId, selector, renewals);
+    return this.cluster.register(tokenId, streamId, selector.selector, renewals);
+  }
+
+  /** Remove one registration of an open stream of this token, wherever the stream is held. */
+  async unregister(tokenId: string, streamId: string, subscriptionId: string): Promise<void> {
+    if (this.feed.has(streamId) || !this.cluster) return this.feed.unregister(tokenId, streamId, subscriptionId);
+    await this.cluster.unregister(tokenId, streamId, subscriptionId);
   }
 
   // ---- metrics --------------------------------------------------------------

@@ -23,6 +23,8 @@ export interface LeaseChange {
   /** The former holder, on the changes that end a lease (for the audit trail; never sent to the feed). */
   ownerId?: string;
   incarnation?: string;
+  /** Made by another instance (shared store): never audited here. */
+  remote?: true;
 }
 
 /** A renewal: no membership change, no revision (renewal hints). */
@@ -32,6 +34,7 @@ export interface LeaseRenewed {
   route: string;
   expiresAt: number;
   renewalCount: number;
+  remote?: true;
 }
 
 export interface SessionEvent {
@@ -39,10 +42,11 @@ export interface SessionEvent {
   family: string;
   incarnation: string;
   ownerId: string;
+  remote?: true;
 }
 
 /** A credential ended: the feed closes the streams it opened. */
-export type CredentialEvent = { type: 'token_revoked'; tokenId: string } | { type: 'logged_out'; loginHash: string };
+export type CredentialEvent = { type: 'token_revoked'; tokenId: string; remote?: true } | { type: 'logged_out'; loginHash: string; remote?: true };
 
 /**
  * One LIST page was read (CONTRACT.md §7): how many stored routes it examined
@@ -53,6 +57,7 @@ export interface ListedEvent {
   family: string;
   examined: number;
   returned: number;
+  remote?: true;
 }
 
 /**
@@ -64,6 +69,7 @@ export interface ListedEvent {
 export interface CensusEvent {
   type: 'census';
   families: ReadonlyArray<{ family: string; leases: number; sessions: number }>;
+  remote?: true;
 }
 
 export type EngineEvent = LeaseChange | LeaseRenewed | SessionEvent | CredentialEvent | ListedEvent | CensusEvent;

@@ -132,6 +132,8 @@ export interface FeedHubOptions {
   now: () => number;
   epoch: () => string;
   checkOwners?: OwnerCheck;
+  /** Prefix of stream ids after `st_` (the instance id on a shared store, so any instance can tell where a stream lives). */
+  streamIdPrefix?: string;
 }
 
 const frame = (event: FeedFrame['event'], data: object): FeedFrame => ({ event, json: JSON.stringify(data) });
@@ -203,7 +205,7 @@ export class FeedHub {
     const wildcard = sels.filter((s) => !s.exact).length;
     this.checkCaps(wildcard, sels.length - wildcard, renewals ? sels.length : 0);
 
-    const stream: Stream = { id: randomId('st_', 12), owner, sink, bySelector: new Map(), byId: new Map(), wildcard: 0, exact: 0, renewals: 0, open: true };
+    const stream: Stream = { id: randomId(`st_${this.opts.streamIdPrefix ?? ''}`, 12), owner, sink, bySelector: new Map(), byId: new Map(), wildcard: 0, exact: 0, renewals: 0, open: true };
     this.streams.set(stream.id, stream);
     this.perToken.set(owner.tokenId, (this.perToken.get(owner.tokenId) ?? 0) + 1);
     sink.onClose(() => this.remove(stream));
@@ -242,6 +244,16 @@ export class FeedHub {
   /** End every stream of the family with `overflow` (reason `resync`): this instance may have missed a change. */
   resync(family: string): void {
     for (const s of [...this.streams.values()]) if (s.owner.family === family) this.overflow(s, 'resync');
+  }
+
+  /** End every stream with `overflow` (reason `resync`): this instance may have missed changes of any family. */
+  resyncAll(): void {
+    for (const s of [...this.streams.values()]) this.overflow(s, 'resync');
+  }
+
+  /** Does this instance hold the stream? */
+  has(streamId: string): boolean {
+    return this.streams.has(streamId);
   }
 
   /** End the token's streams (`token_revoked`). */

@@ -44,7 +44,7 @@ export async function listStep(
   after: string | null,
   encode: (position: string) => string,
 ): Promise<Omit<ListPage, 'epoch'>> {
-  await expireDue(ctx, step, 512);
+  await expireDue(ctx, step, 512, family);
   const scan = await step.tx.scanLeases({
     family,
     triple: sel.triple,
@@ -60,8 +60,10 @@ export async function listStep(
   let next: string | null = null;
   if (scan.rows.length > q.limit) next = page[page.length - 1]!.route;
   else if (!scan.exhausted && scan.lastExamined !== null) next = scan.lastExamined;
+  // On a shared store the queues are in the store: one query for the page.
+  const shared = ctx.instanceId !== undefined && page.length > 0 ? await step.tx.waiters?.countWaitersOf(family, page.map((l) => l.route), step.now) : undefined;
   return {
-    items: page.map((l) => leaseView(l, step.now, ctx.waiters.count(family, l.route))),
+    items: page.map((l) => leaseView(l, step.now, shared ? (shared.get(l.route) ?? 0) : ctx.waiters.count(family, l.route))),
     next_cursor: next === null ? null : encode(next),
     revision: await step.tx.revision(family),
   };

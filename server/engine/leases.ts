@@ -8,7 +8,7 @@
  * never goes back, so tokens strictly increase per route for the store's life.
  */
 
-import type { LeaseRow, SessionRow } from '../store/types';
+import type { LeaseRow, SessionRow, SharedWaiters } from '../store/types';
 import { fail, LeaseholdError } from './errors';
 import type { ChangeKind } from './events';
 import { findReplay, recordAnswer, type IdemKey } from './idempotency';
@@ -74,6 +74,12 @@ export async function endSession(ctx: EngineContext, step: Step, s: SessionRow, 
     const kind = l.expiresAt < endedAt ? 'expired' : 'session_closed';
     if ((await endLease(ctx, step, l, kind)) && kind === 'session_closed') released++;
   }
+  const sw = shared(ctx, step);
+  if (sw) {
+    for (const row of await sw.takeSessionWaiters(s.idHash)) {
+      if (row.instance !== ctx.instanceId) step.notices.push({ kind: 'refuse', to: row.instance, family: row.family, route: row.route, requestId: row.requestId });
+    }
+  }
   for (const w of ctx.waiters.ofSession(s.idHash)) {
     if (ctx.waiters.remove(w)) {
       step.refused.push({ waiter: w, error: sessionGone() });
@@ -83,7 +89,18 @@ export async function endSession(ctx: EngineContext, step: Step, s: SessionRow, 
   return released;
 }
 
-function sessionGone(): LeaseholdError {
+/** The store's shared queues when several instances share it, else undefined (queues in memory). */
+function shared(ctx: EngineContext, step: Step): SharedWaiters | undefined {
+  return ctx.instanceId !== undefined ? step.tx.waiters : undefined;
+}
+
+/** How many acquires wait for a route (on every instance, on a shared store). */
+export async function waiterCount(ctx: EngineContext, step: Step, family: string, route: string): Promise<number> {
+  const sw = shared(ctx, step);
+  return sw ? sw.countWaiters(family, route, step.now) : ctx.waiters.count(family, route);
+}
+
+export function sessionGone(): LeaseholdError {
   return new LeaseholdError('session_not_found', 'the session closed or expired while waiting');
 }
 
@@ -163,6 +180,8 @@ function acquireRecordExpiry(ctx: EngineContext, step: Step, row: LeaseRow): num
  * it. Waiters whose client left or whose session is gone are skipped.
  */
 export async function grantNext(ctx: EngineContext, step: Step, family: string, route: string): Promise<void> {
+  const sw = shared(ctx, step);
+  if (sw) return grantNextShared(ctx, step, sw, family, route);
   for (;;) {
     const w = ctx.waiters.claimHead(family, route);
     if (!w) return;
@@ -183,6 +202,52 @@ export async function grantNext(ctx: EngineContext, step: Step, family: string, 
   }
 }
 
+/**
+ * grantNext on a shared store: the head of the route's queue in the store,
+ * whichever instance holds it. This instance's own waiter is answered after
+ * commit as usual; another instance's is told by a notice sent with the
+ * commit (its grant is rolled back there if its client has left).
+ */
+async function grantNextShared(ctx: EngineContext, step: Step, sw: SharedWaiters, family: string, route: string): Promise<void> {
+  for (;;) {
+    const row = await sw.headWaiter(family, route, step.now);
+    if (!row) return;
+    await sw.deleteWaiter(family, route, row.requestId);
+    let local: Waiter | undefined;
+    if (row.instance === ctx.instanceId) {
+      local = ctx.waiters.claimRequest(family, route, row.requestId);
+      // Gone already (deadline, disconnect): its own step removes nothing more.
+      if (!local) continue;
+      if (local.signal?.aborted) {
+        local.state = 'done';
+        continue;
+      }
+    }
+    const params: WaiterParams = local ?? {
+      family,
+      route,
+      sessionHash: row.sessionHash,
+      requestId: row.requestId,
+      digest: row.digest,
+      ttlMs: row.ttlMs,
+      maxLifetimeMs: row.maxLifetimeMs,
+      metadata: row.metadata === null ? null : (JSON.parse(row.metadata) as Metadata),
+    };
+    const s = await liveSession(ctx, step, family, params.sessionHash);
+    if (!s) {
+      if (local) step.refused.push({ waiter: local, error: sessionGone() });
+      else step.notices.push({ kind: 'refuse', to: row.instance, family, route, requestId: row.requestId });
+      continue;
+    }
+    const { row: lease, held } = await createLease(step, params, s, true, await sw.countWaiters(family, route, step.now));
+    const answer: AcquireResult = { lease: held, queued: true };
+    await recordAnswer(step, acquireKey(params), params.digest, answer, acquireRecordExpiry(ctx, step, lease));
+    if (local) step.grants.push({ waiter: local, lease, answer });
+    else step.notices.push({ kind: 'grant', to: row.instance, family, route, requestId: row.requestId, answer, lease });
+    return;
+  }
+}
+
 export type AcquireStepResult =
   | { kind: 'done'; answer: AcquireResult; replayed: boolean }
   | { kind: 'wait'; waiter: Waiter; done: Promise<AcquireResult> };
@@ -193,7 +258,8 @@ export type AcquireStepResult =
  * later in the same batch already sees it).
  */
 export async function acquireStep(ctx: EngineContext, step: Step, p: WaiterParams, waitMs: number, signal: AbortSignal | undefined): Promise<AcquireStepResult> {
-  const queuedDup = ctx.waiters.findRequest(p.family, p.route, p.requestId);
+  const sw = shared(ctx, step);
+  const queuedDup = sw ? await sw.findWaiter(p.family, p.route, p.requestId, step.now) : ctx.waiters.findRequest(p.family, p.route, p.requestId);
   if (queuedDup) {
     const same = queuedDup.digest === p.digest;
     fail('idempotency_conflict', same ? 'the original request is still waiting' : 'request_id was already used with different inputs', { retryable: same });
@@ -205,7 +271,7 @@ export async function acquireStep(ctx: EngineContext, step: Step, p: WaiterParam
   Object.assign(step.facts, { ownerId: s.ownerId, incarnation: s.incarnation });
   const current = await settleRoute(ctx, step, p.family, p.route, s);
   if (!current) {
-    const { row, held } = await createLease(step, p, s, false, ctx.waiters.count(p.family, p.route));
+    const { row, held } = await createLease(step, p, s, false, await waiterCount(ctx, step, p.family, p.route));
     step.facts.fencingToken = row.fencingToken;
     const answer: AcquireResult = { lease: held, queued: false };
     await recordAnswer(step, acquireKey(p), p.digest, answer, acquireRecordExpiry(ctx, step, row));
@@ -214,12 +280,12 @@ export async function acquireStep(ctx: EngineContext, step: Step, p: WaiterParam
   if (current.sessionHash === p.sessionHash) {
     fail('lease_conflict', 'this session already holds the route (leases are not re-entrant)', { retryable: false });
   }
-  if (ctx.waiters.hasSession(p.family, p.route, p.sessionHash)) {
+  if (sw ? await sw.sessionWaiting(p.family, p.route, p.sessionHash, step.now) : ctx.waiters.hasSession(p.family, p.route, p.sessionHash)) {
     fail('lease_conflict', 'this session is already waiting for the route', { retryable: false });
   }
   const retryAfterMs = Math.max(50, current.expiresAt - step.now);
   if (waitMs <= 0) fail('lease_conflict', 'lease is held', { retryAfterMs });
-  if (ctx.waiters.count(p.family, p.route) >= ctx.limits.waitersPerRoute) {
+  if ((await waiterCount(ctx, step, p.family, p.route)) >= ctx.limits.waitersPerRoute) {
     fail('rate_limited', 'too many waiters for this route', { retryAfterMs });
   }
   let resolve!: (r: AcquireResult) => void;
@@ -229,6 +295,10 @@ export async function acquireStep(ctx: EngineContext, step: Step, p: WaiterParam
     reject = rej;
   });
   const waiter: Waiter = { ...p, state: 'waiting', signal, timer: undefined, resolve, reject };
+  if (sw) {
+    const metadata = p.metadata === null ? null : JSON.stringify(p.metadata);
+    await sw.enqueueWaiter({ ...p, metadata, instance: ctx.instanceId!, deadline: step.now + waitMs });
+  }
   ctx.waiters.enqueue(waiter);
   step.enqueued.push(waiter);
   step.facts.pending = true;
@@ -263,7 +333,7 @@ export async function renewStep(ctx: EngineContext, step: Step, family: string, 
   };
   await step.tx.updateLeaseRenewal(family, route, l.leaseId, renewed.renewedAt, renewed.expiresAt, ttl, renewed.renewalCount);
   step.events.push({ type: 'renewed', family, route, expiresAt: renewed.expiresAt, renewalCount: renewed.renewalCount });
-  const answer: RenewResult = { lease: heldLease(renewed, step.now, ctx.waiters.count(family, route)) };
+  const answer: RenewResult = { lease: heldLease(renewed, step.now, await waiterCount(ctx, step, family, route)) };
   await recordAnswer(step, key, digest, answer, step.now + ctx.limits.idempotencyTtlMs);
   return { answer, replayed: false };
 }
@@ -304,11 +374,12 @@ export async function checkpointStep(ctx: EngineContext, step: Step, family: str
 
 /**
  * Process due expirations in deadline order (a session whose deadline came
- * first closes its leases as `session_closed`). Returns how many were due.
+ * first closes its leases as `session_closed`), of one family when given
+ * (a step scoped to that family). Returns how many were due.
  */
-export async function expireDue(ctx: EngineContext, step: Step, limit: number): Promise<number> {
-  const leases = await step.tx.dueLeases(step.now, limit);
-  const sessions = await step.tx.dueSessions(step.now, limit);
+export async function expireDue(ctx: EngineContext, step: Step, limit: number, family?: string): Promise<number> {
+  const leases = await step.tx.dueLeases(step.now, limit, family);
+  const sessions = await step.tx.dueSessions(step.now, limit, family);
   type Due = { at: number; lease?: LeaseRow; session?: SessionRow };
   const due: Due[] = [
     ...sessions.map((s): Due => ({ at: s.expiresAt, session: s })),

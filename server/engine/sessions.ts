@@ -63,7 +63,7 @@ export async function listSessionsStep(
   after: [number, string] | null,
   encode: (position: [number, string]) => string,
 ): Promise<SessionPage> {
-  await expireDue(ctx, step, 512);
+  await expireDue(ctx, step, 512, family);
   const rows = await step.tx.listSessions(family, q.ownerId, after, q.limit + 1);
   const page = rows.slice(0, q.limit);
   const items: SessionView[] = [];

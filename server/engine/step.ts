@@ -38,6 +38,11 @@ export interface QueuedGrant {
   answer: AcquireResult;
 }
 
+/** A message for the instance holding a waiter (shared store): sent with the step's commit. */
+export type WaiterNotice =
+  | { kind: 'grant'; to: string; family: string; route: string; requestId: string; answer: AcquireResult; lease: LeaseRow }
+  | { kind: 'refuse'; to: string; family: string; route: string; requestId: string };
+
 export interface Step {
   readonly tx: Tx;
   readonly now: number;
@@ -49,6 +54,8 @@ export interface Step {
   readonly refused: Array<{ waiter: Waiter; error: LeaseholdError }>;
   /** Waiters queued by this step: removed again if it fails. */
   readonly enqueued: Waiter[];
+  /** Grants and refusals of other instances' waiters, delivered with the commit. */
+  readonly notices: WaiterNotice[];
   /** What the step learned about its subject, for its audit event. */
   readonly facts: AuditFacts;
 }
@@ -57,8 +64,15 @@ export interface EngineContext {
   readonly store: Store;
   readonly waiters: WaiterQueues;
   readonly limits: Limits;
+  /**
+   * Set on a shared store: this instance's id. The FIFO queues then live in
+   * the store (`tx.waiters`), so the step that frees a route grants its
+   * head waiter whichever instance holds it; `waiters` keeps this
+   * instance's waiting clients.
+   */
+  readonly instanceId?: string;
 }
 
 export function newStep(tx: Tx): Step {
-  return { tx, now: tx.now, events: [], grants: [], refused: [], enqueued: [], facts: {} };
+  return { tx, now: tx.now, events: [], grants: [], refused: [], enqueued: [], notices: [], facts: {} };
 }

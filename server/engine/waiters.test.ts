@@ -1,170 +1,177 @@
-import { afterEach, beforeEach, test } from 'node:test';
+import { afterEach, beforeEach, test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { engineFixture, proofOf, rejectsWith, type EngineFixture } from '../testing/engine-fixture';
+import { BACKENDS } from '../testing/pg';
 
-let f: EngineFixture;
-beforeEach(async () => {
-  f = await engineFixture({ limits: { waitersPerRoute: 3 } });
-});
-afterEach(async () => {
-  await f.close();
-});
-
-const R = 'lease://acme/queue/doc-1';
-
-/** Resolves when the engine has this many waiters queued. */
-async function queued(n: number): Promise<void> {
-  for (let i = 0; i < 200 && f.engine.waiters.size() !== n; i++) await sleep(5);
-  assert.equal(f.engine.waiters.size(), n);
-}
-
-test('waiters are granted in FIFO order, each in the step that frees the route, with queued: true', async () => {
-  const holder = await f.open('holder');
-  const w1 = await f.open('w1');
-  const w2 = await f.open('w2');
-  const held = await f.acquire(R, holder);
-  const p1 = f.acquire(R, w1, { waitMs: 5_000 });
-  await queued(1);
-  const p2 = f.acquire(R, w2, { waitMs: 5_000 });
-  await queued(2);
-  assert.equal((await f.engine.inspect(f.admin, R)).lease.waiters, 2);
-
-  await f.engine.release(f.admin, R, proofOf(holder, held.answer.lease));
-  const g1 = await p1;
-  assert.equal(g1.answer.queued, true);
-  assert.equal(g1.answer.lease.owner_id, 'w1');
-  assert.ok(g1.answer.lease.fencing_token > held.answer.lease.fencing_token);
-
-  await f.engine.release(f.admin, R, proofOf(w1, g1.answer.lease));
-  const g2 = await p2;
-  assert.equal(g2.answer.lease.owner_id, 'w2');
-  assert.deepEqual(
-    f.changes().map((c) => [c.change, c.queued ?? null]),
-    [
-      ['acquired', false],
-      ['released', null],
-      ['acquired', true],
-      ['released', null],
-      ['acquired', true],
-    ],
-  );
-});
-
-test('a waiter whose deadline passes gets lease_conflict and leaves the queue', async () => {
-  const holder = await f.open('holder');
-  const w = await f.open('w');
-  await f.acquire(R, holder);
-  const err = await rejectsWith(f.acquire(R, w, { waitMs: 60 }), 'lease_conflict');
-  assert.equal(err.retryable, true);
-  assert.ok((err.retryAfterMs ?? 0) >= 50);
-  assert.equal(f.engine.waiters.size(), 0);
-});
-
-test('a waiter whose client disconnects is removed and never granted', async () => {
-  const holder = await f.open('holder');
-  const w = await f.open('w');
-  const held = await f.acquire(R, holder);
-  const ac = new AbortController();
-  const p = f.acquire(R, w, { waitMs: 5_000, signal: ac.signal });
-  await queued(1);
-  ac.abort();
-  await rejectsWith(p, 'lease_conflict');
-  assert.equal(f.engine.waiters.size(), 0);
-  await f.engine.release(f.admin, R, proofOf(holder, held.answer.lease));
-  await rejectsWith(f.engine.inspect(f.admin, R), 'lease_not_found');
-});
-
-test('a grant whose client left before delivery is rolled back and the next waiter is granted', async () => {
-  const holder = await f.open('holder');
-  const gone = await f.open('gone');
-  const next = await f.open('next');
-  const held = await f.acquire(R, holder);
-  const ac = new AbortController();
-  const lost = f.acquire(R, gone, { waitMs: 5_000, signal: ac.signal, requestId: 'gone-req' });
-  lost.catch(() => {});
-  await queued(1);
-  const p2 = f.acquire(R, next, { waitMs: 5_000 });
-  await queued(2);
-  // The client goes away after the grant committed but before it was answered.
-  const off = f.engine.events.subscribe((e) => {
-    if (e.type === 'change' && e.change === 'acquired' && e.lease?.owner_id === 'gone') ac.abort();
+// The same behaviour on every store backend (the conformance suite).
+for (const backend of BACKENDS) {
+ describe(`${backend} store`, () => {
+  let f: EngineFixture;
+  beforeEach(async () => {
+    f = await engineFixture({ backend, limits: { waitersPerRoute: 3 } });
   });
-  await f.engine.release(f.admin, R, proofOf(holder, held.answer.lease));
-  const g = await p2;
-  off();
-  assert.equal(g.answer.lease.owner_id, 'next');
-  const kinds = f.changes().map((c) => c.change);
-  assert.deepEqual(kinds, ['acquired', 'released', 'acquired', 'rolled_back', 'acquired']);
-  const revs = f.changes().map((c) => c.revision);
-  assert.deepEqual(revs, [...revs].sort((a, b) => a - b), 'revisions increase');
-  // The rolled-back grant's idempotency record went with it: its retry runs again (and now conflicts).
-  await rejectsWith(f.acquire(R, gone, { requestId: 'gone-req' }), 'lease_conflict');
-});
+  afterEach(async () => {
+    await f.close();
+  });
 
-test('a session already holding or waiting gets a non-retryable conflict at once; a full queue is rate_limited', async () => {
-  const holder = await f.open('holder');
-  await f.acquire(R, holder);
-  assert.equal((await rejectsWith(f.acquire(R, holder, { waitMs: 1_000 }), 'lease_conflict')).retryable, false);
-  const ws = await Promise.all([f.open('a'), f.open('b'), f.open('c'), f.open('d')]);
-  const pending = ws.slice(0, 3).map((s) => f.acquire(R, s, { waitMs: 300 }).catch((e: unknown) => e));
-  await queued(3);
-  assert.equal((await rejectsWith(f.acquire(R, ws[0]!, { waitMs: 1_000 }), 'lease_conflict')).retryable, false);
-  await rejectsWith(f.acquire(R, ws[3]!, { waitMs: 1_000 }), 'rate_limited');
-  await Promise.all(pending);
-});
+  const R = 'lease://acme/queue/doc-1';
 
-test('a duplicate of a waiting acquire is idempotency_conflict, retryable only with the same inputs', async () => {
-  const holder = await f.open('holder');
-  const w = await f.open('w');
-  await f.acquire(R, holder);
-  const body = { session_id: w, request_id: 'dup', wait_ms: 300 };
-  const p = f.acquire(R, w, { waitMs: 300, requestId: 'dup', body }).catch((e: unknown) => e);
-  await queued(1);
-  assert.equal((await rejectsWith(f.acquire(R, w, { waitMs: 300, requestId: 'dup', body }), 'idempotency_conflict')).retryable, true);
-  assert.equal(
-    (await rejectsWith(f.acquire(R, w, { waitMs: 300, requestId: 'dup', body: { ...body, wait_ms: 200 } }), 'idempotency_conflict')).retryable,
-    false,
-  );
-  await p;
-});
+  /** Resolves when the engine has this many waiters queued. */
+  async function queued(n: number): Promise<void> {
+    for (let i = 0; i < 200 && f.engine.waiters.size() !== n; i++) await sleep(5);
+    assert.equal(f.engine.waiters.size(), n);
+  }
 
-test('closing a waiting session drops its wait with session_not_found', async () => {
-  const holder = await f.open('holder');
-  const w = await f.open('w');
-  await f.acquire(R, holder);
-  const p = f.acquire(R, w, { waitMs: 5_000 });
-  await queued(1);
-  await f.engine.closeSession(f.admin, w);
-  await rejectsWith(p, 'session_not_found');
-  assert.equal(f.engine.waiters.size(), 0);
-});
+  test('waiters are granted in FIFO order, each in the step that frees the route, with queued: true', async () => {
+    const holder = await f.open('holder');
+    const w1 = await f.open('w1');
+    const w2 = await f.open('w2');
+    const held = await f.acquire(R, holder);
+    const p1 = f.acquire(R, w1, { waitMs: 5_000 });
+    await queued(1);
+    const p2 = f.acquire(R, w2, { waitMs: 5_000 });
+    await queued(2);
+    assert.equal((await f.engine.inspect(f.admin, R)).lease.waiters, 2);
 
-test('expiry of the holder grants the route to the head waiter', async () => {
-  const holder = await f.open('holder', 300_000);
-  const w = await f.open('w', 300_000);
-  await f.acquire(R, holder, { ttlMs: 2_000 });
-  const p = f.acquire(R, w, { waitMs: 5_000 });
-  await queued(1);
-  f.clock.advance(2_000);
-  await f.engine.sweep();
-  const g = await p;
-  assert.equal(g.answer.lease.owner_id, 'w');
-  assert.deepEqual(f.changes().map((c) => c.change), ['acquired', 'expired', 'acquired']);
-});
+    await f.engine.release(f.admin, R, proofOf(holder, held.answer.lease));
+    const g1 = await p1;
+    assert.equal(g1.answer.queued, true);
+    assert.equal(g1.answer.lease.owner_id, 'w1');
+    assert.ok(g1.answer.lease.fencing_token > held.answer.lease.fencing_token);
 
-test('an answer that processes a due expiry reports the waiter it granted, not a free route', async () => {
-  const holder = await f.open('holder', 300_000);
-  const w = await f.open('w', 300_000);
-  const other = await f.open('other', 300_000);
-  await f.acquire(R, holder, { ttlMs: 2_000 });
-  const p = f.acquire(R, w, { waitMs: 5_000 });
-  await queued(1);
-  f.clock.advance(2_000);
-  // No sweep: the inspect itself finds the expiry due.
-  const seen = await f.engine.inspect(f.admin, R);
-  assert.equal(seen.lease.owner_id, 'w');
-  assert.equal((await p).answer.lease.fencing_token, seen.lease.fencing_token);
-  const err = await rejectsWith(f.acquire(R, other), 'lease_conflict');
-  assert.equal(err.retryable, true, 'the waiter was first in line: the newcomer conflicts');
-});
+    await f.engine.release(f.admin, R, proofOf(w1, g1.answer.lease));
+    const g2 = await p2;
+    assert.equal(g2.answer.lease.owner_id, 'w2');
+    assert.deepEqual(
+      f.changes().map((c) => [c.change, c.queued ?? null]),
+      [
+        ['acquired', false],
+        ['released', null],
+        ['acquired', true],
+        ['released', null],
+        ['acquired', true],
+      ],
+    );
+  });
+
+  test('a waiter whose deadline passes gets lease_conflict and leaves the queue', async () => {
+    const holder = await f.open('holder');
+    const w = await f.open('w');
+    await f.acquire(R, holder);
+    const err = await rejectsWith(f.acquire(R, w, { waitMs: 60 }), 'lease_conflict');
+    assert.equal(err.retryable, true);
+    assert.ok((err.retryAfterMs ?? 0) >= 50);
+    assert.equal(f.engine.waiters.size(), 0);
+  });
+
+  test('a waiter whose client disconnects is removed and never granted', async () => {
+    const holder = await f.open('holder');
+    const w = await f.open('w');
+    const held = await f.acquire(R, holder);
+    const ac = new AbortController();
+    const p = f.acquire(R, w, { waitMs: 5_000, signal: ac.signal });
+    await queued(1);
+    ac.abort();
+    await rejectsWith(p, 'lease_conflict');
+    assert.equal(f.engine.waiters.size(), 0);
+    await f.engine.release(f.admin, R, proofOf(holder, held.answer.lease));
+    await rejectsWith(f.engine.inspect(f.admin, R), 'lease_not_found');
+  });
+
+  test('a grant whose client left before delivery is rolled back and the next waiter is granted', async () => {
+    const holder = await f.open('holder');
+    const gone = await f.open('gone');
+    const next = await f.open('next');
+    const held = await f.acquire(R, holder);
+    const ac = new AbortController();
+    const lost = f.acquire(R, gone, { waitMs: 5_000, signal: ac.signal, requestId: 'gone-req' });
+    lost.catch(() => {});
+    await queued(1);
+    const p2 = f.acquire(R, next, { waitMs: 5_000 });
+    await queued(2);
+    // The client goes away after the grant committed but before it was answered.
+    const off = f.engine.events.subscribe((e) => {
+      if (e.type === 'change' && e.change === 'acquired' && e.lease?.owner_id === 'gone') ac.abort();
+    });
+    await f.engine.release(f.admin, R, proofOf(holder, held.answer.lease));
+    const g = await p2;
+    off();
+    assert.equal(g.answer.lease.owner_id, 'next');
+    const kinds = f.changes().map((c) => c.change);
+    assert.deepEqual(kinds, ['acquired', 'released', 'acquired', 'rolled_back', 'acquired']);
+    const revs = f.changes().map((c) => c.revision);
+    assert.deepEqual(revs, [...revs].sort((a, b) => a - b), 'revisions increase');
+    // The rolled-back grant's idempotency record went with it: its retry runs again (and now conflicts).
+    await rejectsWith(f.acquire(R, gone, { requestId: 'gone-req' }), 'lease_conflict');
+  });
+
+  test('a session already holding or waiting gets a non-retryable conflict at once; a full queue is rate_limited', async () => {
+    const holder = await f.open('holder');
+    await f.acquire(R, holder);
+    assert.equal((await rejectsWith(f.acquire(R, holder, { waitMs: 1_000 }), 'lease_conflict')).retryable, false);
+    const ws = await Promise.all([f.open('a'), f.open('b'), f.open('c'), f.open('d')]);
+    const pending = ws.slice(0, 3).map((s) => f.acquire(R, s, { waitMs: 300 }).catch((e: unknown) => e));
+    await queued(3);
+    assert.equal((await rejectsWith(f.acquire(R, ws[0]!, { waitMs: 1_000 }), 'lease_conflict')).retryable, false);
+    await rejectsWith(f.acquire(R, ws[3]!, { waitMs: 1_000 }), 'rate_limited');
+    await Promise.all(pending);
+  });
+
+  test('a duplicate of a waiting acquire is idempotency_conflict, retryable only with the same inputs', async () => {
+    const holder = await f.open('holder');
+    const w = await f.open('w');
+    await f.acquire(R, holder);
+    const body = { session_id: w, request_id: 'dup', wait_ms: 300 };
+    const p = f.acquire(R, w, { waitMs: 300, requestId: 'dup', body }).catch((e: unknown) => e);
+    await queued(1);
+    assert.equal((await rejectsWith(f.acquire(R, w, { waitMs: 300, requestId: 'dup', body }), 'idempotency_conflict')).retryable, true);
+    assert.equal(
+      (await rejectsWith(f.acquire(R, w, { waitMs: 300, requestId: 'dup', body: { ...body, wait_ms: 200 } }), 'idempotency_conflict')).retryable,
+      false,
+    );
+    await p;
+  });
+
+  test('closing a waiting session drops its wait with session_not_found', async () => {
+    const holder = await f.open('holder');
+    const w = await f.open('w');
+    await f.acquire(R, holder);
+    const p = f.acquire(R, w, { waitMs: 5_000 });
+    await queued(1);
+    await f.engine.closeSession(f.admin, w);
+    await rejectsWith(p, 'session_not_found');
+    assert.equal(f.engine.waiters.size(), 0);
+  });
+
+  test('expiry of the holder grants the route to the head waiter', async () => {
+    const holder = await f.open('holder', 300_000);
+    const w = await f.open('w', 300_000);
+    await f.acquire(R, holder, { ttlMs: 2_000 });
+    const p = f.acquire(R, w, { waitMs: 5_000 });
+    await queued(1);
+    f.clock.advance(2_000);
+    await f.engine.sweep();
+    const g = await p;
+    assert.equal(g.answer.lease.owner_id, 'w');
+    assert.deepEqual(f.changes().map((c) => c.change), ['acquired', 'expired', 'acquired']);
+  });
+
+  test('an answer that processes a due expiry reports the waiter it granted, not a free route', async () => {
+    const holder = await f.open('holder', 300_000);
+    const w = await f.open('w', 300_000);
+    const other = await f.open('other', 300_000);
+    await f.acquire(R, holder, { ttlMs: 2_000 });
+    const p = f.acquire(R, w, { waitMs: 5_000 });
+    await queued(1);
+    f.clock.advance(2_000);
+    // No sweep: the inspect itself finds the expiry due.
+    const seen = await f.engine.inspect(f.admin, R);
+    assert.equal(seen.lease.owner_id, 'w');
+    assert.equal((await p).answer.lease.fencing_token, seen.lease.fencing_token);
+    const err = await rejectsWith(f.acquire(R, other), 'lease_conflict');
+    assert.equal(err.retryable, true, 'the waiter was first in line: the newcomer conflicts');
+  });
+
+ });
+}

@@ -88,6 +88,19 @@ export class WaiterQueues {
     return w;
   }
 
+  /** Take the waiter with this request id off its queue (state → claimed), if it is waiting. */
+  claimRequest(family: string, route: string, requestId: string): Waiter | undefined {
+    const k = key(family, route);
+    const q = this.queues.get(k);
+    const i = q ? q.findIndex((w) => w.requestId === requestId) : -1;
+    if (i < 0) return undefined;
+    const [w] = q!.splice(i, 1);
+    if (q!.length === 0) this.queues.delete(k);
+    this.total--;
+    w!.state = 'claimed';
+    return w;
+  }
+
   /** Put a claimed waiter back at the head (its step failed). */
   unclaim(w: Waiter): void {
     if (w.state !== 'claimed') return;

@@ -478,7 +478,7 @@ export const ROUTES: RouteDef[] = [
     handle: async (req, e) => {
       const sel = querySelector(req.body);
       req.authorize(sel.triple, 'read');
-      return e.feed.register(req.principal.tokenId, req.params.stream_id!, sel, req.body.renewals === true);
+      return e.register(req.principal.tokenId, req.params.stream_id!, sel, req.body.renewals === true);
     },
   },
   {
@@ -492,7 +492,7 @@ export const ROUTES: RouteDef[] = [
     success: { status: 200, code: 'unsubscribed' },
     embed: true,
     handle: async (req, e) => {
-      e.feed.unregister(req.principal.tokenId, req.params.stream_id!, req.params.subscription_id!);
+      await e.unregister(req.principal.tokenId, req.params.stream_id!, req.params.subscription_id!);
       return {};
     },
   },

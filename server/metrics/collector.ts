@@ -200,6 +200,9 @@ export class MetricsCollector {
         }
         this.adjust(this.leases, e.family, -1);
         this.totalLeases--;
+        // Gauges follow the whole universe; counters count what this
+        // instance did (another instance counts its own changes).
+        if (e.remote) break;
         this.release[e.change].inc();
         this.summary.count(e.family, 'releases_per_s');
         if (e.change === 'force_released') this.admin.force_release.inc();
@@ -216,6 +219,7 @@ export class MetricsCollector {
         this.totalSessions--;
         break;
       case 'listed':
+        if (e.remote) break;
         this.examined.inc(e.examined);
         this.returned.inc(e.returned);
         break;

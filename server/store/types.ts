@@ -182,8 +182,10 @@ export interface Tx {
   insertSession(row: SessionRow): Promise<void>;
   setSessionExpiry(idHash: string, expiresAt: number): Promise<void>;
   deleteSession(idHash: string): Promise<void>;
-  /** Sessions whose expiry is at or before `now`, earliest first. */
-  dueSessions(now: number, limit: number): Promise<SessionRow[]>;
+  /** Sessions whose expiry is at or before `now`, earliest first (of one family when given). */
+  dueSessions(now: number, limit: number, family?: string): Promise<SessionRow[]>;
+  /** Families with a lease or session due at `now` (at most `limit`), for a sweep that runs one step per family. */
+  dueFamilies(now: number, limit: number): Promise<string[]>;
   listSessions(family: string, ownerId: string | undefined, after: [number, string] | null, limit: number): Promise<SessionRow[]>;
   countSessionLeases(idHash: string): Promise<number>;
 
@@ -194,8 +196,8 @@ export interface Tx {
   /** Compare-and-delete: remove only the lease with this exact lease_id and token. */
   deleteLease(family: string, route: string, leaseId: string, fencingToken: number): Promise<boolean>;
   sessionLeases(idHash: string): Promise<LeaseRow[]>;
-  /** Leases whose expiry is at or before `now`, earliest first. */
-  dueLeases(now: number, limit: number): Promise<LeaseRow[]>;
+  /** Leases whose expiry is at or before `now`, earliest first (of one family when given). */
+  dueLeases(now: number, limit: number, family?: string): Promise<LeaseRow[]>;
   scanLeases(scan: LeaseScan): Promise<LeaseScanResult>;
   countLeases(family: string | null): Promise<number>;
   /** Held leases and live sessions per family (families with neither are left out). */
@@ -239,6 +241,93 @@ export interface Tx {
   getMeta(key: string): Promise<string | undefined>;
   /** Set a meta value only if it is absent; returns the value now stored. */
   initMeta(key: string, value: string): Promise<string>;
+
+  /**
+   * Shared stores only (absent on the embedded store): deliver `message` to
+   * every instance's `Bus` listener if and when this step commits, after
+   * the messages of every step that committed before it.
+   */
+  broadcast?(message: string): Promise<void>;
+  /** Shared stores only: the FIFO queues every instance uses. */
+  readonly waiters?: SharedWaiters;
+}
+
+/** A queued acquire in a shared store's FIFO queue (the waiting client is held by `instance`). */
+export interface WaiterRow {
+  family: string;
+  route: string;
+  requestId: string;
+  instance: string;
+  sessionHash: string;
+  digest: string;
+  ttlMs: number;
+  maxLifetimeMs: number;
+  /** The metadata object as JSON text, or null. */
+  metadata: string | null;
+  /** The waiter's deadline (backend time); past it the row is ignored and removed. */
+  deadline: number;
+}
+
+/**
+ * The shared FIFO queues of a store several instances use, so that the step
+ * that frees a route grants its head waiter whichever instance holds it.
+ * Present on a shared store's `Tx` only.
+ */
+export interface SharedWaiters {
+  enqueueWaiter(row: WaiterRow): Promise<void>;
+  /** The head waiter of a route, skipping (and removing) rows past their deadline or of instances no longer listening. */
+  headWaiter(family: string, route: string, now: number): Promise<WaiterRow | undefined>;
+  deleteWaiter(family: string, route: string, requestId: string): Promise<boolean>;
+  countWaiters(family: string, route: string, now: number): Promise<number>;
+  /** Waiter counts of several routes (absent: none). */
+  countWaitersOf(family: string, routes: readonly string[], now: number): Promise<Map<string, number>>;
+  findWaiter(family: string, route: string, requestId: string, now: number): Promise<WaiterRow | undefined>;
+  sessionWaiting(family: string, route: string, sessionHash: string, now: number): Promise<boolean>;
+  /** Remove and return every waiter of a session. */
+  takeSessionWaiters(sessionHash: string): Promise<WaiterRow[]>;
+  /** Remove every waiter an instance holds (at its shutdown). */
+  deleteInstanceWaiters(instance: string): Promise<void>;
+}
+
+/** What a step locks before it reads (see `Store.atomic`). */
+export interface StepScope {
+  /** The one family the step reads and changes: its revision row is locked first, and `tx.now` read after. */
+  family?: string;
+  /**
+   * Rows of that family the step will read first (a hint): a shared store
+   * reads them in the round trip that takes the lock.
+   */
+  prefetch?: {
+    idempotency?: { op: string; route: string; requestId: string };
+    sessionHash?: string;
+    route?: string;
+  };
+}
+
+/** Receives a shared store's cross-instance messages. */
+export interface BusListener {
+  /** A message broadcast by a committed step (of any instance, this one included), in commit order. */
+  message(text: string): void;
+  /**
+   * The notification channel is (again) connected: `revisions` holds every
+   * family's revision read after it started listening, so any later change
+   * arrives as a message. Also called after a reconnection.
+   */
+  ready(revisions: ReadonlyMap<string, number>): void;
+  /** The channel was lost: messages may have been missed until the next `ready`. */
+  lost(): void;
+}
+
+/** A shared store's channel between instances (PostgreSQL LISTEN/NOTIFY). */
+export interface Bus {
+  /** This instance's id, unique among live instances. */
+  readonly instanceId: string;
+  /** Start listening (once). */
+  listen(listener: BusListener): void;
+  /** Send a message outside any step (delivered to every instance, this one included). */
+  send(message: string): Promise<void>;
+  /** Is the instance with this id listening now? */
+  alive(instanceId: string): Promise<boolean>;
 }
 
 export interface StoreInfo {
@@ -263,9 +352,14 @@ export interface Store {
    * Run `fn` as one atomic, isolated step and resolve once its effects are
    * durable (committed). If `fn` throws, none of its writes take effect and
    * the error is rethrown. Never runs two steps' writes interleaved.
-   * `fn` must only await the `Tx` it is given.
+   * `fn` must only await the `Tx` it is given. With `scope.family`, a
+   * shared store locks that family's revision row before `fn` reads
+   * anything, so the steps of one family are serialized across instances
+   * and `tx.now` never goes back along that order.
    */
-  atomic<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
+  atomic<T>(fn: (tx: Tx) => Promise<T>, scope?: StepScope): Promise<T>;
+  /** Shared stores only: the channel between instances. */
+  readonly bus?: Bus;
   /** Backend time now, for decisions outside a step (cache ages, timers). */
   now(): number;
   /** The store's epoch (created with the store, never changes). */

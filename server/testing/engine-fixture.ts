@@ -1,6 +1,7 @@
 /**
- * An engine over a real SQLite store in a temporary directory, with a manual
- * clock: engine tests move time instead of sleeping.
+ * An engine over a real store, with a manual clock: engine tests move time
+ * instead of sleeping. The store is SQLite in a temporary directory, or
+ * (backend `postgres`) PostgreSQL in a fresh database dropped at close.
  */
 
 import { rmSync } from 'node:fs';
@@ -8,9 +9,11 @@ import { LeaseEngine, type AcquireInput, type EngineOptions } from '../engine/en
 import type { EngineEvent, LeaseChange } from '../engine/events';
 import { requestDigest } from '../engine/ids';
 import type { Principal } from '../engine/tokens';
+import { PgStore } from '../store/postgres/pg-store';
 import { SqliteStore } from '../store/sqlite/sqlite-store';
 import type { Store } from '../store/types';
 import { ManualClock, rid, tempDir } from './harness';
+import { createTestDatabase, type Backend } from './pg';
 
 const SECRET = 'lh_engine_test_bootstrap_secret_0123456789';
 
@@ -19,6 +22,7 @@ export interface EngineFixture {
   engine: LeaseEngine;
   admin: Principal;
   dir: string;
+  backend: Backend;
   /** Every event published since start (or the last restart). */
   events: EngineEvent[];
   changes(): LeaseChange[];
@@ -33,12 +37,15 @@ export interface EngineFixture {
  * `wrap` may decorate the real store (to inject faults into it); the engine
  * still runs on the real database underneath.
  */
-export async function engineFixture(opts: EngineOptions = {}, wrap: (store: Store) => Store = (x) => x): Promise<EngineFixture> {
+export async function engineFixture(fixtureOpts: EngineOptions & { backend?: Backend } = {}, wrap: (store: Store) => Store = (x) => x): Promise<EngineFixture> {
+  const { backend = 'sqlite', ...opts } = fixtureOpts;
   const clock = new ManualClock();
   const dir = tempDir('leasehold-engine-');
+  const db = backend === 'postgres' ? await createTestDatabase() : undefined;
   const events: EngineEvent[] = [];
+  const open = async (): Promise<Store> => (db ? PgStore.open({ url: db.url, clock: clock.now, poolSize: 4 }) : new SqliteStore({ dataDir: dir, clock: clock.now }));
   const boot = async () => {
-    const engine = new LeaseEngine(wrap(new SqliteStore({ dataDir: dir, clock: clock.now })), {
+    const engine = new LeaseEngine(wrap(await open()), {
       sweepIntervalMs: 3_600_000,
       bootstrapSecret: SECRET,
       ...opts,
@@ -52,6 +59,7 @@ export async function engineFixture(opts: EngineOptions = {}, wrap: (store: Stor
     engine: await boot(),
     admin: undefined as unknown as Principal,
     dir,
+    backend,
     events,
     changes: () => events.filter((e): e is LeaseChange => e.type === 'change'),
     async open(ownerId = 'worker', ttlMs = 15_000) {
@@ -80,6 +88,7 @@ export async function engineFixture(opts: EngineOptions = {}, wrap: (store: Stor
     async close() {
       await f.engine.stop();
       rmSync(dir, { recursive: true, force: true });
+      await db?.drop();
     },
   };
   f.admin = await f.engine.tokens.authenticate(SECRET);

@@ -36,6 +36,7 @@ import {
   type NewAuditRow,
   type LeaseScanResult,
   type SessionRow,
+  type StepScope,
   type Store,
   type TokenRow,
   type Tx,
@@ -165,7 +166,8 @@ export class SqliteStore implements Store {
     return this.epochValue;
   }
 
-  atomic<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
+  /** Steps are strictly serial here (one writer), so a scope needs no lock. */
+  atomic<T>(fn: (tx: Tx) => Promise<T>, _scope?: StepScope): Promise<T> {
     if (this.closed) return Promise.reject(new StoreUnavailableError('store is closed', false));
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject });
@@ -273,6 +275,10 @@ class SqliteTx implements Tx {
       setSessionExpiry: p(`UPDATE sessions SET expires_at = ? WHERE id_hash = ?`),
       deleteSession: p(`DELETE FROM sessions WHERE id_hash = ?`),
       dueSessions: p(`SELECT ${SESSION_COLS} FROM sessions WHERE expires_at <= ? ORDER BY expires_at LIMIT ?`),
+      dueSessionsFamily: p(`SELECT ${SESSION_COLS} FROM sessions WHERE expires_at <= ? AND family = ? ORDER BY expires_at LIMIT ?`),
+      dueFamilies: p(
+        `SELECT family FROM (SELECT family FROM leases WHERE expires_at <= ? UNION SELECT family FROM sessions WHERE expires_at <= ?) ORDER BY family LIMIT ?`,
+      ).pluck(),
       listSessionsFirst: p(
         `SELECT ${SESSION_COLS} FROM sessions WHERE family = ? ORDER BY created_at, incarnation LIMIT ?`,
       ),
@@ -297,6 +303,7 @@ class SqliteTx implements Tx {
       deleteLease: p(`DELETE FROM leases WHERE family = ? AND route = ? AND lease_id = ? AND fencing_token = ?`),
       sessionLeases: p(`SELECT ${LEASE_COLS} FROM leases WHERE session_hash = ? ORDER BY route`),
       dueLeases: p(`SELECT ${LEASE_COLS} FROM leases WHERE expires_at <= ? ORDER BY expires_at LIMIT ?`),
+      dueLeasesFamily: p(`SELECT ${LEASE_COLS} FROM leases WHERE expires_at <= ? AND family = ? ORDER BY expires_at LIMIT ?`),
       countLeasesAll: p(`SELECT count(*) FROM leases`).pluck(),
       countLeasesFamily: p(`SELECT count(*) FROM leases WHERE family = ?`).pluck(),
       leasesByFamily: p(`SELECT family, count(*) AS n FROM leases GROUP BY family`),
@@ -386,8 +393,11 @@ class SqliteTx implements Tx {
   async deleteSession(idHash: string): Promise<void> {
     this.s.deleteSession.run(idHash);
   }
-  async dueSessions(now: number, limit: number): Promise<SessionRow[]> {
-    return this.s.dueSessions.all(now, limit) as SessionRow[];
+  async dueSessions(now: number, limit: number, family?: string): Promise<SessionRow[]> {
+    return (family === undefined ? this.s.dueSessions.all(now, limit) : this.s.dueSessionsFamily.all(now, family, limit)) as SessionRow[];
+  }
+  async dueFamilies(now: number, limit: number): Promise<string[]> {
+    return this.s.dueFamilies.all(now, now, limit) as string[];
   }
   async listSessions(family: string, ownerId: string | undefined, after: [number, string] | null, limit: number): Promise<SessionRow[]> {
     // The owner filter is applied while reading so that a page is still `limit` long.
@@ -425,8 +435,8 @@ class SqliteTx implements Tx {
   async sessionLeases(idHash: string): Promise<LeaseRow[]> {
     return this.s.sessionLeases.all(idHash) as LeaseRow[];
   }
-  async dueLeases(now: number, limit: number): Promise<LeaseRow[]> {
-    return this.s.dueLeases.all(now, limit) as LeaseRow[];
+  async dueLeases(now: number, limit: number, family?: string): Promise<LeaseRow[]> {
+    return (family === undefined ? this.s.dueLeases.all(now, limit) : this.s.dueLeasesFamily.all(now, family, limit)) as LeaseRow[];
   }
   async countLeases(family: string | null): Promise<number> {
     return (family === null ? this.s.countLeasesAll.get() : this.s.countLeasesFamily.get(family)) as number;

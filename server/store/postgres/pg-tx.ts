@@ -1,0 +1,569 @@
+/**
+ * One atomic step's view of the PostgreSQL store: one transaction on one
+ * pooled connection (READ COMMITTED plus row locks; see docs/design.md).
+ * Statements are named, so each connection prepares each of them once.
+ */
+
+import type { PoolClient, QueryResult } from 'pg';
+import { matches, routeSegments } from '@/lib/selector';
+import {
+  RARE_AUDIT_TYPES,
+  type AuditRow,
+  type AuditScan,
+  type AuditScanResult,
+  type CheckpointRow,
+  type IdempotencyRow,
+  type LeaseRow,
+  type LeaseScan,
+  type LeaseScanResult,
+  type LoginRow,
+  type NewAuditRow,
+  type SessionRow,
+  type SharedWaiters,
+  type StepScope,
+  type TokenRow,
+  type Tx,
+} from '../types';
+import { CHANNEL, LOCK_TOKENS } from './pg-connection';
+import { toStoreError } from './pg-errors';
+import { PgWaiters } from './pg-waiters';
+
+const LEASE_COLS = `family, route, lease_id AS "leaseId", fencing_token AS "fencingToken",
+  session_hash AS "sessionHash", owner_id AS "ownerId", incarnation, acquired_at AS "acquiredAt",
+  renewed_at AS "renewedAt", expires_at AS "expiresAt", max_expires_at AS "maxExpiresAt",
+  ttl_ms AS "ttlMs", renewal_count AS "renewalCount", revision, metadata`;
+const SESSION_COLS = `family, id_hash AS "idHash", incarnation, owner_id AS "ownerId", ttl_ms AS "ttlMs",
+  created_at AS "createdAt", expires_at AS "expiresAt"`;
+const TOKEN_COLS = `id, secret_hash AS "secretHash", name, family, grants, root, kind,
+  created_at AS "createdAt", expires_at AS "expiresAt", revoked_at AS "revokedAt", created_by AS "createdBy"`;
+const IDEM_COLS = `family, op, route, request_id AS "requestId", digest, status, answer, expires_at AS "expiresAt"`;
+const AUDIT_COLS = `seq, time, event_type AS "eventType", family, route, token_id AS "tokenId",
+  subject_token_id AS "subjectTokenId", owner_id AS "ownerId", incarnation, result,
+  fencing_token AS "fencingToken", reason, correlation_id AS "correlationId", latency_ms AS "latencyMs"`;
+
+type RawToken = Omit<TokenRow, 'grants'> & { grants: string };
+
+function tokenFromRaw(raw: RawToken | undefined): TokenRow | undefined {
+  if (!raw) return undefined;
+  return { ...raw, grants: JSON.parse(raw.grants) as string[] };
+}
+
+function prefixEnd(prefix: string): string {
+  // Every route byte is ASCII; the prefix ends in '/', whose successor is '0'.
+  return prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1);
+}
+
+const MISS = Symbol('not prefetched');
+const idemKey = (family: string, op: string, route: string, requestId: string) => `i\n${family}\n${op}\n${route}\n${requestId}`;
+const leaseKey = (family: string, route: string) => `l\n${family}\n${route}`;
+
+/** Rows read per round trip by the keyset scans. */
+const SCAN_CHUNK = 500;
+
+export class PgTx implements Tx {
+  now = 0;
+  readonly waiters: SharedWaiters = new PgWaiters(this);
+  private messages: string[] = [];
+  private locked: { family: string; revision: number; dirty: boolean; hasWaiters: boolean } | undefined;
+  /** Rows read in the first round trip (`prefetch`): each answers its first read, and any write to it drops it. */
+  private readonly early = new Map<string, unknown>();
+
+  constructor(private readonly client: PoolClient) {}
+
+  /** One statement for the shared queues (see `q`). */
+  run<R>(name: string, text: string, values: unknown[]): Promise<R[]> {
+    return this.q(name, text, values);
+  }
+
+  /** Run one statement; connection faults become StoreUnavailableError. */
+  private async q<R>(name: string, text: string, values: unknown[] = []): Promise<R[]> {
+    try {
+      const r = await this.client.query({ name: name === '' ? undefined : name, text, values });
+      return r.rows as R[];
+    } catch (e) {
+      throw toStoreError(e, false);
+    }
+  }
+
+  private async one<R>(name: string, text: string, values: unknown[] = []): Promise<R | undefined> {
+    return (await this.q<R>(name, text, values))[0];
+  }
+
+  private async count(name: string, text: string, values: unknown[] = []): Promise<number> {
+    const r = await this.one<{ n: number }>(name, text, values);
+    return r?.n ?? 0;
+  }
+
+  private async changed(name: string, text: string, values: unknown[]): Promise<number> {
+    try {
+      const r = await this.client.query({ name, text, values });
+      return r.rowCount ?? 0;
+    } catch (e) {
+      throw toStoreError(e, false);
+    }
+  }
+
+  /**
+   * The step's family, locked at BEGIN: its revision is kept here (nobody
+   * else can change it until this step commits) and written back with the
+   * COMMIT, and whether it has any queued waiter at all (if not, the
+   * queue questions need no round trip until this step queues one).
+   */
+  lockFamily(family: string, revision: number, hasWaiters: boolean): void {
+    this.locked = { family, revision, dirty: false, hasWaiters };
+  }
+
+  /**
+   * The statements that read a step's hinted rows (after its lock, in its
+   * first round trip), with `quote` making literals; `prefetched` takes
+   * their results in the same order.
+   */
+  static prefetchStatements(family: string, p: NonNullable<StepScope['prefetch']>, quote: (s: string) => string): string[] {
+    const out: string[] = [];
+    if (p.idempotency) {
+      const k = p.idempotency;
+      out.push(`SELECT ${IDEM_COLS} FROM idempotency WHERE family = ${quote(family)} AND op = ${quote(k.op)} AND route = ${quote(k.route)} AND request_id = ${quote(k.requestId)}`);
+    }
+    if (p.sessionHash !== undefined) out.push(`SELECT ${SESSION_COLS} FROM sessions WHERE id_hash = ${quote(p.sessionHash)}`);
+    if (p.route !== undefined) out.push(`SELECT ${LEASE_COLS} FROM leases WHERE family = ${quote(family)} AND route = ${quote(p.route)}`);
+    return out;
+  }
+
+  prefetched(family: string, p: NonNullable<StepScope['prefetch']>, results: QueryResult[]): void {
+    let i = 0;
+    if (p.idempotency) this.early.set(idemKey(family, p.idempotency.op, p.idempotency.route, p.idempotency.requestId), results[i++]!.rows[0]);
+    if (p.sessionHash !== undefined) this.early.set(`s\n${p.sessionHash}`, results[i++]!.rows[0]);
+    if (p.route !== undefined) this.early.set(leaseKey(family, p.route), results[i++]!.rows[0]);
+  }
+
+  /** The prefetched row for `key` (once), or `miss`. */
+  private take(key: string): unknown {
+    if (!this.early.has(key)) return MISS;
+    const v = this.early.get(key);
+    this.early.delete(key);
+    return v;
+  }
+
+  /** Does the locked family certainly have no waiter rows? */
+  noWaiters(family: string): boolean {
+    return this.locked?.family === family && !this.locked.hasWaiters;
+  }
+
+  /** A waiter row was queued in this family. */
+  queuedIn(family: string): void {
+    if (this.locked?.family === family) this.locked.hasWaiters = true;
+  }
+
+  /** Statements to send with the COMMIT, in order: the locked family's revision, then the notifications. */
+  commitStatements(quote: (s: string) => string): string {
+    let sql = '';
+    const l = this.locked;
+    if (l?.dirty) sql += `UPDATE families SET revision = ${l.revision} WHERE family = ${quote(l.family)}; `;
+    for (const m of this.messages) sql += `SELECT pg_notify('${CHANNEL}', ${quote(m)}); `;
+    this.messages = [];
+    return sql;
+  }
+
+  async revision(family: string): Promise<number> {
+    if (this.locked?.family === family) return this.locked.revision;
+    const r = await this.one<{ revision: number }>('rev', `SELECT revision FROM families WHERE family = $1`, [family]);
+    return r?.revision ?? 0;
+  }
+  async bumpRevision(family: string): Promise<number> {
+    if (this.locked?.family === family) {
+      this.locked.dirty = true;
+      return ++this.locked.revision;
+    }
+    const r = await this.one<{ revision: number }>(
+      'bump',
+      `INSERT INTO families (family, revision) VALUES ($1, 1)
+       ON CONFLICT (family) DO UPDATE SET revision = families.revision + 1 RETURNING revision`,
+      [family],
+    );
+    return r!.revision;
+  }
+
+  async getSession(idHash: string): Promise<SessionRow | undefined> {
+    const early = this.take(`s\n${idHash}`);
+    if (early !== MISS) return early as SessionRow | undefined;
+    return this.one('sget', `SELECT ${SESSION_COLS} FROM sessions WHERE id_hash = $1`, [idHash]);
+  }
+  async insertSession(r: SessionRow): Promise<void> {
+    this.early.delete(`s\n${r.idHash}`);
+    await this.q(
+      'sins',
+      `INSERT INTO sessions (id_hash, family, incarnation, owner_id, ttl_ms, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+      [r.idHash, r.family, r.incarnation, r.ownerId, r.ttlMs, r.createdAt, r.expiresAt],
+    );
+  }
+  async setSessionExpiry(idHash: string, expiresAt: number): Promise<void> {
+    this.early.delete(`s\n${idHash}`);
+    await this.q('sexp', `UPDATE sessions SET expires_at = $1 WHERE id_hash = $2`, [expiresAt, idHash]);
+  }
+  async deleteSession(idHash: string): Promise<void> {
+    this.early.delete(`s\n${idHash}`);
+    await this.q('sdel', `DELETE FROM sessions WHERE id_hash = $1`, [idHash]);
+  }
+  async dueSessions(now: number, limit: number, family?: string): Promise<SessionRow[]> {
+    if (family === undefined) {
+      return this.q('sdue', `SELECT ${SESSION_COLS} FROM sessions WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2`, [now, limit]);
+    }
+    return this.q('sduef', `SELECT ${SESSION_COLS} FROM sessions WHERE expires_at <= $1 AND family = $2 ORDER BY expires_at LIMIT $3`, [now, family, limit]);
+  }
+  async dueFamilies(now: number, limit: number): Promise<string[]> {
+    const rows = await this.q<{ family: string }>(
+      'fdue',
+      `SELECT family FROM (SELECT family FROM leases WHERE expires_at <= $1 UNION SELECT family FROM sessions WHERE expires_at <= $1) f
+       ORDER BY family LIMIT $2`,
+      [now, limit],
+    );
+    return rows.map((r) => r.family);
+  }
+  async listSessions(family: string, ownerId: string | undefined, after: [number, string] | null, limit: number): Promise<SessionRow[]> {
+    const owner = ownerId === undefined ? '' : ` AND owner_id = $${after ? 5 : 3}`;
+    const extra = ownerId === undefined ? [] : [ownerId];
+    if (after) {
+      return this.q(
+        '',
+        `SELECT ${SESSION_COLS} FROM sessions WHERE family = $1 AND (created_at, incarnation) > ($2, $3)${owner}
+         ORDER BY created_at, incarnation LIMIT $4`,
+        [family, after[0], after[1], limit, ...extra],
+      );
+    }
+    return this.q('', `SELECT ${SESSION_COLS} FROM sessions WHERE family = $1${owner} ORDER BY created_at, incarnation LIMIT $2`, [family, limit, ...extra]);
+  }
+  async countSessionLeases(idHash: string): Promise<number> {
+    return this.count('scount', `SELECT count(*)::int8 AS n FROM leases WHERE session_hash = $1`, [idHash]);
+  }
+
+  async getLease(family: string, route: string): Promise<LeaseRow | undefined> {
+    const early = this.take(leaseKey(family, route));
+    if (early !== MISS) return early as LeaseRow | undefined;
+    return this.one('lget', `SELECT ${LEASE_COLS} FROM leases WHERE family = $1 AND route = $2`, [family, route]);
+  }
+  async insertLease(r: LeaseRow): Promise<void> {
+    this.early.delete(leaseKey(r.family, r.route));
+    const [realm, area, resource] = routeSegments(r.route);
+    await this.q(
+      'lins',
+      `INSERT INTO leases (family, route, realm, area, resource, lease_id, fencing_token, session_hash, owner_id, incarnation,
+         acquired_at, renewed_at, expires_at, max_expires_at, ttl_ms, renewal_count, revision, metadata)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
+      [
+        r.family, r.route, realm, area, resource, r.leaseId, r.fencingToken, r.sessionHash, r.ownerId, r.incarnation,
+        r.acquiredAt, r.renewedAt, r.expiresAt, r.maxExpiresAt, r.ttlMs, r.renewalCount, r.revision, r.metadata,
+      ],
+    );
+  }
+  async updateLeaseRenewal(family: string, route: string, leaseId: string, renewedAt: number, expiresAt: number, ttlMs: number, renewalCount: number): Promise<void> {
+    this.early.delete(leaseKey(family, route));
+    await this.q(
+      'lren',
+      `UPDATE leases SET renewed_at = $1, expires_at = $2, ttl_ms = $3, renewal_count = $4 WHERE family = $5 AND route = $6 AND lease_id = $7`,
+      [renewedAt, expiresAt, ttlMs, renewalCount, family, route, leaseId],
+    );
+  }
+  async deleteLease(family: string, route: string, leaseId: string, fencingToken: number): Promise<boolean> {
+    this.early.delete(leaseKey(family, route));
+    const n = await this.changed('ldel', `DELETE FROM leases WHERE family = $1 AND route = $2 AND lease_id = $3 AND fencing_token = $4`, [
+      family, route, leaseId, fencingToken,
+    ]);
+    return n === 1;
+  }
+  async sessionLeases(idHash: string): Promise<LeaseRow[]> {
+    return this.q('lses', `SELECT ${LEASE_COLS} FROM leases WHERE session_hash = $1 ORDER BY route`, [idHash]);
+  }
+  async dueLeases(now: number, limit: number, family?: string): Promise<LeaseRow[]> {
+    if (family === undefined) {
+      return this.q('ldue', `SELECT ${LEASE_COLS} FROM leases WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2`, [now, limit]);
+    }
+    return this.q('lduef', `SELECT ${LEASE_COLS} FROM leases WHERE expires_at <= $1 AND family = $2 ORDER BY expires_at LIMIT $3`, [now, family, limit]);
+  }
+  async familyCounts(): Promise<Array<{ family: string; leases: number; sessions: number }>> {
+    const rows = await this.q<{ family: string; leases: number; sessions: number }>(
+      'fcounts',
+      `SELECT family, sum(l)::int8 AS leases, sum(s)::int8 AS sessions FROM (
+         SELECT family, count(*) AS l, 0 AS s FROM leases GROUP BY family
+         UNION ALL SELECT family, 0, count(*) FROM sessions GROUP BY family) c
+       GROUP BY family`,
+    );
+    return rows.map((r) => ({ family: r.family, leases: Number(r.leases), sessions: Number(r.sessions) }));
+  }
+
+  async countLeases(family: string | null): Promise<number> {
+    if (family === null) return this.count('lcnt', `SELECT count(*)::int8 AS n FROM leases`);
+    return this.count('lcntf', `SELECT count(*)::int8 AS n FROM leases WHERE family = $1`, [family]);
+  }
+
+  /**
+   * Keyset scan in route order over the narrowest index the selector allows
+   * (as the embedded store), read in chunks; non-indexed positions, expiry
+   * and filters are checked per examined row.
+   */
+  async scanLeases(scan: LeaseScan): Promise<LeaseScanResult> {
+    const [realm, area, resource] = scan.triple;
+    let position = scan.after ?? '';
+    let chunk: (after: string, n: number) => Promise<LeaseRow[]>;
+    if (realm !== null) {
+      const prefix = area !== null ? `lease://${realm}/${area}/` : `lease://${realm}/`;
+      if (position < prefix) position = prefix;
+      const end = prefixEnd(prefix);
+      chunk = (after, n) =>
+        this.q('lscanr', `SELECT ${LEASE_COLS} FROM leases WHERE family = $1 AND route > $2 AND route < $3 ORDER BY route LIMIT $4`, [scan.family, after, end, n]);
+    } else if (resource !== null) {
+      chunk = (after, n) =>
+        this.q('lscanres', `SELECT ${LEASE_COLS} FROM leases WHERE family = $1 AND resource = $2 AND route > $3 ORDER BY route LIMIT $4`, [scan.family, resource, after, n]);
+    } else if (area !== null) {
+      chunk = (after, n) =>
+        this.q('lscana', `SELECT ${LEASE_COLS} FROM leases WHERE family = $1 AND area = $2 AND route > $3 ORDER BY route LIMIT $4`, [scan.family, area, after, n]);
+    } else {
+      chunk = (after, n) =>
+        this.q('lscanr', `SELECT ${LEASE_COLS} FROM leases WHERE family = $1 AND route > $2 AND route < $3 ORDER BY route LIMIT $4`, [scan.family, after, 'lease;', n]);
+    }
+    const rows: LeaseRow[] = [];
+    let examined = 0;
+    let lastExamined: string | null = null;
+    for (;;) {
+      const n = Math.min(SCAN_CHUNK, scan.budget - examined, Math.max(16, (scan.want - rows.length) * 4));
+      const got = await chunk(position, n);
+      for (const row of got) {
+        examined++;
+        lastExamined = row.route;
+        if (
+          matches(scan.triple, routeSegments(row.route)) &&
+          row.expiresAt > scan.now &&
+          (scan.ownerId === undefined || row.ownerId === scan.ownerId) &&
+          (scan.incarnation === undefined || row.incarnation === scan.incarnation)
+        ) {
+          rows.push(row);
+        }
+        if (rows.length >= scan.want || examined >= scan.budget) return { rows, examined, lastExamined, exhausted: false };
+      }
+      if (got.length < n) return { rows, examined, lastExamined, exhausted: true };
+      position = got[got.length - 1]!.route;
+    }
+  }
+
+  async getCheckpoint(family: string, route: string): Promise<CheckpointRow | undefined> {
+    return this.one(
+      'cget',
+      `SELECT family, route, value, fencing_token AS "fencingToken", lease_id AS "leaseId", written_at AS "writtenAt", version
+       FROM checkpoints WHERE family = $1 AND route = $2`,
+      [family, route],
+    );
+  }
+  async putCheckpoint(r: CheckpointRow): Promise<void> {
+    await this.q(
+      'cput',
+      `INSERT INTO checkpoints (family, route, value, fencing_token, lease_id, written_at, version) VALUES ($1, $2, $3, $4, $5, $6, $7)
+       ON CONFLICT (family, route) DO UPDATE SET value = excluded.value, fencing_token = excluded.fencing_token,
+         lease_id = excluded.lease_id, written_at = excluded.written_at, version = excluded.version`,
+      [r.family, r.route, r.value, r.fencingToken, r.leaseId, r.writtenAt, r.version],
+    );
+  }
+
+  async getIdempotency(family: string, op: string, route: string, requestId: string): Promise<IdempotencyRow | undefined> {
+    const early = this.take(idemKey(family, op, route, requestId));
+    if (early !== MISS) return early as IdempotencyRow | undefined;
+    return this.one(
+      'iget',
+      `SELECT family, op, route, request_id AS "requestId", digest, status, answer, expires_at AS "expiresAt"
+       FROM idempotency WHERE family = $1 AND op = $2 AND route = $3 AND request_id = $4`,
+      [family, op, route, requestId],
+    );
+  }
+  async putIdempotency(r: IdempotencyRow): Promise<void> {
+    this.early.delete(idemKey(r.family, r.op, r.route, r.requestId));
+    await this.q(
+      'iput',
+      `INSERT INTO idempotency (family, op, route, request_id, digest, status, answer, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+       ON CONFLICT (family, op, route, request_id) DO UPDATE SET digest = excluded.digest, status = excluded.status,
+         answer = excluded.answer, expires_at = excluded.expires_at`,
+      [r.family, r.op, r.route, r.requestId, r.digest, r.status, r.answer, r.expiresAt],
+    );
+  }
+  async deleteIdempotency(family: string, op: string, route: string, requestId: string): Promise<void> {
+    this.early.delete(idemKey(family, op, route, requestId));
+    await this.q('idel', `DELETE FROM idempotency WHERE family = $1 AND op = $2 AND route = $3 AND request_id = $4`, [family, op, route, requestId]);
+  }
+  async pruneIdempotency(now: number, limit: number): Promise<number> {
+    // SKIP LOCKED: two instances' sweeps prune different rows, never wait on each other.
+    return this.changed(
+      'iprune',
+      `DELETE FROM idempotency WHERE ctid IN (SELECT ctid FROM idempotency WHERE expires_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+      [now, limit],
+    );
+  }
+
+  async getTokenByHash(secretHash: string): Promise<TokenRow | undefined> {
+    return tokenFromRaw(await this.one<RawToken>('tbyhash', `SELECT ${TOKEN_COLS} FROM tokens WHERE secret_hash = $1`, [secretHash]));
+  }
+  async getToken(id: string): Promise<TokenRow | undefined> {
+    return tokenFromRaw(await this.one<RawToken>('tbyid', `SELECT ${TOKEN_COLS} FROM tokens WHERE id = $1`, [id]));
+  }
+  async insertToken(r: TokenRow): Promise<void> {
+    await this.q(
+      'tins',
+      `INSERT INTO tokens (id, secret_hash, name, family, grants, root, kind, created_at, expires_at, revoked_at, created_by)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+      [r.id, r.secretHash, r.name, r.family, JSON.stringify(r.grants), r.root, r.kind, r.createdAt, r.expiresAt, r.revokedAt, r.createdBy],
+    );
+  }
+  async revokeToken(id: string, at: number): Promise<void> {
+    await this.q('trev', `UPDATE tokens SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL`, [at, id]);
+  }
+  async listTokens(family: string | null): Promise<TokenRow[]> {
+    const raws =
+      family === null
+        ? await this.q<RawToken>('tlist', `SELECT ${TOKEN_COLS} FROM tokens ORDER BY created_at, id`)
+        : await this.q<RawToken>('tlistf', `SELECT ${TOKEN_COLS} FROM tokens WHERE family = $1 ORDER BY created_at, id`, [family]);
+    return raws.map((r) => tokenFromRaw(r)!);
+  }
+  /**
+   * Counting tokens decides whether to create the bootstrap token, and
+   * counting live roots whether a revoke may proceed: both first take a
+   * transaction-scoped advisory lock, so instances deciding at once decide
+   * one after the other (the first of several starting together creates the
+   * bootstrap token; two revokes never remove the last two roots).
+   */
+  async countTokens(): Promise<number> {
+    await this.q('tlock', `SELECT pg_advisory_xact_lock($1)`, [LOCK_TOKENS]);
+    return this.count('tcount', `SELECT count(*)::int8 AS n FROM tokens`);
+  }
+  async countLiveRootTokens(now: number): Promise<number> {
+    await this.q('tlock', `SELECT pg_advisory_xact_lock($1)`, [LOCK_TOKENS]);
+    return this.count(
+      'troots',
+      `SELECT count(*)::int8 AS n FROM tokens WHERE root AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $1)`,
+      [now],
+    );
+  }
+
+  async insertLogin(r: LoginRow): Promise<void> {
+    await this.q('gins', `INSERT INTO logins (id_hash, token_id, created_at, expires_at) VALUES ($1, $2, $3, $4)`, [r.idHash, r.tokenId, r.createdAt, r.expiresAt]);
+  }
+  async getLogin(idHash: string): Promise<LoginRow | undefined> {
+    return this.one('gget', `SELECT id_hash AS "idHash", token_id AS "tokenId", created_at AS "createdAt", expires_at AS "expiresAt" FROM logins WHERE id_hash = $1`, [idHash]);
+  }
+  async deleteLogin(idHash: string): Promise<void> {
+    await this.q('gdel', `DELETE FROM logins WHERE id_hash = $1`, [idHash]);
+  }
+  async pruneLogins(now: number): Promise<number> {
+    return this.changed('gprune', `DELETE FROM logins WHERE expires_at <= $1`, [now]);
+  }
+  async pruneEmbedTokens(now: number, limit: number): Promise<number> {
+    return this.changed(
+      'tprune',
+      `DELETE FROM tokens WHERE id IN (SELECT id FROM tokens WHERE kind = 'embed' AND expires_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+      [now, limit],
+    );
+  }
+
+  async insertAudit(rows: readonly NewAuditRow[]): Promise<void> {
+    if (rows.length === 0) return;
+    // One statement for the whole batch: columns as arrays, unnested.
+    const cols: unknown[][] = Array.from({ length: 14 }, () => []);
+    for (const r of rows) {
+      const v = [r.time, r.family, r.eventType, r.route, r.tokenId, r.subjectTokenId, r.ownerId, r.incarnation, r.result, r.fencingToken, r.reason, r.correlationId, r.latencyMs, RARE_AUDIT_TYPES.has(r.eventType) ? true : null];
+      v.forEach((x, i) => cols[i]!.push(x));
+    }
+    await this.q(
+      'ains',
+      `INSERT INTO audit (time, family, event_type, route, token_id, subject_token_id, owner_id, incarnation, result, fencing_token,
+         reason, correlation_id, latency_ms, rare)
+       SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
+         $10::int8[], $11::text[], $12::text[], $13::int8[], $14::bool[])`,
+      cols,
+    );
+  }
+
+  /**
+   * Newest first over the narrowest index, with the embedded store's
+   * semantics: on the family's time order at most `budget` events are
+   * examined, and the selector, event type and routeless filters run on
+   * those (the selector by route segment, exactly).
+   */
+  async scanAudit(scan: AuditScan): Promise<AuditScanResult> {
+    const [realm, area, resource] = scan.triple;
+    const exact = realm !== null && area !== null && resource !== null;
+    const all = realm === null && area === null && resource === null;
+    const rare = !exact && scan.eventType !== undefined && RARE_AUDIT_TYPES.has(scan.eventType);
+    const params: unknown[] = [];
+    const p = (v: unknown) => {
+      params.push(v);
+      return `$${params.length}`;
+    };
+    const range: string[] = [`family = ${p(scan.family)}`];
+    if (exact) range.push(`route = ${p(`lease://${realm}/${area}/${resource}`)}`);
+    else if (rare) range.push('rare', `event_type = ${p(scan.eventType)}`);
+    if (scan.since !== undefined) range.push(`time >= ${p(scan.since)}`);
+    if (scan.until !== undefined) range.push(`time < ${p(scan.until)}`);
+    if (scan.before !== null) range.push(`(time, seq) < (${p(scan.before[0])}, ${p(scan.before[1])})`);
+    const rangeParams = params.length;
+    const filter: string[] = [];
+    if (!all) {
+      filter.push('route IS NOT NULL');
+      if (realm !== null) filter.push(`split_part(route, '/', 3) = ${p(realm)}`);
+      if (area !== null) filter.push(`split_part(route, '/', 4) = ${p(area)}`);
+      if (resource !== null) filter.push(`split_part(route, '/', 5) = ${p(resource)}`);
+    } else if (!scan.routeless) filter.push('route IS NOT NULL');
+    if (scan.eventType !== undefined && !rare) filter.push(`event_type = ${p(scan.eventType)}`);
+    const bounded = !exact && !rare;
+    const order = 'ORDER BY time DESC, seq DESC';
+    const where = (extra: string[]) => [...range, ...extra].join(' AND ');
+    let sql: string;
+    if (bounded) {
+      const budget = p(scan.budget);
+      const limit = p(scan.limit);
+      sql = `SELECT ${AUDIT_COLS} FROM (SELECT * FROM audit WHERE ${where([])} ${order} LIMIT ${budget}) a
+             ${filter.length ? `WHERE ${filter.join(' AND ')}` : ''} ${order} LIMIT ${limit}`;
+    } else {
+      sql = `SELECT ${AUDIT_COLS} FROM audit WHERE ${where(filter)} ${order} LIMIT ${p(scan.limit)}`;
+    }
+    const rows = await this.q<AuditRow>('', sql, params);
+    if (rows.length >= scan.limit || !bounded) {
+      const last = rows[rows.length - 1];
+      return { rows, lastExamined: last ? [last.time, last.seq] : null, exhausted: rows.length < scan.limit };
+    }
+    // A short page: did the budget end it, or the index range?
+    const edgeParams = params.slice(0, rangeParams);
+    edgeParams.push(scan.budget - 1);
+    const edge = await this.one<{ time: number; seq: number }>(
+      '',
+      `SELECT time, seq FROM audit WHERE ${range.join(' AND ')} ${order} LIMIT 1 OFFSET $${edgeParams.length}`,
+      edgeParams,
+    );
+    return { rows, lastExamined: edge ? [edge.time, edge.seq] : null, exhausted: edge === undefined };
+  }
+
+  async pruneAudit(olderThan: number, maxRows: number, limit: number): Promise<number> {
+    const max = await this.one<{ seq: number | null }>('amax', `SELECT max(seq) AS seq FROM audit`);
+    const maxSeq = max?.seq ?? null;
+    if (maxSeq === null) return 0;
+    const keepFrom = maxSeq - maxRows + 1;
+    const oldest = await this.q<{ seq: number; time: number }>('aold', `SELECT seq, time FROM audit ORDER BY seq LIMIT $1`, [limit]);
+    let bound = oldest.length > 0 ? oldest[oldest.length - 1]!.seq + 1 : 0;
+    for (const r of oldest) {
+      if (r.time >= olderThan && r.seq >= keepFrom) {
+        bound = r.seq;
+        break;
+      }
+    }
+    // The newest row stays, so a seq is never reused.
+    return this.changed('adel', `DELETE FROM audit WHERE seq < $1`, [Math.min(bound, maxSeq)]);
+  }
+
+  async getMeta(key: string): Promise<string | undefined> {
+    return (await this.one<{ value: string }>('mget', `SELECT value FROM meta WHERE key = $1`, [key]))?.value;
+  }
+  async initMeta(key: string, value: string): Promise<string> {
+    await this.q('mins', `INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, [key, value]);
+    return (await this.getMeta(key))!;
+  }
+
+  /** Queued here and sent with the COMMIT, in the same round trip (see `commitStatements`). */
+  async broadcast(message: string): Promise<void> {
+    this.messages.push(message);
+  }
+}
+

@@ -1,0 +1,198 @@
+/**
+ * The store conformance suite: the Store boundary itself, on every backend
+ * (SQLite in a temporary directory, PostgreSQL in a fresh database). The
+ * engine-level behaviour runs on both backends too (server/engine/*.test.ts).
+ */
+
+import { afterEach, beforeEach, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { rmSync } from 'node:fs';
+import { parseSelector } from '@/lib/selector';
+import { PgStore } from './postgres/pg-store';
+import { SqliteStore } from './sqlite/sqlite-store';
+import { StoreUnavailableError, type LeaseRow, type Store } from './types';
+import { ManualClock, tempDir } from '../testing/harness';
+import { BACKENDS, createTestDatabase, type Backend, type TestDatabase } from '../testing/pg';
+
+function lease(route: string, token: number, over: Partial<LeaseRow> = {}): LeaseRow {
+  return {
+    family: 'default', route, leaseId: `ls_${token}`, fencingToken: token, sessionHash: 'h1', ownerId: 'o', incarnation: 'hi_1',
+    acquiredAt: 1, renewedAt: 1, expiresAt: 10_000, maxExpiresAt: 20_000, ttlMs: 5_000, renewalCount: 0, revision: token, metadata: null, ...over,
+  };
+}
+
+for (const backend of BACKENDS) {
+  describe(`store conformance: ${backend}`, () => {
+    let store: Store;
+    let dir: string;
+    let db: TestDatabase | undefined;
+    const clock = new ManualClock();
+    const open = async (b: Backend): Promise<Store> =>
+      b === 'postgres' ? PgStore.open({ url: db!.url, clock: clock.now }) : new SqliteStore({ dataDir: dir, clock: clock.now });
+
+    beforeEach(async () => {
+      dir = tempDir('leasehold-store-');
+      db = backend === 'postgres' ? await createTestDatabase() : undefined;
+      store = await open(backend);
+    });
+    afterEach(async () => {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+      await db?.drop();
+    });
+
+    test('kind, epoch kept across reopening, backend time from the clock', async () => {
+      assert.equal(store.kind, backend);
+      const epoch = store.epoch();
+      assert.match(epoch, /^ep_/);
+      assert.equal(await store.atomic(async (tx) => tx.now), clock.now());
+      await store.close();
+      store = await open(backend);
+      assert.equal(store.epoch(), epoch);
+    });
+
+    test('a step that throws changes nothing; a step that returns commits all', async () => {
+      await assert.rejects(
+        store.atomic(async (tx) => {
+          await tx.bumpRevision('default');
+          await tx.insertLease(lease('lease://a/b/c', 1));
+          throw new Error('boom');
+        }),
+        /boom/,
+      );
+      assert.equal(await store.atomic((tx) => tx.revision('default')), 0);
+      assert.equal(await store.atomic((tx) => tx.getLease('default', 'lease://a/b/c')), undefined);
+      await store.atomic(async (tx) => {
+        assert.equal(await tx.bumpRevision('default'), 1);
+        assert.equal(await tx.bumpRevision('default'), 2);
+        await tx.insertLease(lease('lease://a/b/c', 2));
+      }, { family: 'default' });
+      assert.equal(await store.atomic((tx) => tx.revision('default')), 2);
+    });
+
+    test('64-bit integers come back as numbers; JSON values round-trip as text exactly', async () => {
+      const big = 2 ** 53 - 1;
+      const value = '{"b":[1,2.5,"\\u00e9\\ud83d\\ude00"],"a":null,"n":-0.000001}';
+      await store.atomic(async (tx) => {
+        await tx.insertLease(lease('lease://a/b/c', big, { expiresAt: big, metadata: '{"k":"v","n":1}' }));
+        await tx.putCheckpoint({ family: 'default', route: 'lease://a/b/c', value, fencingToken: big, leaseId: 'ls', writtenAt: big, version: 1 });
+      });
+      const [l, c] = await store.atomic(async (tx) => [await tx.getLease('default', 'lease://a/b/c'), await tx.getCheckpoint('default', 'lease://a/b/c')] as const);
+      assert.equal(l!.fencingToken, big);
+      assert.equal(typeof l!.expiresAt, 'number');
+      assert.equal(l!.metadata, '{"k":"v","n":1}');
+      assert.equal(c!.value, value);
+      assert.equal(c!.fencingToken, big);
+      assert.equal(await store.atomic((tx) => tx.countLeases(null)), 1);
+    });
+
+    test('routes compare in byte order in scans (upper case before lower, "-" before "0", "~" last)', async () => {
+      const routes = ['lease://r/a/b', 'lease://r/a/B', 'lease://r/a/-x', 'lease://r/a/0', 'lease://r/a/~', 'lease://r/a/_'];
+      await store.atomic(async (tx) => {
+        let t = 1;
+        for (const r of routes) await tx.insertLease(lease(r, t++));
+      });
+      const sel = parseSelector('lease://r/a/*');
+      assert.ok(sel.ok);
+      const scan = await store.atomic((tx) => tx.scanLeases({ family: 'default', triple: sel.value.triple, after: null, want: 100, budget: 100, now: 0 }));
+      const bytes = [...routes].sort((x, y) => Buffer.compare(Buffer.from(x), Buffer.from(y)));
+      assert.deepEqual(scan.rows.map((r) => r.route), bytes);
+      assert.equal(scan.exhausted, true);
+      // Keyset pages with a budget: every route once.
+      const seen: string[] = [];
+      let after: string | null = null;
+      for (let i = 0; i < 10; i++) {
+        const page = await store.atomic((tx) => tx.scanLeases({ family: 'default', triple: sel.value.triple, after, want: 2, budget: 3, now: 0 }));
+        seen.push(...page.rows.map((r) => r.route));
+        if (page.exhausted) break;
+        after = page.lastExamined;
+      }
+      assert.deepEqual(seen, bytes);
+    });
+
+    test('compare-and-delete only removes the exact lease id and token', async () => {
+      await store.atomic((tx) => tx.insertLease(lease('lease://a/b/c', 5)));
+      assert.equal(await store.atomic((tx) => tx.deleteLease('default', 'lease://a/b/c', 'ls_5', 4)), false);
+      assert.equal(await store.atomic((tx) => tx.deleteLease('default', 'lease://a/b/c', 'ls_4', 5)), false);
+      assert.equal(await store.atomic((tx) => tx.deleteLease('default', 'lease://a/b/c', 'ls_5', 5)), true);
+    });
+
+    test('idempotency records replace, expire and prune; meta is set once', async () => {
+      const rec = { family: 'default', op: 'acquire', route: 'lease://a/b/c', requestId: 'r1', digest: 'd1', status: 0, answer: '{"x":1}', expiresAt: 100 };
+      await store.atomic((tx) => tx.putIdempotency(rec));
+      await store.atomic((tx) => tx.putIdempotency({ ...rec, digest: 'd2' }));
+      assert.equal((await store.atomic((tx) => tx.getIdempotency('default', 'acquire', 'lease://a/b/c', 'r1')))!.digest, 'd2');
+      assert.equal(await store.atomic((tx) => tx.pruneIdempotency(100, 10)), 1);
+      assert.equal(await store.atomic((tx) => tx.getIdempotency('default', 'acquire', 'lease://a/b/c', 'r1')), undefined);
+      assert.equal(await store.atomic((tx) => tx.initMeta('secret', 'one')), 'one');
+      assert.equal(await store.atomic((tx) => tx.initMeta('secret', 'two')), 'one');
+    });
+
+    test('due leases and sessions by family, and the families with something due', async () => {
+      await store.atomic(async (tx) => {
+        await tx.insertLease(lease('lease://a/b/1', 1, { expiresAt: 50 }));
+        await tx.insertLease(lease('lease://a/b/2', 2, { family: 'other', expiresAt: 40 }));
+        await tx.insertLease(lease('lease://a/b/3', 3, { expiresAt: 500 }));
+        await tx.insertSession({ family: 'third', idHash: 's1', incarnation: 'hi_s1', ownerId: 'o', ttlMs: 10, createdAt: 0, expiresAt: 60 });
+      });
+      assert.deepEqual(await store.atomic((tx) => tx.dueFamilies(100, 10)), ['default', 'other', 'third']);
+      assert.deepEqual((await store.atomic((tx) => tx.dueLeases(100, 10))).map((l) => l.route), ['lease://a/b/2', 'lease://a/b/1']);
+      assert.deepEqual((await store.atomic((tx) => tx.dueLeases(100, 10, 'default'))).map((l) => l.route), ['lease://a/b/1']);
+      assert.deepEqual((await store.atomic((tx) => tx.dueSessions(100, 10, 'default'))).length, 0);
+      assert.deepEqual((await store.atomic((tx) => tx.dueSessions(100, 10, 'third'))).map((s) => s.idHash), ['s1']);
+    });
+
+    test('audit rows get increasing seqs, scan newest first, prune from the low end', async () => {
+      const row = (time: number, route: string | null) => ({
+        time, eventType: 'lease_acquire', family: 'default', route, tokenId: null, subjectTokenId: null, ownerId: 'o', incarnation: null,
+        result: 'lease_acquired', fencingToken: 1, reason: null, correlationId: 'c', latencyMs: 2,
+      });
+      await store.atomic((tx) => tx.insertAudit([row(1, 'lease://a/b/c'), row(2, 'lease://a/x/c'), row(3, null)]));
+      const sel = parseSelector('lease://a/b/*');
+      assert.ok(sel.ok);
+      const all = await store.atomic((tx) => tx.scanAudit({ family: 'default', triple: [null, null, null], routeless: true, before: null, limit: 10, budget: 100 }));
+      assert.deepEqual(all.rows.map((r) => r.time), [3, 2, 1]);
+      assert.ok(all.rows[0]!.seq > all.rows[1]!.seq);
+      const some = await store.atomic((tx) => tx.scanAudit({ family: 'default', triple: sel.value.triple, routeless: false, before: null, limit: 10, budget: 100 }));
+      assert.deepEqual(some.rows.map((r) => r.route), ['lease://a/b/c']);
+      assert.equal(await store.atomic((tx) => tx.pruneAudit(3, 1_000, 10)), 2);
+      const left = await store.atomic((tx) => tx.scanAudit({ family: 'default', triple: [null, null, null], routeless: true, before: null, limit: 10, budget: 100 }));
+      assert.deepEqual(left.rows.map((r) => r.time), [3]);
+    });
+
+    test('a closed store refuses steps with StoreUnavailableError', async () => {
+      await store.close();
+      await assert.rejects(store.atomic((tx) => tx.revision('default')), StoreUnavailableError);
+      store = await open(backend);
+    });
+  });
+}
+
+describe('PostgreSQL: two stores (instances) on one database', () => {
+  test("a family's steps serialize across stores: contiguous revisions, and the database clock never goes back along them", async () => {
+    const db = await createTestDatabase();
+    const [s1, s2] = await Promise.all([PgStore.open({ url: db.url, poolSize: 8 }), PgStore.open({ url: db.url, poolSize: 8 })]);
+    try {
+      const steps = Array.from({ length: 60 }, (_, i) =>
+        (i % 2 ? s1 : s2).atomic(
+          async (tx) => {
+            const before = await tx.revision('f');
+            await new Promise((r) => setTimeout(r, 1));
+            const revision = await tx.bumpRevision('f');
+            assert.equal(revision, before + 1, 'nobody bumped in between');
+            return { revision, now: tx.now };
+          },
+          { family: 'f' },
+        ),
+      );
+      const done = (await Promise.all(steps)).sort((a, b) => a.revision - b.revision);
+      assert.deepEqual(done.map((d) => d.revision), Array.from({ length: 60 }, (_, i) => i + 1));
+      for (let i = 1; i < done.length; i++) assert.ok(done[i]!.now >= done[i - 1]!.now, `time went back at revision ${done[i]!.revision}`);
+      assert.equal(s1.epoch(), s2.epoch());
+    } finally {
+      await s1.close();
+      await s2.close();
+      await db.drop();
+    }
+  });
+});
