@@ -2,27 +2,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { leasePath, rid, startTestServer, type TestServer } from '../testing/harness';
 import { SseClient, SseRefused, type SseEvent } from '../testing/sse';
-import type { Store } from '../store/types';
-
-/** A store whose next steps can be held after they commit (to open a race window on purpose). */
-function gatedStore(inner: Store): Store & { hold(): () => void } {
-  let gate: Promise<void> | undefined;
-  return Object.assign(Object.create(inner) as Store, {
-    atomic: async <T>(fn: Parameters<Store['atomic']>[0]) => {
-      const v = (await inner.atomic(fn)) as T;
-      if (gate) await gate;
-      return v;
-    },
-    hold() {
-      let open!: () => void;
-      gate = new Promise<void>((r) => (open = r));
-      return () => {
-        gate = undefined;
-        open();
-      };
-    },
-  });
-}
+import { gatedStore } from '../testing/gated-store';
 
 let s: TestServer;
 let gated: ReturnType<typeof gatedStore>;

@@ -12,27 +12,7 @@ import { rmSync } from 'node:fs';
 import { leasePath, rid, startTestServer, tempDir, type Reply, type TestServer } from '../testing/harness';
 import { histogramCount, parseExposition, sample, type Exposition } from '../testing/prometheus';
 import { SseClient } from '../testing/sse';
-import type { Store } from '../store/types';
-
-/** A store whose next steps can be held after they commit (to open the rollback race on purpose). */
-function gatedStore(inner: Store): Store & { hold(): () => void } {
-  let gate: Promise<void> | undefined;
-  return Object.assign(Object.create(inner) as Store, {
-    atomic: async <T>(fn: Parameters<Store['atomic']>[0]) => {
-      const v = (await inner.atomic(fn)) as T;
-      if (gate) await gate;
-      return v;
-    },
-    hold() {
-      let open!: () => void;
-      gate = new Promise<void>((r) => (open = r));
-      return () => {
-        gate = undefined;
-        open();
-      };
-    },
-  });
-}
+import { gatedStore } from '../testing/gated-store';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

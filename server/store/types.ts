@@ -11,7 +11,7 @@
  * (PostgreSQL, after its locks are taken).
  */
 
-import type { Triple } from '@/lib/selector';
+import { matches, routeSegments, type Triple } from '@/lib/selector';
 
 export type Family = string & { readonly __brand: 'Family' };
 
@@ -157,6 +157,16 @@ export interface LeaseScan {
   now: number;
   ownerId?: string;
   incarnation?: string;
+}
+
+/** Does an examined row belong in the scan's answer (selector, unexpired, filters)? The same test on every backend. */
+export function scanAccepts(scan: LeaseScan, row: LeaseRow): boolean {
+  return (
+    matches(scan.triple, routeSegments(row.route)) &&
+    row.expiresAt > scan.now &&
+    (scan.ownerId === undefined || row.ownerId === scan.ownerId) &&
+    (scan.incarnation === undefined || row.incarnation === scan.incarnation)
+  );
 }
 
 export interface LeaseScanResult {

@@ -5,9 +5,10 @@
  */
 
 import type { PoolClient, QueryResult } from 'pg';
-import { matches, routeSegments } from '@/lib/selector';
+import { routeSegments } from '@/lib/selector';
 import {
   RARE_AUDIT_TYPES,
+  scanAccepts,
   type AuditRow,
   type AuditScan,
   type AuditScanResult,
@@ -329,14 +330,7 @@ export class PgTx implements Tx {
       for (const row of got) {
         examined++;
         lastExamined = row.route;
-        if (
-          matches(scan.triple, routeSegments(row.route)) &&
-          row.expiresAt > scan.now &&
-          (scan.ownerId === undefined || row.ownerId === scan.ownerId) &&
-          (scan.incarnation === undefined || row.incarnation === scan.incarnation)
-        ) {
-          rows.push(row);
-        }
+        if (scanAccepts(scan, row)) rows.push(row);
         if (rows.length >= scan.want || examined >= scan.budget) return { rows, examined, lastExamined, exhausted: false };
       }
       if (got.length < n) return { rows, examined, lastExamined, exhausted: true };

@@ -20,10 +20,11 @@ import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { matches, routeSegments } from '@/lib/selector';
+import { routeSegments } from '@/lib/selector';
 import { MIGRATIONS } from './schema';
 import {
   RARE_AUDIT_TYPES,
+  scanAccepts,
   StoreUnavailableError,
   type AuditRow,
   type AuditScan,
@@ -477,14 +478,7 @@ class SqliteTx implements Tx {
     for (const row of it) {
       examined++;
       lastExamined = row.route;
-      if (
-        matches(scan.triple, routeSegments(row.route)) &&
-        row.expiresAt > scan.now &&
-        (scan.ownerId === undefined || row.ownerId === scan.ownerId) &&
-        (scan.incarnation === undefined || row.incarnation === scan.incarnation)
-      ) {
-        rows.push(row);
-      }
+      if (scanAccepts(scan, row)) rows.push(row);
       if (rows.length >= scan.want || examined >= scan.budget) {
         exhausted = false;
         it.return?.();
