@@ -12,20 +12,13 @@
 import { LeaseholdError, closedError, isLeaseholdError } from './errors';
 import { installAsyncDispose } from './disposable';
 import { leasePath } from './paths';
-import { backoffMs, jitter, newRequestId, Timer } from './runtime';
+import { attemptTimeoutMs, Keeper } from './keeper';
+import { newRequestId } from './runtime';
 import type { Transport } from './transport';
 import type { Checkpoint, CheckpointWritten, HeldLease } from './types';
 
 export type LeaseState = 'held' | 'released' | 'lost';
 
-/** Renewals start at ttl/3, spread by ±20 % so that a fleet does not renew in lockstep. */
-export const RENEW_FRACTION = 1 / 3;
-export const RENEW_JITTER = 0.2;
-
-/** A renewal or keepalive attempt gives up after a third of the TTL (at least 500 ms): a hung connection must not outlast the lease. */
-export function attemptTimeoutMs(ttlMs: number, clientTimeoutMs: number): number {
-  return Math.min(clientTimeoutMs, Math.max(500, ttlMs * RENEW_FRACTION));
-}
 
 /** What a handle needs of its session (internal). */
 export interface HandleHost {
@@ -47,12 +40,9 @@ export class LeaseHandle {
   readonly #host: HandleHost;
   readonly #controller = new AbortController();
   #lease: HeldLease;
-  #deadline: number;
   #state: LeaseState = 'held';
-  readonly #renewTimer: Timer;
-  readonly #deadlineTimer: Timer;
+  readonly #keeper: Keeper;
   #renewing: Promise<HeldLease> | undefined;
-  #failures = 0;
 
   /** @internal Made by `Session.acquire`. */
   constructor(host: HandleHost, lease: HeldLease, queued: boolean, sentAt: number) {
@@ -62,11 +52,15 @@ export class LeaseHandle {
     this.leaseId = lease.lease_id;
     this.fencingToken = lease.fencing_token;
     this.queued = queued;
-    this.#deadline = sentAt + lease.remaining_ms;
-    this.#renewTimer = new Timer(host.transport.clock);
-    this.#deadlineTimer = new Timer(host.transport.clock);
-    this.#armDeadline();
-    this.#scheduleRenew(false);
+    this.#keeper = new Keeper(
+      {
+        transport: host.transport,
+        ttlMs: () => this.#lease.ttl_ms,
+        refresh: () => this.renew(),
+        expired: () => this.#lose(new LeaseholdError({ code: 'lease_lost', message: 'no renewal succeeded before the lease expired' })),
+      },
+      sentAt + lease.remaining_ms,
+    );
   }
 
   /** The latest answer from the server about this lease. */
@@ -112,7 +106,7 @@ export class LeaseHandle {
   async release(): Promise<void> {
     if (this.#state === 'released') return;
     if (this.#state === 'lost') throw this.lostReason;
-    this.#stopTimers();
+    this.#keeper.pause();
     const body = { session_id: this.#host.sessionId, request_id: newRequestId(), lease_id: this.leaseId, fencing_token: this.fencingToken };
     try {
       await this.#host.transport.call('POST', leasePath(this.route, 'release'), { body, retry: 'idempotent' });
@@ -123,7 +117,7 @@ export class LeaseHandle {
       }
       // The outcome is unknown: keep renewing so the lease is not silently
       // abandoned in an unknown state, and let the caller retry.
-      if (this.#state === 'held') this.#scheduleRenew(true);
+      if (this.#state === 'held') this.#keeper.resume(true);
       throw e;
     }
     this.end('released');
@@ -171,7 +165,7 @@ export class LeaseHandle {
     if (this.#state !== 'held') return;
     if (how === 'released') {
       this.#state = 'released';
-      this.#stopTimers();
+      this.#keeper.stop();
       this.#controller.abort(closedError('lease handle (released)'));
       this.#host.ended(this);
     } else {
@@ -197,8 +191,7 @@ export class LeaseHandle {
       });
       if (this.#state === 'held') {
         this.#lease = Object.freeze({ ...answer.data.lease });
-        this.#deadline = sentAt + answer.data.lease.remaining_ms;
-        this.#armDeadline();
+        this.#keeper.extend(sentAt + answer.data.lease.remaining_ms);
       }
       return answer.data.lease;
     } catch (e) {
@@ -207,43 +200,10 @@ export class LeaseHandle {
     }
   }
 
-  #scheduleRenew(afterFailure: boolean): void {
-    if (this.#state !== 'held') return;
-    const { clock, random, retry } = this.#host.transport;
-    const now = clock.now();
-    const normal = jitter(this.#lease.ttl_ms * RENEW_FRACTION, RENEW_JITTER, random);
-    const delay = afterFailure ? Math.min(backoffMs(this.#failures, retry.baseDelayMs * 2, 1000, random), Math.max(0, (this.#deadline - now) / 2)) : Math.min(normal, Math.max(0, (this.#deadline - now) / 2));
-    this.#renewTimer.set(() => {
-      this.renew().then(
-        () => {
-          this.#failures = 0;
-          this.#scheduleRenew(false);
-        },
-        () => {
-          // lease_lost already ended the handle; anything else is transient
-          // until the local deadline says otherwise.
-          this.#failures++;
-          this.#scheduleRenew(true);
-        },
-      );
-    }, delay);
-  }
-
-  #armDeadline(): void {
-    this.#deadlineTimer.set(() => {
-      this.#lose(new LeaseholdError({ code: 'lease_lost', message: 'no renewal succeeded before the lease expired' }));
-    }, this.#deadline - this.#host.transport.clock.now());
-  }
-
-  #stopTimers(): void {
-    this.#renewTimer.clear();
-    this.#deadlineTimer.clear();
-  }
-
   #lose(reason: LeaseholdError): void {
     if (this.#state !== 'held') return;
     this.#state = 'lost';
-    this.#stopTimers();
+    this.#keeper.stop();
     this.#controller.abort(reason);
     this.#host.ended(this);
   }

@@ -7,9 +7,10 @@
 
 import { LeaseholdError, closedError, isLeaseholdError } from './errors';
 import { installAsyncDispose } from './disposable';
-import { attemptTimeoutMs, LeaseHandle, RENEW_FRACTION, RENEW_JITTER, type HandleHost } from './lease-handle';
+import { attemptTimeoutMs, Keeper } from './keeper';
+import { LeaseHandle, type HandleHost } from './lease-handle';
 import { leasePath } from './paths';
-import { backoffMs, jitter, newRequestId, Timer } from './runtime';
+import { newRequestId } from './runtime';
 import type { Transport } from './transport';
 import type { HeldLease, Metadata, SessionView } from './types';
 
@@ -44,11 +45,8 @@ export class Session extends EventTarget {
   readonly #handles = new Set<LeaseHandle>();
   readonly #host: HandleHost;
   #view: SessionView;
-  #deadline: number;
   #state: SessionState = 'open';
-  readonly #keepaliveTimer: Timer;
-  readonly #deadlineTimer: Timer;
-  #failures = 0;
+  readonly #keeper: Keeper;
 
   /** @internal Made by `LeaseholdClient.openSession`. */
   constructor(transport: Transport, id: string, view: SessionView, sentAt: number) {
@@ -59,9 +57,6 @@ export class Session extends EventTarget {
     this.ownerId = view.owner_id;
     this.ttlMs = view.ttl_ms;
     this.holderIncarnation = view.holder_incarnation;
-    this.#deadline = sentAt + view.ttl_ms;
-    this.#keepaliveTimer = new Timer(transport.clock);
-    this.#deadlineTimer = new Timer(transport.clock);
     const handles = this.#handles;
     this.#host = {
       transport,
@@ -70,8 +65,15 @@ export class Session extends EventTarget {
         handles.delete(h);
       },
     };
-    this.#armDeadline();
-    this.#scheduleKeepalive(false);
+    this.#keeper = new Keeper(
+      {
+        transport,
+        ttlMs: () => this.ttlMs,
+        refresh: () => this.keepAlive(),
+        expired: () => this.#lose(new LeaseholdError({ code: 'session_not_found', message: 'no keepalive succeeded before the session expired' })),
+      },
+      sentAt + view.ttl_ms,
+    );
   }
 
   get state(): SessionState {
@@ -135,8 +137,7 @@ export class Session extends EventTarget {
       });
       if (this.#state !== 'open') return;
       this.#view = answer.data.session;
-      this.#deadline = sentAt + this.#view.ttl_ms;
-      this.#armDeadline();
+      this.#keeper.extend(sentAt + this.#view.ttl_ms);
     } catch (e) {
       if (isLeaseholdError(e, 'session_not_found')) this.#lose(e);
       throw e;
@@ -151,7 +152,7 @@ export class Session extends EventTarget {
   async close(): Promise<void> {
     if (this.#state !== 'open') return;
     this.#state = 'closed';
-    this.#stopTimers();
+    this.#keeper.stop();
     try {
       await this.#transport.call('POST', '/api/v1/sessions/close', { body: { session_id: this.#id }, retry: 'idempotent' });
     } catch (e) {
@@ -183,38 +184,6 @@ export class Session extends EventTarget {
     });
   }
 
-  #scheduleKeepalive(afterFailure: boolean): void {
-    if (this.#state !== 'open') return;
-    const { clock, random, retry } = this.#transport;
-    const room = Math.max(0, (this.#deadline - clock.now()) / 2);
-    const delay = afterFailure
-      ? Math.min(backoffMs(this.#failures, retry.baseDelayMs * 2, 1000, random), room)
-      : Math.min(jitter(this.ttlMs * RENEW_FRACTION, RENEW_JITTER, random), room);
-    this.#keepaliveTimer.set(() => {
-      this.keepAlive().then(
-        () => {
-          this.#failures = 0;
-          this.#scheduleKeepalive(false);
-        },
-        () => {
-          this.#failures++;
-          this.#scheduleKeepalive(true);
-        },
-      );
-    }, delay);
-  }
-
-  #armDeadline(): void {
-    this.#deadlineTimer.set(() => {
-      this.#lose(new LeaseholdError({ code: 'session_not_found', message: 'no keepalive succeeded before the session expired' }));
-    }, this.#deadline - this.#transport.clock.now());
-  }
-
-  #stopTimers(): void {
-    this.#keepaliveTimer.clear();
-    this.#deadlineTimer.clear();
-  }
-
   #endHandles(how: 'released' | LeaseholdError): void {
     for (const h of [...this.#handles]) h.end(how);
     this.#handles.clear();
@@ -223,7 +192,7 @@ export class Session extends EventTarget {
   #lose(reason: LeaseholdError): void {
     if (this.#state !== 'open') return;
     this.#state = 'lost';
-    this.#stopTimers();
+    this.#keeper.stop();
     this.#controller.abort(reason);
     this.#endHandles(this.#lostError());
     this.dispatchEvent(new Event('lost'));

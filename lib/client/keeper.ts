@@ -1,0 +1,90 @@
+/**
+ * What keeps a session or a lease alive on the client: a refresh (keepalive
+ * or renew) at a third of the TTL (±20 % jitter), retried with backoff after
+ * a failure, and a local deadline that declares the object lost when no
+ * refresh succeeded in time. Sessions and lease handles differ only in the
+ * call and in what losing means.
+ */
+
+import { backoffMs, jitter, Timer } from './runtime';
+import type { Transport } from './transport';
+
+/** Refreshes start at ttl/3, spread by ±20 % so that a fleet does not refresh in lockstep. */
+export const REFRESH_FRACTION = 1 / 3;
+export const REFRESH_JITTER = 0.2;
+
+/** A refresh attempt gives up after a third of the TTL (at least 500 ms): a hung connection must not outlast the lease. */
+export function attemptTimeoutMs(ttlMs: number, clientTimeoutMs: number): number {
+  return Math.min(clientTimeoutMs, Math.max(500, ttlMs * REFRESH_FRACTION));
+}
+
+export interface KeeperOptions {
+  transport: Transport;
+  /** The current TTL (a renewal may change it). */
+  ttlMs(): number;
+  /** The keepalive or renewal; a rejection is retried until the deadline. */
+  refresh(): Promise<unknown>;
+  /** No refresh succeeded before the deadline. */
+  expired(): void;
+}
+
+export class Keeper {
+  readonly #opts: KeeperOptions;
+  readonly #refreshTimer: Timer;
+  readonly #deadlineTimer: Timer;
+  #deadline = 0;
+  #failures = 0;
+  #stopped = false;
+
+  /** Starts keeping: the object is alive until `deadline` (local clock) unless a refresh extends it. */
+  constructor(opts: KeeperOptions, deadline: number) {
+    this.#opts = opts;
+    this.#refreshTimer = new Timer(opts.transport.clock);
+    this.#deadlineTimer = new Timer(opts.transport.clock);
+    this.extend(deadline);
+    this.resume(false);
+  }
+
+  /** A refresh succeeded: the object now lives until `deadline`. */
+  extend(deadline: number): void {
+    if (this.#stopped) return;
+    this.#deadline = deadline;
+    this.#deadlineTimer.set(() => this.#opts.expired(), deadline - this.#opts.transport.clock.now());
+  }
+
+  /** Stop refreshing for now (the deadline still holds). */
+  pause(): void {
+    this.#refreshTimer.clear();
+  }
+
+  /** Schedule the next refresh: a normal one, or a retry after a failure. */
+  resume(afterFailure: boolean): void {
+    if (this.#stopped) return;
+    const { clock, random, retry } = this.#opts.transport;
+    const room = Math.max(0, (this.#deadline - clock.now()) / 2);
+    const delay = afterFailure
+      ? Math.min(backoffMs(this.#failures, retry.baseDelayMs * 2, 1000, random), room)
+      : Math.min(jitter(this.#opts.ttlMs() * REFRESH_FRACTION, REFRESH_JITTER, random), room);
+    this.#refreshTimer.set(() => {
+      this.#opts.refresh().then(
+        () => {
+          this.#failures = 0;
+          this.resume(false);
+        },
+        () => {
+          // A refusal that ends the object stops the keeper; anything else is
+          // transient until the deadline says otherwise.
+          this.#failures++;
+          this.resume(true);
+        },
+      );
+    }, delay);
+  }
+
+  /** Stop for good. */
+  stop(): void {
+    this.#stopped = true;
+    this.#refreshTimer.clear();
+    this.#deadlineTimer.clear();
+  }
+}
