@@ -1,5 +1,6 @@
 import { defineConfig, devices } from '@playwright/test';
 import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,6 +20,8 @@ function freePort(): string {
 }
 
 process.env.LEASEHOLD_E2E_PORT ??= freePort();
+// The shared server's bootstrap root token, known to the tests (e2e/fixtures.ts).
+process.env.LEASEHOLD_E2E_ADMIN_TOKEN ??= `lh_e2e_admin_${randomBytes(16).toString('hex')}`;
 if (!process.env.LEASEHOLD_E2E_DATA_DIR) {
   // Only the runner gets here (workers inherit the variable). It removes the
   // directory on exit, after the web server has been stopped.
@@ -70,6 +73,9 @@ export default defineConfig({
       HOST: '127.0.0.1',
       PORT: port,
       LEASEHOLD_DATA_DIR: process.env.LEASEHOLD_E2E_DATA_DIR,
+      LEASEHOLD_BOOTSTRAP_TOKEN: process.env.LEASEHOLD_E2E_ADMIN_TOKEN,
+      // Short heartbeats, so a silent stream is noticed within the test's patience.
+      LEASEHOLD_FEED_HEARTBEAT_MS: '5000',
       NEXT_TELEMETRY_DISABLED: '1',
     },
     reuseExistingServer: false,

@@ -1,4 +1,13 @@
 /** The one factory for react-query keys, so invalidation can target whole families of queries. */
 export const queryKeys = {
   health: () => ['health'] as const,
+  whoami: () => ['whoami'] as const,
+  leases: () => ['leases'] as const,
+  leasePage: (q: { selector: string; cursor: string | null; limit: number; owner: string; holder: string }) => ['leases', 'page', q] as const,
+  lease: (route: string) => ['leases', 'one', route] as const,
+  checkpoint: (route: string) => ['checkpoint', route] as const,
+  sessions: (q: { owner: string; cursor: string | null }) => ['sessions', q] as const,
+  audit: (q: Record<string, string | null>) => ['audit', q] as const,
+  tokens: () => ['tokens'] as const,
+  metricsSummary: (windowS: number) => ['metrics', 'summary', windowS] as const,
 };
