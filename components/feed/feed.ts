@@ -9,6 +9,8 @@ type Listener = (event: FeedEvent) => void;
 
 interface Watch {
   listeners: Set<Listener>;
+  /** Called each time the selector is registered on a stream: changes from then on arrive, so a fresh LIST is complete. */
+  registered: Set<() => void>;
   /** How many watchers asked renewal hints; registered with them while any does. */
   renewals: number;
 }
@@ -47,16 +49,18 @@ class ConsoleFeed {
   #wake: (() => void) | undefined;
 
   /** Receive the changes of `selector` until the returned function is called. */
-  watch(selector: string, listener: Listener, opts: { renewals?: boolean } = {}): () => void {
+  watch(selector: string, listener: Listener, opts: { renewals?: boolean; onRegistered?: () => void } = {}): () => void {
     let w = this.#watches.get(selector);
-    if (!w) this.#watches.set(selector, (w = { listeners: new Set(), renewals: 0 }));
+    if (!w) this.#watches.set(selector, (w = { listeners: new Set(), registered: new Set(), renewals: 0 }));
     w.listeners.add(listener);
+    if (opts.onRegistered) w.registered.add(opts.onRegistered);
     if (opts.renewals) w.renewals++;
     this.#start();
     this.#reconcile();
     return () => {
       const cur = this.#watches.get(selector);
       if (!cur?.listeners.delete(listener)) return;
+      if (opts.onRegistered) cur.registered.delete(opts.onRegistered);
       if (opts.renewals) cur.renewals--;
       if (cur.listeners.size === 0) this.#watches.delete(selector);
       // The stream itself stays open for the tab: the next page watches at once.
@@ -144,6 +148,7 @@ class ConsoleFeed {
     try {
       await sub.add(selector, { renewals });
       useFeedStore.getState().selectorAccepted(selector);
+      for (const cb of this.#watches.get(selector)?.registered ?? []) cb();
     } catch (e) {
       this.#registered.delete(selector);
       // A selector the token may not read is that watcher's problem, not the stream's.

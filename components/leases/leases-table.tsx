@@ -1,0 +1,74 @@
+'use client';
+
+import Link from 'next/link';
+import { memo } from 'react';
+import type { LeaseView } from '@/lib/client';
+import { Countdown } from '@/components/leases/countdown';
+import { useLiveLeasesStore } from '@/components/leases/live-store';
+import { cn } from '@/components/ui/cn';
+import { CopyButton } from '@/components/ui/copy-button';
+import { SkeletonRows } from '@/components/ui/states';
+import { Table, TBody, Td, Th, THead } from '@/components/ui/table';
+import { formatTime } from '@/components/ui/time';
+
+const COLUMNS = ['Route', 'Owner', 'Holder', 'Acquired', 'Expires in', 'Renewals', 'Fencing token', 'Waiters'] as const;
+
+/** The route's detail page: `lease://a/b/c` → `/leases/a/b/c`. */
+export function detailHref(route: string): string {
+  return `/leases/${route.slice('lease://'.length).split('/').map(encodeURIComponent).join('/')}`;
+}
+
+export function LeasesTable({ rows, loading, dimmed }: { rows: readonly LeaseView[] | undefined; loading: boolean; dimmed: boolean }) {
+  return (
+    <Table aria-label="Leases" aria-busy={loading || dimmed} className={cn(dimmed && 'opacity-60 transition-opacity')}>
+      <THead>
+        <tr>
+          {COLUMNS.map((c) => (
+            <Th key={c} className={c === 'Renewals' || c === 'Fencing token' || c === 'Waiters' ? 'text-right' : undefined}>
+              {c}
+            </Th>
+          ))}
+        </tr>
+      </THead>
+      <TBody>{rows ? rows.map((l) => <LeaseRow key={l.route} lease={l} />) : loading && <SkeletonRows cols={COLUMNS.length} rows={8} />}</TBody>
+    </Table>
+  );
+}
+
+const LeaseRow = memo(function LeaseRow({ lease }: { lease: LeaseView }) {
+  const flashedAt = useLiveLeasesStore((s) => s.flashes.get(lease.route));
+  return (
+    <tr className="hover:bg-zinc-50 dark:hover:bg-zinc-900/60">
+      <Td className="max-w-[28rem] truncate font-mono text-[13px]">
+        <Link href={detailHref(lease.route)} className="text-teal-800 hover:underline dark:text-teal-300" title={lease.route}>
+          {lease.route}
+        </Link>
+      </Td>
+      <Td className="max-w-[12rem] truncate" title={lease.owner_id}>
+        {lease.owner_id}
+      </Td>
+      <Td>
+        <span className="inline-flex items-center gap-1">
+          <span className="font-mono text-xs text-zinc-600 dark:text-zinc-400" title={lease.holder_incarnation}>
+            {lease.holder_incarnation.slice(0, 8)}
+          </span>
+          <CopyButton value={lease.holder_incarnation} label={`Copy holder incarnation of ${lease.route}`} />
+        </span>
+      </Td>
+      <Td className="whitespace-nowrap text-zinc-600 dark:text-zinc-400">
+        <time dateTime={lease.acquired_at} title={lease.acquired_at}>
+          {formatTime(lease.acquired_at)}
+        </time>
+      </Td>
+      <Td className="whitespace-nowrap">
+        {/* Keyed by the renewal's arrival, so each renewal replays the highlight. */}
+        <span key={flashedAt ?? 0} className={cn('rounded px-1 -mx-1', flashedAt !== undefined && 'animate-lh-flash')}>
+          <Countdown expiresAt={lease.expires_at} />
+        </span>
+      </Td>
+      <Td className="text-right tabular-nums">{lease.renewal_count}</Td>
+      <Td className="text-right font-mono tabular-nums">{lease.fencing_token}</Td>
+      <Td className={cn('text-right tabular-nums', lease.waiters > 0 && 'font-medium text-amber-700 dark:text-amber-400')}>{lease.waiters}</Td>
+    </tr>
+  );
+});

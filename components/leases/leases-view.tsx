@@ -1,0 +1,133 @@
+'use client';
+
+import Link from 'next/link';
+import { isLeaseholdError } from '@/lib/client';
+import { can, useWhoami } from '@/components/console/use-whoami';
+import { FeedLostBanner } from '@/components/feed/feed-lost-banner';
+import { FeedStatus } from '@/components/feed/feed-status';
+import { LeasesTable } from '@/components/leases/leases-table';
+import { usePagerStore } from '@/components/leases/pager-store';
+import { SelectorForm } from '@/components/leases/selector-form';
+import { useLiveLeases } from '@/components/leases/use-live-leases';
+import { toSearch, useLeaseViewParams, viewKey } from '@/components/leases/view-params';
+import { Badge } from '@/components/ui/badge';
+import { Button } from '@/components/ui/button';
+import { DeniedPanel, EmptyState, ErrorAlert, PageHeader } from '@/components/ui/states';
+
+/** The widest selector the caller may read: its first grant's, else everything (the server will say no). */
+function defaultSelectorOf(grants: readonly string[]): string {
+  const first = grants[0];
+  return first ? first.slice(0, first.lastIndexOf('#')) : 'lease://**';
+}
+
+export function LeasesView() {
+  const me = useWhoami().data;
+  const defaultSelector = defaultSelectorOf(me?.grants ?? []);
+  const [params, go] = useLeaseViewParams(defaultSelector);
+  const { query, live, nextCursor, refresh } = useLiveLeases(params, !!me);
+  const view = viewKey(params);
+  const turnedForward = usePagerStore((s) => s.pageTurnedForward);
+  const turnedBack = usePagerStore((s) => s.pageTurnedBack);
+  const readable = can(me, params.selector, 'read');
+
+  const error = query.error;
+  const denied = isLeaseholdError(error, 'access_denied');
+  const rows = live?.rows;
+
+  return (
+    <div className="space-y-6">
+      <PageHeader
+        title="Leases"
+        description="Held leases matching a selector, live: rows appear, renew and disappear as the feed reports them."
+      >
+        <FeedStatus />
+      </PageHeader>
+
+      <SelectorForm params={params} onApply={go} />
+
+      <FeedLostBanner onRefresh={refresh} />
+
+      {params.holder && (
+        <div className="flex items-center gap-2 text-sm">
+          <span className="text-zinc-600 dark:text-zinc-400">Holder incarnation</span>
+          <Badge className="font-mono">{params.holder}</Badge>
+          <Button size="sm" variant="ghost" onClick={() => go({ ...params, holder: '', cursor: null })}>
+            Clear holder filter
+          </Button>
+        </div>
+      )}
+
+      {denied ? (
+        <div className="space-y-3">
+          <DeniedPanel error={error} what={`list ${params.selector}`} />
+          {me && me.grants.length > 0 && (
+            <div className="text-sm">
+              <p className="text-zinc-600 dark:text-zinc-400">Selectors your grants cover whole:</p>
+              <ul className="mt-1 flex flex-wrap gap-2">
+                {me.grants.map((g) => {
+                  const sel = g.slice(0, g.lastIndexOf('#'));
+                  return (
+                    <li key={g}>
+                      <Link className="font-mono text-teal-800 underline-offset-2 hover:underline dark:text-teal-300" href={`/leases${toSearch({ ...params, selector: sel, cursor: null }, defaultSelector)}`}>
+                        {sel}
+                      </Link>
+                    </li>
+                  );
+                })}
+              </ul>
+            </div>
+          )}
+        </div>
+      ) : error ? (
+        <ErrorAlert error={error} title="The leases could not be listed" action={<Button onClick={refresh}>Try again</Button>} />
+      ) : (
+        <>
+          <div className="flex min-h-8 flex-wrap items-center justify-between gap-3 text-sm">
+            <p className="text-zinc-600 dark:text-zinc-400" aria-live="polite">
+              {rows ? `${rows.length} ${rows.length === 1 ? 'lease' : 'leases'} on this page` : 'Loading…'}
+              {!readable && me && ' · your grants may not cover this selector'}
+            </p>
+            {live && live.newElsewhere > 0 && (
+              <Button size="sm" variant="secondary" onClick={refresh} aria-label={`${live.newElsewhere} new leases: refresh`}>
+                <Badge tone="info">{live.newElsewhere} new</Badge>
+                leases outside this page · refresh
+              </Button>
+            )}
+          </div>
+          {rows && rows.length === 0 && !query.isFetching ? (
+            <EmptyState title="No held leases match">
+              Nothing holds a lease under <span className="font-mono">{params.selector}</span>
+              {params.owner && (
+                <>
+                  {' '}for owner <span className="font-mono">{params.owner}</span>
+                </>
+              )}
+              {params.cursor ? ' past this point.' : ' right now. New acquisitions will appear here.'}
+            </EmptyState>
+          ) : (
+            <LeasesTable rows={rows} loading={query.isPending} dimmed={query.isPlaceholderData} />
+          )}
+          <nav aria-label="Pages" className="flex items-center justify-between gap-3">
+            <Button
+              disabled={params.cursor === null}
+              onClick={() => go({ ...params, cursor: turnedBack(view) })}
+            >
+              Previous page
+            </Button>
+            {live && <span className="font-mono text-xs text-zinc-500 dark:text-zinc-400">revision {live.revision}</span>}
+            <Button
+              disabled={!nextCursor || query.isPlaceholderData}
+              onClick={() => {
+                if (!nextCursor) return;
+                turnedForward(view, params.cursor);
+                go({ ...params, cursor: nextCursor });
+              }}
+            >
+              Next page
+            </Button>
+          </nav>
+        </>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,41 @@
+import { create } from 'zustand';
+import type { ChangeEvent, RenewedEvent } from '@/lib/client';
+import { mergeRenewal, type Renewal } from '@/components/leases/live-page';
+
+/** Past this many changes since the snapshot, the table asks for a fresh page instead of replaying them. */
+export const MAX_PENDING_EVENTS = 2_000;
+
+interface LiveLeasesState {
+  /** The view (selector and filters) the events belong to. */
+  view: string;
+  events: ChangeEvent[];
+  renewals: Map<string, Renewal>;
+  /** Route → when its last renewal hint arrived (the row flashes). */
+  flashes: Map<string, number>;
+  viewOpened: (view: string) => void;
+  changeReceived: (e: ChangeEvent) => void;
+  renewalReceived: (e: RenewedEvent) => void;
+  /** A fresh page at `revision` arrived: what it already holds is dropped. */
+  snapshotTaken: (revision: number) => void;
+}
+
+/** The feed's changes for the leases table, between one LIST snapshot and the next. */
+export const useLiveLeasesStore = create<LiveLeasesState>()((set) => ({
+  view: '',
+  events: [],
+  renewals: new Map(),
+  flashes: new Map(),
+  viewOpened: (view) => set((s) => (s.view === view ? s : { view, events: [], renewals: new Map(), flashes: new Map() })),
+  changeReceived: (e) => set((s) => ({ events: [...s.events, e] })),
+  renewalReceived: (e) =>
+    set((s) => {
+      const flashes = new Map(s.flashes);
+      flashes.set(e.route, Date.now());
+      return { renewals: mergeRenewal(s.renewals, e), flashes };
+    }),
+  snapshotTaken: (revision) =>
+    set((s) => {
+      const events = s.events.filter((e) => e.revision > revision);
+      return events.length === s.events.length ? s : { events };
+    }),
+}));

@@ -1,0 +1,80 @@
+'use client';
+
+import { keepPreviousData, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useEffect, useMemo } from 'react';
+import { isLeaseholdError } from '@/lib/client';
+import { parseSelector } from '@/lib/selector';
+import { consoleClient } from '@/components/console/client';
+import { consoleFeed } from '@/components/feed/feed';
+import { derivePage, type LivePage } from '@/components/leases/live-page';
+import { MAX_PENDING_EVENTS, useLiveLeasesStore } from '@/components/leases/live-store';
+import { viewKey, type LeaseViewParams } from '@/components/leases/view-params';
+import { queryKeys } from '@/components/query-keys';
+
+const FINAL = new Set(['access_denied', 'invalid_selector', 'invalid_request', 'invalid_credential']);
+
+/**
+ * One page of LIST, kept live by the tab's feed: the selector is watched
+ * (with renewal hints) for as long as the table shows it, each registration
+ * is followed by a fresh LIST (so nothing between the two is missed), and
+ * the rows are the snapshot with the later changes applied (live-page.ts).
+ */
+export function useLiveLeases(params: LeaseViewParams, enabled: boolean) {
+  const queryClient = useQueryClient();
+  const valid = parseSelector(params.selector).ok;
+  const key = queryKeys.leasePage(params);
+  const query = useQuery({
+    queryKey: key,
+    queryFn: () =>
+      consoleClient().listPage(params.selector, {
+        limit: params.limit,
+        cursor: params.cursor ?? undefined,
+        ownerId: params.owner || undefined,
+        holderIncarnation: params.holder || undefined,
+      }),
+    enabled: enabled && valid,
+    // The feed keeps the page current; only a (re)registration refetches it.
+    staleTime: Infinity,
+    refetchOnWindowFocus: false,
+    placeholderData: keepPreviousData,
+    retry: (count, e) => !(isLeaseholdError(e) && FINAL.has(e.code)) && count < 2,
+  });
+
+  const view = viewKey(params);
+  const viewOpened = useLiveLeasesStore((s) => s.viewOpened);
+  useEffect(() => viewOpened(view), [view, viewOpened]);
+
+  const denied = isLeaseholdError(query.error) && FINAL.has(query.error.code);
+  useEffect(() => {
+    if (!enabled || !valid || denied) return;
+    const store = useLiveLeasesStore.getState();
+    return consoleFeed().watch(
+      params.selector,
+      (e) => (e.type === 'change' ? store.changeReceived(e) : store.renewalReceived(e)),
+      { renewals: true, onRegistered: () => void queryClient.invalidateQueries({ queryKey: queryKeys.leases() }) },
+    );
+  }, [enabled, valid, denied, params.selector, queryClient]);
+
+  // A fresh snapshot holds every change up to its revision: drop those.
+  const snapshotTaken = useLiveLeasesStore((s) => s.snapshotTaken);
+  const fresh = query.isPlaceholderData ? undefined : query.data;
+  useEffect(() => {
+    if (fresh) snapshotTaken(fresh.revision);
+  }, [fresh, snapshotTaken]);
+  // While the next page loads, the previous one stays on screen (dimmed by the table).
+  const snapshot = query.data;
+
+  const events = useLiveLeasesStore((s) => s.events);
+  const renewals = useLiveLeasesStore((s) => s.renewals);
+  useEffect(() => {
+    // Far behind (a burst bigger than any page): a fresh page is cheaper than replaying.
+    if (events.length > MAX_PENDING_EVENTS) void queryClient.invalidateQueries({ queryKey: queryKeys.leases() });
+  }, [events.length, queryClient]);
+
+  const live = useMemo<LivePage | undefined>(
+    () => (snapshot ? derivePage(snapshot, events, renewals, { owner: params.owner, holder: params.holder }, params.cursor === null) : undefined),
+    [snapshot, events, renewals, params.owner, params.holder, params.cursor],
+  );
+
+  return { query, live, nextCursor: fresh?.next_cursor ?? null, refresh: () => void query.refetch() };
+}
