@@ -107,7 +107,7 @@ test('the selector box checks the grammar as it is typed and filters by owner', 
   await leasesPage.goto(`lease://acme/${area}/*`);
   await expect(leasesPage.rows).toHaveCount(2);
 
-  await leasesPage.selector.fill('lease://acme/**/x');
+  await leasesPage.selector.fill('lease://acme/*x/y');
   await expect(leasesPage.selector).toHaveAttribute('aria-invalid', 'true');
   await expect(page.getByText(/^Not a selector:/)).toBeVisible();
   await expect(leasesPage.show).toBeDisabled();
@@ -138,7 +138,8 @@ test('a lease acquired and released through the API appears and disappears live,
   const seconds = async () => Number((await leasesPage.expiresIn(route).textContent())?.match(/^(\d+)s$/)?.[1] ?? NaN);
   const start = await seconds();
   expect(start).toBeGreaterThan(20);
-  expect(start).toBeLessThanOrEqual(30);
+  // The tab's shared clock ticks once a second, so the first reading may be up to a second behind.
+  expect(start).toBeLessThanOrEqual(31);
   await expect.poll(seconds, { message: 'the countdown goes down' }).toBeLessThan(start);
   await screenshots(page, 'leases');
 
@@ -171,7 +172,7 @@ test('with 5,000 held leases the first page shows within 2 s and paging has no l
   test.setTimeout(240_000);
   const area = `perf-${randomUUID().slice(0, 8)}`;
   const seedStart = Date.now();
-  const routes = await holdMany(api, area, 5_000, 600_000);
+  const routes = await holdMany(api, area, 5_000);
   const seedMs = Date.now() - seedStart;
   await page.addInitScript(() => {
     const w = window as unknown as { __longTasks: number[] };

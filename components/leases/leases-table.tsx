@@ -40,7 +40,7 @@ const LeaseRow = memo(function LeaseRow({ lease }: { lease: LeaseView }) {
   return (
     <tr className="hover:bg-zinc-50 dark:hover:bg-zinc-900/60">
       <Td className="max-w-[28rem] truncate font-mono text-[13px]">
-        <Link href={detailHref(lease.route)} className="text-teal-800 hover:underline dark:text-teal-300" title={lease.route}>
+        <Link href={detailHref(lease.route)} prefetch={false} className="text-teal-800 hover:underline dark:text-teal-300" title={lease.route}>
           {lease.route}
         </Link>
       </Td>

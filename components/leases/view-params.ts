@@ -1,6 +1,6 @@
 'use client';
 
-import { useRouter, useSearchParams } from 'next/navigation';
+import { useSearchParams } from 'next/navigation';
 import { useCallback, useMemo } from 'react';
 
 export const PAGE_SIZES = [25, 50, 100, 250, 500] as const;
@@ -33,7 +33,6 @@ export function toSearch(p: LeaseViewParams, defaultSelector: string): string {
 /** The view from the URL, and a way to move to another (a new history entry, so Back works). */
 export function useLeaseViewParams(defaultSelector: string): [LeaseViewParams, (next: LeaseViewParams) => void] {
   const search = useSearchParams();
-  const router = useRouter();
   const params = useMemo<LeaseViewParams>(() => {
     const limit = Number(search.get('limit'));
     return {
@@ -44,6 +43,8 @@ export function useLeaseViewParams(defaultSelector: string): [LeaseViewParams, (
       cursor: search.get('cursor') || null,
     };
   }, [search, defaultSelector]);
-  const go = useCallback((next: LeaseViewParams) => router.push(`/leases${toSearch(next, defaultSelector)}`, { scroll: false }), [router, defaultSelector]);
+  // The native history API (Next's router follows it): a page turn is a URL
+  // change for this client page, not a server round trip for the route.
+  const go = useCallback((next: LeaseViewParams) => window.history.pushState(null, '', `/leases${toSearch(next, defaultSelector)}`), [defaultSelector]);
   return [params, go];
 }

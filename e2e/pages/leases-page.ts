@@ -30,7 +30,8 @@ export class LeasesPage {
     this.feed = page.getByRole('status', { name: 'Feed' });
     this.signOut = page.getByRole('button', { name: 'Sign out' });
     this.nav = page.getByRole('navigation', { name: 'Main' });
-    this.alert = page.getByRole('alert');
+    // Inside main: Next's route announcer is an alert too.
+    this.alert = page.getByRole('main').getByRole('alert');
   }
 
   /** Open the table on `selector`, with an optional page size, and wait for the feed to be live. */

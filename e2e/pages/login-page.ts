@@ -15,7 +15,8 @@ export class LoginPage {
     this.signedIn = page.getByRole('status').filter({ hasText: 'Signed in as' });
     this.grants = page.getByRole('list', { name: 'Grants' });
     this.continue = page.getByRole('link', { name: 'Continue to the console' });
-    this.alert = page.getByRole('alert');
+    // Inside main: Next's route announcer is an alert too.
+    this.alert = page.getByRole('main').getByRole('alert');
   }
 
   async goto(): Promise<void> {
