@@ -45,6 +45,8 @@ class ConsoleFeed {
   /** Selector → renewals flag as registered on the current stream. */
   readonly #registered = new Map<string, boolean>();
   #running = false;
+  /** Bumped by stop(): a loop from before a sign-out never outlives it. */
+  #generation = 0;
   #sync: Promise<void> = Promise.resolve();
   #wake: (() => void) | undefined;
 
@@ -77,6 +79,7 @@ class ConsoleFeed {
   /** Sign-out: close the stream and forget every registration. */
   stop(): void {
     this.#running = false;
+    this.#generation++;
     this.#sub?.close();
     this.#wake?.();
     useFeedStore.getState().feedStopped();
@@ -90,9 +93,11 @@ class ConsoleFeed {
 
   async #loop(): Promise<void> {
     const store = useFeedStore.getState();
+    const generation = this.#generation;
+    const current = () => this.#running && this.#generation === generation;
     let failures = 0;
     let opened = false;
-    while (this.#running) {
+    while (current()) {
       store.feedConnecting(opened);
       const sub = consoleClient().subscribe([]);
       this.#sub = sub;
@@ -117,8 +122,8 @@ class ConsoleFeed {
         sub.close();
       }
       const end = await sub.done;
+      if (!current()) break;
       this.#sub = undefined;
-      if (!this.#running) break;
       const terminal =
         (end.reason === 'closed' && end.detail !== 'shutdown') ||
         (end.reason === 'refused' && (isLeaseholdError(end.error, 'invalid_credential') || isLeaseholdError(end.error, 'access_denied')));
