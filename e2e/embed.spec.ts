@@ -4,12 +4,24 @@
 // fragment and the Authorization header, the framing and referrer headers,
 // and the states of a page that is not set up or whose token is refused.
 import type { Request } from '@playwright/test';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { expect, test as base } from './fixtures';
 import { EmbeddedInventory, EmbedHostPage } from './pages/embed-host-page';
 
 const test = base.extend<{ host: EmbedHostPage }>({
+  // The host page's own little server, on another origin and site than the console's.
   host: async ({ page }, use) => {
-    await use(new EmbedHostPage(page));
+    let html = '';
+    const server = createServer((req, res) => {
+      res.writeHead(req.url === '/' ? 200 : 404, { 'Content-Type': 'text/html; charset=utf-8' });
+      res.end(req.url === '/' ? html : '');
+    });
+    await new Promise<void>((resolve) => server.listen(0, resolve));
+    const { port } = server.address() as AddressInfo;
+    await use(new EmbedHostPage(page, `http://localhost:${port}`, (h) => (html = h)));
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
   },
 });
 

@@ -21,7 +21,7 @@ export interface MetricChartProps {
   title: string;
   series: readonly ChartSeries[];
   data: ChartData;
-  /** Formats values for the readout and the y axis. */
+  /** Formats values for the readout. */
   format: (v: number | undefined | null) => string;
   /** After each value in the readout, e.g. `per second`, `ms`. */
   unit?: string;
@@ -42,11 +42,14 @@ export interface MetricChartProps {
 }
 
 const FONT = '11px ui-sans-serif, system-ui, sans-serif';
+/** Axis values: as few digits as the ticks need (0.25, 20, 1,000). */
+const axisNumber = new Intl.NumberFormat(undefined, { maximumFractionDigits: 2 });
 const COUNT_INCRS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000, 1_000_000];
 
 /**
  * One chart as a `figure` named by its caption: the latest value of each
- * series (and its peak in the window) as text, which is also the legend, and
+ * series (and its peak in the window) as text, one group per series named by
+ * it, which is also the legend, and
  * the uPlot drawing. Hovering the drawing shows the values at that second.
  */
 export function MetricChart(props: MetricChartProps) {
@@ -62,7 +65,7 @@ export function MetricChart(props: MetricChartProps) {
     () => plotOptions(props, dark),
     // Rebuilt only when the look or the set of series changes (`shape`
     // stands for `props.series`); the data goes through setData.
-    [dark, shape, props.integer, props.minTop, props.spanGaps, props.format],
+    [dark, shape, props.integer, props.minTop, props.spanGaps],
   );
   const plotData = useMemo(() => [data.x, ...data.ys] as uPlot.AlignedData, [data]);
 
@@ -87,16 +90,17 @@ export function MetricChart(props: MetricChartProps) {
           </p>
         </div>
         {series.length > 0 && (
-          <dl className={cn('flex flex-wrap', compact ? 'gap-x-4 gap-y-1.5' : 'gap-x-8 gap-y-2', single && 'text-right')}>
+          <div className={cn('flex flex-wrap', compact ? 'gap-x-4 gap-y-1.5' : 'gap-x-8 gap-y-2', single && 'text-right')}>
             {series.map((s, i) => {
-              const termId = `${captionId}-${i}`;
+              const labelId = `${captionId}-${i}`;
+              // One group per series, named by it: its value now (or under the pointer) and its peak.
               return (
-                <div key={s.key} className="min-w-0">
-                  <dt id={termId} className={cn('flex items-center gap-1.5 text-xs text-zinc-600 dark:text-zinc-400', single && 'sr-only')}>
+                <div key={s.key} role="group" aria-labelledby={labelId} className="min-w-0">
+                  <p id={labelId} className={cn('flex items-center gap-1.5 text-xs text-zinc-600 dark:text-zinc-400', single && 'sr-only')}>
                     <span aria-hidden="true" className="size-2.5 shrink-0 rounded-full" style={{ backgroundColor: seriesColor(theme, s.color) }} />
                     <span className={cn('truncate', compact && 'font-mono')}>{s.label}</span>
-                  </dt>
-                  <dd aria-labelledby={termId} className="mt-0.5 tabular-nums">
+                  </p>
+                  <p className="mt-0.5 tabular-nums">
                     <span className={cn('font-semibold text-zinc-900 dark:text-zinc-50', compact ? 'text-sm' : single ? 'text-3xl' : 'text-2xl')}>
                       {format(valueOf(i))}
                     </span>
@@ -104,11 +108,11 @@ export function MetricChart(props: MetricChartProps) {
                     <span className={cn('text-xs text-zinc-500 dark:text-zinc-400', (single || !compact) && 'block')}>
                       {compact ? ' · ' : ''}peak {format(data.peak[i])}
                     </span>
-                  </dd>
+                  </p>
                 </div>
               );
             })}
-          </dl>
+          </div>
         )}
       </div>
       {series.length === 0 ? (
@@ -131,7 +135,7 @@ export function MetricChart(props: MetricChartProps) {
 
 function plotOptions(props: MetricChartProps, dark: boolean): PlotOptions {
   const theme = chartTheme(dark);
-  const { format, integer = false, minTop = 1, spanGaps = false } = props;
+  const { integer = false, minTop = 1, spanGaps = false } = props;
   const axis: uPlot.Axis = {
     stroke: theme.axis,
     font: FONT,
@@ -154,7 +158,7 @@ function plotOptions(props: MetricChartProps, dark: boolean): PlotOptions {
         size: 52,
         space: 28,
         incrs: integer ? COUNT_INCRS : undefined,
-        values: (_u, splits) => splits.map((v) => format(v)),
+        values: (_u, splits) => splits.map((v) => axisNumber.format(v)),
       },
     ],
     series: [

@@ -115,7 +115,6 @@ function Charts({ summary, range, updatedAt }: { summary: MetricsSummary; range:
           format={formatMs}
           unit="ms"
           minTop={0.1}
-          spanGaps
           compact
           windowLong={windowLong}
           height={220}
@@ -128,7 +127,6 @@ function Charts({ summary, range, updatedAt }: { summary: MetricsSummary; range:
           format={formatMs}
           unit="ms"
           minTop={0.1}
-          spanGaps
           compact
           windowLong={windowLong}
           height={220}

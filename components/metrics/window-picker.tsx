@@ -1,6 +1,7 @@
 'use client';
 
 import { usePathname, useRouter, useSearchParams } from 'next/navigation';
+import { startTransition, useOptimistic } from 'react';
 import { METRICS_WINDOWS, windowFromParam } from '@/components/metrics/metrics-window';
 
 /** The charts' time window, a radio group whose choice lives in the URL (`?window=`), so a view can be shared. */
@@ -8,12 +9,17 @@ export function WindowPicker() {
   const router = useRouter();
   const pathname = usePathname();
   const params = useSearchParams();
-  const current = windowFromParam(params.get('window'));
+  const current = windowFromParam(params.get('window')).key;
+  // The choice shows at once; the URL (and with it the charts) follows when the navigation lands.
+  const [selected, select] = useOptimistic<string>(current);
 
   const choose = (key: string) => {
     const next = new URLSearchParams(params);
     next.set('window', key);
-    router.replace(`${pathname}?${next.toString()}`, { scroll: false });
+    startTransition(() => {
+      select(key);
+      router.replace(`${pathname}?${next.toString()}`, { scroll: false });
+    });
   };
 
   return (
@@ -26,7 +32,7 @@ export function WindowPicker() {
             type="radio"
             name="metrics-window"
             value={w.key}
-            checked={w.key === current.key}
+            checked={w.key === selected}
             onChange={() => choose(w.key)}
             className="peer absolute inset-0 cursor-pointer appearance-none rounded-md"
           />

@@ -1,28 +1,33 @@
 import type { FrameLocator, Locator, Page } from '@playwright/test';
 
-/** A third-party origin that frames the console's pages (served by page.route, never by a real server). */
-export const HOST_ORIGIN = 'http://host.leasehold-e2e.test';
-
 export interface Framed {
-  /** The iframe's title, its accessible name. */
+  /** The iframe's title (its accessible name) and its name. */
   title: string;
   /** Absolute URL of the framed page. */
   src: string;
 }
 
-/** A host page with iframes, on another origin than the console's. */
+/**
+ * A third-party page that frames console pages: served by a server of the
+ * test's own on `origin` (`http://localhost:<port>`, another site than the
+ * console's `127.0.0.1`; a loopback address, so the browser lets it frame a
+ * loopback server). `serve` sets the HTML it answers with.
+ */
 export class EmbedHostPage {
-  constructor(readonly page: Page) {}
+  constructor(
+    readonly page: Page,
+    readonly origin: string,
+    private readonly serve: (html: string) => void,
+  ) {}
 
-  /** Serve a page framing `frames` at HOST_ORIGIN and open it. */
+  /** Serve a page framing `frames` and open it. */
   async open(frames: Framed[]): Promise<void> {
     const iframes = frames
       .map((f) => `<iframe title="${escapeHtml(f.title)}" name="${escapeHtml(f.title)}" src="${escapeHtml(f.src)}" style="width:640px;height:320px;border:0"></iframe>`)
       .join('\n');
-    const html = `<!doctype html><html lang="en"><head><meta charset="utf-8"><link rel="icon" href="data:,"><title>Host page</title></head>
-<body style="margin:24px;font-family:system-ui;background:#f4f4f5"><h1>Host page</h1>${iframes}</body></html>`;
-    await this.page.route(`${HOST_ORIGIN}/`, (route) => route.fulfill({ status: 200, contentType: 'text/html', body: html }));
-    await this.page.goto(`${HOST_ORIGIN}/`);
+    this.serve(`<!doctype html><html lang="en"><head><meta charset="utf-8"><link rel="icon" href="data:,"><title>Host page</title></head>
+<body style="margin:24px;font-family:system-ui;background:#f4f4f5"><h1>Host page</h1>${iframes}</body></html>`);
+    await this.page.goto(`${this.origin}/`);
   }
 
   iframe(title: string): Locator {

@@ -35,20 +35,20 @@ export class MetricsPage {
     return this.chart(name).getByRole('img');
   }
 
-  /** The readout of one series: "12 /s peak 30". */
+  /** The readout of one series (a group named by it): "12 /s, peak 30". */
   readout(chart: ChartName, series: string): Locator {
-    return this.chart(chart).getByRole('definition', { name: series, exact: true });
+    return this.chart(chart).getByRole('group', { name: series, exact: true });
   }
 
   /** The series' latest value in the window, as shown (NaN for "—"). */
   async latest(chart: ChartName, series: string): Promise<number> {
-    return firstNumber(await this.readout(chart, series).innerText());
+    return toNumber(await this.readout(chart, series).getByText(/^([\d.,]+|—)$/).innerText());
   }
 
   /** The series' peak in the window, as shown (NaN for "—"). */
   async peak(chart: ChartName, series: string): Promise<number> {
-    const m = /peak\s+([\d.,]+)/.exec(await this.readout(chart, series).innerText());
-    return m ? Number(m[1]!.replace(/,/g, '')) : Number.NaN;
+    const m = /peak\s+([\d.,]+|—)/.exec(await this.readout(chart, series).getByText(/peak/).innerText());
+    return toNumber(m?.[1] ?? '—');
   }
 
   /** Unix ms of the newest second the chart shows. */
@@ -57,11 +57,10 @@ export class MetricsPage {
   }
 
   windowOption(label: '1 min' | '5 min' | '15 min'): Locator {
-    return this.windowChoice.getByRole('radio', { name: label });
+    return this.windowChoice.getByRole('radio', { name: label, exact: true });
   }
 }
 
-function firstNumber(text: string): number {
-  const m = /^\s*([\d.,]+)/.exec(text);
-  return m ? Number(m[1]!.replace(/,/g, '')) : Number.NaN;
+function toNumber(text: string): number {
+  return /^[\d.,]+$/.test(text.trim()) ? Number(text.trim().replace(/,/g, '')) : Number.NaN;
 }
