@@ -21,6 +21,7 @@ import type {
   Health,
   LeasePage,
   LeaseView,
+  MetricsSummary,
   SessionPage,
   SessionView,
   TokenInfo,
@@ -91,6 +92,17 @@ export class LeaseholdClient {
       if (isLeaseholdError(e, 'backend_unavailable') && e.status === 503) return { status: 'unavailable', store: 'sqlite' };
       throw e;
     }
+  }
+
+  /**
+   * The console's chart data: the last `windowS` seconds (1 to 900; the
+   * server's default is 900) of the caller's family's per-second series and
+   * of request latency per operation. Needs `read` on `lease://**`; throws
+   * `not_found` when the server runs with `LEASEHOLD_METRICS=off`.
+   */
+  async metricsSummary(windowS?: number, opts: { signal?: AbortSignal } = {}): Promise<MetricsSummary> {
+    const { data } = await this.#transport.call<MetricsSummary>('GET', '/api/v1/metrics/summary', { query: { window_s: windowS }, retry: 'safe', signal: opts.signal });
+    return { window_s: data.window_s, step_s: data.step_s, series: data.series };
   }
 
   // --- sessions and leases --------------------------------------------------

@@ -141,5 +141,33 @@ export interface Health {
   readonly uptime_ms?: number;
 }
 
+/** The per-family series of the metrics summary: rates per second, the others gauges sampled each second. */
+export type MetricsFamilySeries =
+  | 'acquisitions_per_s'
+  | 'conflicts_per_s'
+  | 'releases_per_s'
+  | 'active_leases'
+  | 'active_sessions'
+  | 'waiters'
+  | 'notifications_per_s'
+  | 'notifications_dropped_per_s';
+
+/** One point of a metrics series: `[unix time in ms, value]`, one per `step_s`. */
+export type MetricsPoint = [number, number];
+
+/**
+ * `GET /api/v1/metrics/summary` (HTTP.md "Health and metrics"): the last
+ * `window_s` seconds of the caller's family's series, the current second
+ * included as it stands, and request latency per operation (instance-wide)
+ * as `latency_p50_ms.<operation>` and `latency_p99_ms.<operation>`, with a
+ * point only for the seconds that had requests.
+ */
+export interface MetricsSummary {
+  readonly window_s: number;
+  readonly step_s: number;
+  /** By name: every `MetricsFamilySeries`, then the latency series of each operation seen in the window. */
+  readonly series: Readonly<Record<string, MetricsPoint[]>>;
+}
+
 /** Change kinds of the feed (CONTRACT.md §8). */
 export type { ChangeKind } from '../change-kinds';

@@ -1,0 +1,144 @@
+// The /metrics page against the real server: a workload run through the API
+// while the page is open shows up in the charts' readouts, the drawings
+// move, the window lives in the URL, a narrow token is told why it sees
+// nothing, and a server started with LEASEHOLD_METRICS=off is explained.
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SERVER, spawnListening, stopServer } from '../server/testing/process';
+import { expect, test as base, type Held } from './fixtures';
+import { CHARTS, MetricsPage } from './pages/metrics-page';
+
+interface OwnServer {
+  url: string;
+  adminToken: string;
+}
+
+const test = base.extend<{ metricsPage: MetricsPage; metricsOffServer: OwnServer }>({
+  metricsPage: async ({ page }, use) => {
+    await use(new MetricsPage(page));
+  },
+  // A second server of its own, with metrics off (the shared one has them on).
+  metricsOffServer: async ({}, use) => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'leasehold-e2e-metrics-off-'));
+    const adminToken = `lh_e2e_off_${randomBytes(16).toString('hex')}`;
+    const server = await spawnListening('leasehold', [SERVER], {
+      LEASEHOLD_DATA_DIR: dataDir,
+      LEASEHOLD_BOOTSTRAP_TOKEN: adminToken,
+      LEASEHOLD_METRICS: 'off',
+      LEASEHOLD_CONSOLE: 'on',
+      NEXT_TELEMETRY_DISABLED: '1',
+    });
+    await use({ url: server.url, adminToken });
+    await stopServer(server.proc);
+    rmSync(dataDir, { recursive: true, force: true });
+  },
+});
+
+const AREA = 'lease://acme/metrics-e2e';
+/**
+ * The Main navigation prefetches every console page; on a branch where some
+ * are not built yet, those prefetches are 404s the browser logs. They say
+ * nothing about this page.
+ */
+const OTHER_PAGES_PREFETCH = /Failed to load resource: .*404.*\/(leases|sessions|audit|tokens)\?_rsc=/;
+
+test('the charts follow a workload run through the API: acquisitions, a conflict, releases, leases and sessions', async ({
+  page,
+  api,
+  signIn,
+  metricsPage,
+  screenshots,
+  consoleErrors,
+}) => {
+  test.setTimeout(60_000);
+  await signIn(page);
+  await metricsPage.goto('1m');
+  await expect(metricsPage.heading).toBeVisible();
+  for (const name of Object.values(CHARTS)) await expect(metricsPage.chart(name)).toBeVisible();
+  await expect(metricsPage.windowOption('1 min')).toBeChecked();
+
+  // The points move: the newest second drawn follows the clock, and so do the pixels.
+  const firstAt = await metricsPage.lastAt(CHARTS.leases);
+  await expect.poll(() => metricsPage.lastAt(CHARTS.leases)).toBeGreaterThan(firstAt);
+  const drawn = await metricsPage.drawing(CHARTS.throughput).screenshot();
+  await expect.poll(async () => (await metricsPage.drawing(CHARTS.throughput).screenshot()).equals(drawn), { timeout: 15_000 }).toBe(false);
+
+  const worker = await api.openSession('metrics-e2e-worker');
+  const leasesBefore = await metricsPage.latest(CHARTS.leases, 'Active leases');
+  const held: Held[] = [];
+  for (let i = 0; i < 5; i++) held.push(await api.acquire(`${AREA}/job-${i}`, worker));
+
+  // A second session asks for a held route: refused, and counted as a conflict.
+  const rival = await api.openSession('metrics-e2e-rival');
+  const refused = await api.http.post(`/api/v1/leases/${held[0]!.route.slice('lease://'.length)}/acquire`, {
+    data: { session_id: rival.sessionId, request_id: randomUUID(), ttl_ms: 60_000 },
+  });
+  expect(refused.status()).toBe(409);
+  expect(((await refused.json()) as { code: string }).code).toBe('lease_conflict');
+
+  await expect.poll(() => metricsPage.latest(CHARTS.leases, 'Active leases')).toBeGreaterThanOrEqual(leasesBefore + 5);
+  await expect.poll(() => metricsPage.latest(CHARTS.sessions, 'Active sessions')).toBeGreaterThanOrEqual(2);
+  await expect.poll(() => metricsPage.peak(CHARTS.throughput, 'Conflicts')).toBeGreaterThanOrEqual(1);
+
+  // Keep acquiring (and releasing) a route each poll until a complete second with acquisitions is the latest drawn.
+  await expect
+    .poll(async () => {
+      await api.release(await api.acquire(`${AREA}/burst`, worker));
+      return metricsPage.latest(CHARTS.throughput, 'Acquisitions');
+    })
+    .toBeGreaterThan(0);
+
+  const leasesHeld = await metricsPage.latest(CHARTS.leases, 'Active leases');
+  for (const h of held) await api.release(h);
+  await expect.poll(() => metricsPage.latest(CHARTS.leases, 'Active leases')).toBeLessThanOrEqual(leasesHeld - 5);
+  await expect.poll(() => metricsPage.peak(CHARTS.throughput, 'Releases')).toBeGreaterThanOrEqual(1);
+
+  // Latency comes per operation, in both quantile charts.
+  await expect(metricsPage.readout(CHARTS.p50, 'lease_acquire')).toContainText('ms');
+  await expect(metricsPage.readout(CHARTS.p99, 'lease_acquire')).toContainText('ms');
+
+  await screenshots(page, 'metrics');
+  expect(consoleErrors.filter((e) => !OTHER_PAGES_PREFETCH.test(e))).toEqual([]);
+});
+
+test('the time window is chosen in the URL, by pointer or keyboard, and survives a reload', async ({ page, signIn, metricsPage }) => {
+  await signIn(page);
+  await metricsPage.goto();
+  await expect(metricsPage.windowOption('5 min'), 'five minutes by default').toBeChecked();
+  await expect(metricsPage.chart(CHARTS.throughput)).toContainText('last 5 minutes');
+
+  await metricsPage.windowOption('15 min').check();
+  await expect(page).toHaveURL(/[?&]window=15m(&|$)/);
+  await expect(metricsPage.chart(CHARTS.throughput)).toContainText('last 15 minutes');
+
+  await page.reload();
+  await expect(metricsPage.windowOption('15 min')).toBeChecked();
+  await expect(metricsPage.chart(CHARTS.throughput)).toContainText('last 15 minutes');
+
+  await metricsPage.windowOption('15 min').focus();
+  await page.keyboard.press('ArrowLeft');
+  await expect(metricsPage.windowOption('5 min')).toBeChecked();
+  await expect(metricsPage.windowOption('5 min')).toBeFocused();
+  await expect(page).toHaveURL(/[?&]window=5m(&|$)/);
+});
+
+test('a token without read on lease://** is told it cannot read the metrics, and no chart is drawn', async ({ page, api, signIn, metricsPage }) => {
+  const { token } = await api.createToken('metrics-e2e-narrow', [`${AREA}/*#read`]);
+  await signIn(page, token);
+  await metricsPage.goto();
+  const denied = page.getByRole('alert').filter({ hasText: 'Access denied' });
+  await expect(denied).toContainText('Access denied: your token cannot read the metrics');
+  await expect(denied).toContainText('lease://**');
+  await expect(metricsPage.chart(CHARTS.throughput)).toHaveCount(0);
+});
+
+test('a server started with LEASEHOLD_METRICS=off says so instead of drawing empty charts', async ({ page, metricsOffServer, metricsPage }) => {
+  const login = await page.request.post(`${metricsOffServer.url}/api/v1/auth/login`, { data: { token: metricsOffServer.adminToken } });
+  expect(login.ok(), `login: ${login.status()}`).toBe(true);
+  await page.goto(`${metricsOffServer.url}/metrics`);
+  await expect(page.getByRole('heading', { name: 'Metrics are off on this server' })).toBeVisible();
+  await expect(page.getByText('LEASEHOLD_METRICS=off', { exact: true })).toBeVisible();
+  await expect(metricsPage.chart(CHARTS.throughput)).toHaveCount(0);
+});

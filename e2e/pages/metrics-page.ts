@@ -1,0 +1,66 @@
+import type { Locator, Page } from '@playwright/test';
+
+export const CHARTS = {
+  throughput: 'Acquisitions, conflicts and releases per second',
+  leases: 'Active leases',
+  sessions: 'Active sessions',
+  waiters: 'Waiters',
+  fanout: 'Notification fanout and drops per second',
+  p50: 'Request latency p50 by operation',
+  p99: 'Request latency p99 by operation',
+} as const;
+
+export type ChartName = (typeof CHARTS)[keyof typeof CHARTS];
+
+/** The console's /metrics page: one figure per chart, its values as text. */
+export class MetricsPage {
+  readonly heading: Locator;
+  readonly windowChoice: Locator;
+
+  constructor(readonly page: Page) {
+    this.heading = page.getByRole('heading', { level: 1, name: 'Metrics' });
+    this.windowChoice = page.getByRole('group', { name: 'Time window' });
+  }
+
+  async goto(window?: '1m' | '5m' | '15m'): Promise<void> {
+    await this.page.goto(window ? `/metrics?window=${window}` : '/metrics');
+  }
+
+  chart(name: ChartName): Locator {
+    return this.page.getByRole('figure', { name, exact: true });
+  }
+
+  /** The chart's drawing (a canvas inside a role=img element). */
+  drawing(name: ChartName): Locator {
+    return this.chart(name).getByRole('img');
+  }
+
+  /** The readout of one series (a group named by it): "12 /s, peak 30". */
+  readout(chart: ChartName, series: string): Locator {
+    return this.chart(chart).getByRole('group', { name: series, exact: true });
+  }
+
+  /** The series' latest value in the window, as shown (NaN for "—"). */
+  async latest(chart: ChartName, series: string): Promise<number> {
+    return toNumber(await this.readout(chart, series).getByText(/^([\d.,]+|—)$/).innerText());
+  }
+
+  /** The series' peak in the window, as shown (NaN for "—"). */
+  async peak(chart: ChartName, series: string): Promise<number> {
+    const m = /peak\s+([\d.,]+|—)/.exec(await this.readout(chart, series).getByText(/peak/).innerText());
+    return toNumber(m?.[1] ?? '—');
+  }
+
+  /** Unix ms of the newest second the chart shows. */
+  async lastAt(chart: ChartName): Promise<number> {
+    return Number(await this.chart(chart).getAttribute('data-last-at'));
+  }
+
+  windowOption(label: '1 min' | '5 min' | '15 min'): Locator {
+    return this.windowChoice.getByRole('radio', { name: label, exact: true });
+  }
+}
+
+function toNumber(text: string): number {
+  return /^[\d.,]+$/.test(text.trim()) ? Number(text.trim().replace(/,/g, '')) : Number.NaN;
+}
