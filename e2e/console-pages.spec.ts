@@ -29,6 +29,13 @@ const test = base.extend<{
   },
 });
 
+/**
+ * Console errors, less the shell's prefetch of the Leases and Metrics pages
+ * while they are built on other branches (a 404 for their RSC payload); once
+ * those pages exist the filter matches nothing.
+ */
+const pageErrors = (errors: string[]) => errors.filter((e) => !/status of 404 .*\/(leases|metrics)\?_rsc=/.test(e));
+
 /** Routes and names unique to this file and this run: the server is shared by every spec. */
 const run = () => randomUUID().slice(0, 8);
 
@@ -82,11 +89,12 @@ test('the audit page shows an operator force release with its reason, filtered b
   // Other event types of the same route are there too once the type filter is cleared.
   await auditPage.eventType.selectOption('');
   await expect(auditPage.rows().filter({ hasText: 'Acquire' })).toHaveCount(1);
+  await expect(auditPage.row(reason)).toBeVisible();
+  await screenshots(page, 'audit');
 
   await auditPage.eventType.selectOption('lease_force_release');
   await expect(auditPage.rows()).toHaveCount(1);
-  await screenshots(page, 'audit');
-  expect(consoleErrors).toEqual([]);
+  expect(pageErrors(consoleErrors)).toEqual([]);
 });
 
 test('tokens: a bad grant is caught inline; a created token shows its secret once, works, and stops working once revoked; an embed token comes with its iframe snippet', async ({
@@ -171,7 +179,7 @@ test('tokens: a bad grant is caught inline; a created token shows its secret onc
   expect(after.status()).toBe(401);
   expect(await after.json()).toMatchObject({ code: 'invalid_credential' });
 
-  expect(consoleErrors).toEqual([]);
+  expect(pageErrors(consoleErrors)).toEqual([]);
 });
 
 test('a revoke the API refuses keeps the dialog open with the API’s message and correlation id', async ({ page, api, signIn, tokensPage }) => {
@@ -224,7 +232,7 @@ test('sessions: an open session shows its owner and lease count, links to its le
   await expect(row).toContainText('2m');
   await expect(row).toContainText(/in \d/);
   await screenshots(page, 'sessions');
-  expect(consoleErrors).toEqual([]);
+  expect(pageErrors(consoleErrors)).toEqual([]);
 
   // The lease count leads to LIST filtered by this holder incarnation.
   await sessionsPage.leasesLink(row).click();
@@ -239,4 +247,37 @@ test('sessions: an open session shows its owner and lease count, links to its le
   await sessionsPage.refreshButton.click();
   await expect(sessionsPage.emptyState()).toBeVisible();
   await expect(sessionsPage.table).toHaveCount(0);
+});
+
+test('a token without admin meets access-denied panels on audit, sessions and tokens, and can still make embed tokens', async ({
+  page,
+  api,
+  signIn,
+  auditPage,
+  sessionsPage,
+  tokensPage,
+  consoleErrors,
+}) => {
+  const { token } = await api.createToken(`pages-e2e-reader-${run()}`, ['lease://acme/pages-e2e/*#read']);
+  await signIn(page, token);
+  // Next's route announcer is an alert too; the panel is the one that says why.
+  const denied = page.getByRole('alert').filter({ hasText: 'Access denied' });
+
+  await auditPage.goto();
+  await expect(denied).toContainText('Access denied: your token cannot read the audit trail');
+  await expect(denied).toContainText(/Correlation id c_\S+/);
+
+  await sessionsPage.goto();
+  await expect(denied).toContainText('Access denied: your token cannot list sessions');
+
+  await tokensPage.goto();
+  await expect(denied).toContainText('Access denied: your token cannot list tokens');
+  await expect(page.getByText('Your token has no admin grant, so it cannot create tokens.')).toBeVisible();
+  await expect(tokensPage.createButton).toHaveCount(0);
+
+  // Reading its own selector is allowed, so it may hand that view to an embedded widget.
+  await tokensPage.makeEmbedToken('lease://acme/pages-e2e/*', 15);
+  await expect(tokensPage.snippet).toBeVisible();
+  // The refusals above are answers the page expected (403s it shows as panels), not page errors.
+  expect(pageErrors(consoleErrors).filter((e) => !e.includes('status of 403'))).toEqual([]);
 });

@@ -2,7 +2,7 @@
 
 import { useRef, useState } from 'react';
 import { parseRoute, parseSelector } from '@/lib/selector';
-import { AUDIT_EVENT_TYPES, eventTypeLook } from '@/components/audit/event-types';
+import { auditEventGroups, eventTypeLook } from '@/components/audit/event-types';
 import { isoToLocalInput, localInputToIso } from '@/components/ui/local-time';
 import { Button } from '@/components/ui/button';
 import { controlVariants, describedBy, Field } from '@/components/ui/field';
@@ -61,7 +61,7 @@ export function AuditFilters({ value, onApply }: { value: AuditFilter; onApply: 
         apply();
       }}
     >
-      <Field id="audit-route" label="Route or selector" error={routeError} hint={routeError ? undefined : 'e.g. lease://acme/renderers/doc-1 or lease://acme/**; empty for everything'}>
+      <Field id="audit-route" label="Route or selector" error={routeError} hint={routeError ? undefined : 'A route, a selector such as lease://acme/**, or empty for all.'}>
         <input
           ref={routeRef}
           id="audit-route"
@@ -85,10 +85,14 @@ export function AuditFilters({ value, onApply }: { value: AuditFilter; onApply: 
           className={controlVariants({ className: 'pr-8' })}
         >
           <option value="">All event types</option>
-          {AUDIT_EVENT_TYPES.map((t) => (
-            <option key={t} value={t}>
-              {eventTypeLook(t).label} ({t})
-            </option>
+          {auditEventGroups().map(({ group, types }) => (
+            <optgroup key={group} label={group}>
+              {types.map((t) => (
+                <option key={t} value={t}>
+                  {eventTypeLook(t).label}
+                </option>
+              ))}
+            </optgroup>
           ))}
         </select>
       </Field>

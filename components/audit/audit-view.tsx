@@ -7,7 +7,6 @@ import { isLeaseholdError, type AuditEvent } from '@/lib/client';
 import { parseRoute } from '@/lib/selector';
 import { AuditFilters, type AuditFilter } from '@/components/audit/audit-filters';
 import { eventTypeLook, isAuditEventType } from '@/components/audit/event-types';
-import { formatDateTime } from '@/components/ui/local-time';
 import { consoleClient } from '@/components/console/client';
 import { parsedGrants, useWhoami } from '@/components/console/use-whoami';
 import { useCursorTrail, useUrlParams } from '@/components/console/use-url-params';
@@ -15,6 +14,7 @@ import { queryKeys } from '@/components/query-keys';
 import { Badge } from '@/components/ui/badge';
 import { Button } from '@/components/ui/button';
 import { cn } from '@/components/ui/cn';
+import { formatDateTime } from '@/components/ui/local-time';
 import { Pager } from '@/components/ui/pager';
 import { RefreshButton } from '@/components/ui/refresh-button';
 import { ShortId } from '@/components/ui/short-id';
@@ -22,7 +22,12 @@ import { DeniedPanel, EmptyState, ErrorAlert, SkeletonRows } from '@/components/
 import { Table, TBody, Td, Th, THead } from '@/components/ui/table';
 
 const PAGE_SIZE = 50;
-const AUDIT_COLUMNS = ['Time', 'Event', 'Route', 'Owner', 'Incarnation', 'Result', 'Fencing token', 'Reason', 'Token', 'Correlation id'] as const;
+/**
+ * Ten fields in seven columns, so a row fits the console's width without
+ * scrolling: each pair stacks what is read together (what happened and its
+ * answer; who and which incarnation; which token and which request).
+ */
+const AUDIT_COLUMNS = ['Time', 'Event / result', 'Route', 'Owner / incarnation', 'Fencing token', 'Reason', 'Token / correlation id'] as const;
 const ERROR_CODE_SET: ReadonlySet<string> = new Set(ERROR_CODES);
 
 /** `/leases/{realm}/{area}/{resource}` for a route, each segment encoded; undefined for anything that is not a route. */
@@ -89,7 +94,7 @@ export function AuditView() {
             <THead>
               <tr>
                 {AUDIT_COLUMNS.map((c) => (
-                  <Th key={c} className={c === 'Fencing token' ? 'text-right' : undefined}>
+                  <Th key={c} className={c === 'Fencing token' ? 'w-20 text-right whitespace-normal!' : undefined}>
                     {c}
                   </Th>
                 ))}
@@ -120,8 +125,8 @@ function AuditRow({ event: e }: { event: AuditEvent }) {
   const href = e.route ? leaseDetailHref(e.route) : undefined;
   const failed = ERROR_CODE_SET.has(e.result);
   return (
-    <tr className={cn('align-top', look.notable && (look.tone === 'bad' ? 'bg-red-50/50 dark:bg-red-950/20' : 'bg-amber-50/60 dark:bg-amber-950/20'))}>
-      <Td className="align-top text-xs whitespace-nowrap tabular-nums">
+    <tr className={cn(look.notable && (look.tone === 'bad' ? 'bg-red-50/60 dark:bg-red-950/25' : 'bg-amber-50/70 dark:bg-amber-950/25'))}>
+      <Td className="align-top text-xs whitespace-nowrap text-zinc-700 tabular-nums dark:text-zinc-300">
         <time dateTime={e.time} title={e.time}>
           {formatDateTime(e.time)}
         </time>
@@ -130,8 +135,12 @@ function AuditRow({ event: e }: { event: AuditEvent }) {
         <Badge tone={look.tone} title={e.event_type} className={cn('whitespace-nowrap', look.notable && 'font-semibold')}>
           {look.label}
         </Badge>
+        <div className={cn('mt-1 font-mono text-xs whitespace-nowrap', failed ? 'text-red-700 dark:text-red-400' : 'text-zinc-500 dark:text-zinc-400')}>
+          <span className="sr-only">result </span>
+          {e.result}
+        </div>
       </Td>
-      <Td className="max-w-64 align-top font-mono text-xs break-all">
+      <Td className="min-w-52 align-top font-mono text-xs wrap-anywhere">
         {e.route ? (
           href ? (
             <Link href={href} prefetch={false} className="rounded text-teal-700 underline-offset-2 hover:underline dark:text-teal-400">
@@ -144,13 +153,24 @@ function AuditRow({ event: e }: { event: AuditEvent }) {
           dash
         )}
       </Td>
-      <Td className="max-w-40 align-top break-words">{e.owner_id ?? dash}</Td>
-      <Td className="align-top whitespace-nowrap">{e.holder_incarnation ? <ShortId id={e.holder_incarnation} /> : dash}</Td>
-      <Td className={cn('align-top font-mono text-xs whitespace-nowrap', failed ? 'text-red-700 dark:text-red-400' : 'text-zinc-700 dark:text-zinc-300')}>{e.result}</Td>
+      <Td className="min-w-28 align-top">
+        <div className="wrap-anywhere">{e.owner_id ?? dash}</div>
+        {e.holder_incarnation && (
+          <div className="mt-0.5">
+            <span className="sr-only">incarnation </span>
+            <ShortId id={e.holder_incarnation} />
+          </div>
+        )}
+      </Td>
       <Td className="text-right align-top font-mono text-xs tabular-nums">{e.fencing_token ?? dash}</Td>
-      <Td className="min-w-56 align-top text-sm break-words whitespace-pre-wrap">{e.reason ?? dash}</Td>
-      <Td className="align-top whitespace-nowrap">{e.token_id ? <ShortId id={e.token_id} /> : dash}</Td>
-      <Td className="align-top font-mono text-xs whitespace-nowrap select-all">{e.correlation_id}</Td>
+      <Td className="min-w-56 align-top break-words whitespace-pre-wrap">{e.reason ?? dash}</Td>
+      <Td className="align-top text-xs whitespace-nowrap">
+        {e.token_id ? <ShortId id={e.token_id} /> : dash}
+        <div className="mt-0.5 font-mono text-zinc-500 select-all dark:text-zinc-400" title="Correlation id">
+          <span className="sr-only">correlation id </span>
+          {e.correlation_id}
+        </div>
+      </Td>
     </tr>
   );
 }

@@ -92,19 +92,19 @@ function TokenRow({ token: t, own, onRevoke }: { token: TokenInfo; own: boolean;
   const now = useNow();
   const expiresSoon = t.expires_at !== null && now > 0 && Date.parse(t.expires_at) - now < 86_400_000;
   return (
-    <tr className="align-top">
-      <Td className="align-top">
+    <tr>
+      <Td>
         <div className="flex flex-wrap items-center gap-1.5">
           <span className="font-medium break-words">{t.name}</span>
           {t.root && <Badge tone="warn">root</Badge>}
           {own && <Badge tone="info">you</Badge>}
         </div>
       </Td>
-      <Td className="align-top whitespace-nowrap">
+      <Td className="whitespace-nowrap">
         <ShortId id={t.token_id} copyLabel="Copy token id" />
       </Td>
-      <Td className="align-top font-mono text-xs">{t.family}</Td>
-      <Td className="align-top">
+      <Td className="font-mono text-xs">{t.family}</Td>
+      <Td>
         <ul aria-label={`Grants of ${t.name}`} className="flex max-w-md flex-wrap gap-1">
           {t.grants.map((g) => (
             <li key={g}>
@@ -113,13 +113,13 @@ function TokenRow({ token: t, own, onRevoke }: { token: TokenInfo; own: boolean;
           ))}
         </ul>
       </Td>
-      <Td className="align-top text-xs whitespace-nowrap">
+      <Td className="text-xs whitespace-nowrap">
         <time dateTime={t.created_at} title={t.created_at}>
           {formatDateTime(t.created_at)}
         </time>
         {now > 0 && <div className="text-zinc-500 dark:text-zinc-400">{formatAgo(t.created_at, now)}</div>}
       </Td>
-      <Td className="align-top text-xs whitespace-nowrap">
+      <Td className="text-xs whitespace-nowrap">
         {t.expires_at ? (
           <time dateTime={t.expires_at} title={t.expires_at} className={expiresSoon ? 'text-amber-700 dark:text-amber-400' : undefined}>
             {formatDateTime(t.expires_at)}
@@ -128,8 +128,8 @@ function TokenRow({ token: t, own, onRevoke }: { token: TokenInfo; own: boolean;
           <span className="text-zinc-500 dark:text-zinc-400">never</span>
         )}
       </Td>
-      <Td className="text-right align-top">
-        <Button size="sm" variant="ghost" aria-label={`Revoke ${t.name}`} onClick={onRevoke} className="text-red-700 hover:bg-red-50 hover:text-red-800 dark:text-red-400 dark:hover:bg-red-950/40 dark:hover:text-red-300">
+      <Td className="text-right">
+        <Button size="sm" variant="ghost" aria-label={`Revoke ${t.name}`} onClick={onRevoke}>
           Revoke
         </Button>
       </Td>

@@ -6,7 +6,7 @@ import { TableSkeleton } from '@/components/ui/table-skeleton';
 
 export const metadata: Metadata = { title: 'Audit' };
 
-const COLUMNS = ['Time', 'Event', 'Route', 'Owner', 'Incarnation', 'Result', 'Fencing token', 'Reason', 'Token', 'Correlation id'];
+const COLUMNS = ['Time', 'Event / result', 'Route', 'Owner / incarnation', 'Fencing token', 'Reason', 'Token / correlation id'];
 
 export default function AuditPage() {
   return (
