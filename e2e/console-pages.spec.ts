@@ -47,6 +47,7 @@ test('the audit page shows an operator force release with its reason, filtered b
   screenshots,
   consoleErrors,
 }) => {
+  test.setTimeout(60_000); // a long journey with two pairs of full-page screenshots, on a shared machine
   const id = run();
   const resource = `audit-${id}`;
   const route = `lease://acme/pages-e2e/${resource}`;
@@ -106,6 +107,7 @@ test('tokens: a bad grant is caught inline; a created token shows its secret onc
   screenshots,
   consoleErrors,
 }) => {
+  test.setTimeout(60_000); // a long journey with two pairs of full-page screenshots, on a shared machine
   const id = run();
   const name = `pages-e2e-${id}`;
   revokeAfter(name);
@@ -196,11 +198,13 @@ test('a revoke the API refuses keeps the dialog open with the API’s message an
   expect(gone.status()).toBe(200);
   await tokensPage.revokeDialog.getByRole('button', { name: 'Revoke token' }).click();
   const alert = tokensPage.revokeDialog.getByRole('alert');
+  await expect(alert).toContainText('This token is already gone');
   await expect(alert).toContainText('no such token');
   await expect(alert).toContainText(/correlation id c_\S+/);
   await expect(tokensPage.row(name), 'the list is read again after the attempt').toHaveCount(0);
+  await expect(tokensPage.revokeDialog.getByRole('button', { name: 'Revoke token' }), 'nothing left to confirm').toHaveCount(0);
 
-  await tokensPage.revokeDialog.getByRole('button', { name: 'Cancel' }).click();
+  await tokensPage.revokeDialog.getByRole('button', { name: 'Close' }).click();
   await expect(tokensPage.revokeDialog).toBeHidden();
 });
 
@@ -212,6 +216,7 @@ test('sessions: an open session shows its owner and lease count, links to its le
   screenshots,
   consoleErrors,
 }) => {
+  test.setTimeout(60_000); // a pair of full-page screenshots and a page load of a page built elsewhere, on a shared machine
   const id = run();
   const owner = `sessions-e2e-${id}`;
   const session = await api.openSession(owner, 120_000);

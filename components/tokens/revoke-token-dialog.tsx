@@ -1,7 +1,7 @@
 'use client';
 
 import { useMutation, useQueryClient } from '@tanstack/react-query';
-import type { TokenInfo } from '@/lib/client';
+import { isLeaseholdError, type TokenInfo } from '@/lib/client';
 import { consoleClient } from '@/components/console/client';
 import { queryKeys } from '@/components/query-keys';
 import { Button } from '@/components/ui/button';
@@ -24,6 +24,8 @@ export function RevokeTokenDialog({ token, own, onClose }: { token: TokenInfo | 
     },
     onSettled: () => queryClient.invalidateQueries({ queryKey: queryKeys.tokens() }),
   });
+  // not_found: revoked elsewhere meanwhile, or expired; there is nothing left to confirm.
+  const gone = isLeaseholdError(revoke.error, 'not_found');
   const close = () => {
     revoke.reset();
     onClose();
@@ -53,12 +55,14 @@ export function RevokeTokenDialog({ token, own, onClose }: { token: TokenInfo | 
               This is the token you are signed in with: revoking it signs you out of the console.
             </p>
           )}
-          {revoke.error && <ErrorAlert error={revoke.error} title="The token was not revoked" />}
+          {revoke.error && <ErrorAlert error={revoke.error} title={gone ? 'This token is already gone: revoked elsewhere, or expired' : 'The token was not revoked'} />}
           <div className="flex justify-end gap-2 pt-2">
-            <Button onClick={close}>Cancel</Button>
-            <Button variant="danger" disabled={revoke.isPending} onClick={() => revoke.mutate(token.token_id)}>
-              {revoke.isPending ? 'Revoking…' : 'Revoke token'}
-            </Button>
+            <Button onClick={close}>{gone ? 'Close' : 'Cancel'}</Button>
+            {!gone && (
+              <Button variant="danger" disabled={revoke.isPending} onClick={() => revoke.mutate(token.token_id)}>
+                {revoke.isPending ? 'Revoking…' : 'Revoke token'}
+              </Button>
+            )}
           </div>
         </div>
       )}

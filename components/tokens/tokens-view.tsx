@@ -21,7 +21,7 @@ export function TokensView() {
 
   return (
     <div className="space-y-10">
-      <div className="grid gap-6 lg:grid-cols-2">
+      <div className="grid items-start gap-6 lg:grid-cols-2">
         <Card title="Create a token" description="For a service or a person: grants say what it may read, write or administer.">
           {created ? (
             <SecretOnce
