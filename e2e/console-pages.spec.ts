@@ -286,3 +286,32 @@ test('a token without admin meets access-denied panels on audit, sessions and to
   // The refusals above are answers the page expected (403s it shows as panels), not page errors.
   expect(pageErrors(consoleErrors).filter((e) => !e.includes('status of 403'))).toEqual([]);
 });
+
+test('sessions page through cursors: Next page carries the cursor in the URL, Previous page comes back', async ({ page, api, signIn, sessionsPage }) => {
+  test.setTimeout(60_000);
+  const owner = `sessions-paging-${run()}`;
+  // One page is 50 sessions: 52 make a second page of two.
+  for (let i = 0; i < 52; i++) await api.openSession(owner, 120_000);
+
+  await signIn(page);
+  await sessionsPage.goto(`?owner=${owner}`);
+  const rows = sessionsPage.table.getByRole('row').filter({ has: page.getByRole('cell') });
+  await expect(rows).toHaveCount(50);
+  await expect(page.getByText('Page 1 · 50 sessions')).toBeVisible();
+  await expect(sessionsPage.previousPage).toBeDisabled();
+
+  await sessionsPage.nextPage.click();
+  await expect(rows).toHaveCount(2);
+  await expect(page).toHaveURL((url) => url.searchParams.get('owner') === owner && (url.searchParams.get('cursor') ?? '') !== '');
+  await expect(page.getByText('Page 2 · 2 sessions')).toBeVisible();
+  await expect(sessionsPage.nextPage).toBeDisabled();
+
+  // A shared link to page 2 shows the same page.
+  await page.reload();
+  await expect(rows).toHaveCount(2);
+
+  await sessionsPage.previousPage.click();
+  await expect(rows).toHaveCount(50);
+  await expect(page).toHaveURL((url) => url.searchParams.get('owner') === owner && !url.searchParams.has('cursor'));
+  await expect(sessionsPage.previousPage).toBeDisabled();
+});
