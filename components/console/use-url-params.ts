@@ -1,0 +1,59 @@
+'use client';
+
+import { usePathname, useRouter, useSearchParams } from 'next/navigation';
+import { useCallback, useState } from 'react';
+
+export type ParamPatch = Record<string, string | null | undefined>;
+
+/**
+ * The page's query string as state: a view's filters and cursor live in the
+ * URL so it can be shared. `set` merges a patch (empty or null removes a
+ * parameter); `push` adds a history entry (paging), the default replaces it.
+ */
+export function useUrlParams() {
+  const params = useSearchParams();
+  const router = useRouter();
+  const pathname = usePathname();
+  const set = useCallback(
+    (patch: ParamPatch, opts: { push?: boolean } = {}) => {
+      const next = new URLSearchParams(params.toString());
+      for (const [k, v] of Object.entries(patch)) {
+        if (v === null || v === undefined || v === '') next.delete(k);
+        else next.set(k, v);
+      }
+      const qs = next.toString();
+      const href = qs ? `${pathname}?${qs}` : pathname;
+      if (opts.push) router.push(href, { scroll: false });
+      else router.replace(href, { scroll: false });
+    },
+    [params, router, pathname],
+  );
+  return { params, set };
+}
+
+/**
+ * Previous goes back through the cursors seen (CONSOLE.md). The trail is the
+ * cursors of the pages visited under one filter, first page as `null`; the
+ * current cursor comes from the URL, so the browser's own Back keeps it
+ * consistent. A shared link that starts mid-way goes back to the first page.
+ * Changing `filterKey` starts a new trail.
+ */
+export function useCursorTrail(filterKey: string, cursor: string | null, go: (cursor: string | null) => void) {
+  const [state, setState] = useState<{ key: string; trail: Array<string | null> }>({ key: filterKey, trail: [null] });
+  const trail = state.key === filterKey ? state.trail : [null];
+  const at = trail.indexOf(cursor);
+  const upToHere = at >= 0 ? trail.slice(0, at + 1) : [null, cursor];
+  return {
+    /** 1-based page number when known (not for a link that started mid-way). */
+    page: at >= 0 ? at + 1 : undefined,
+    hasPrevious: cursor !== null,
+    next(nextCursor: string) {
+      setState({ key: filterKey, trail: [...upToHere, nextCursor] });
+      go(nextCursor);
+    },
+    previous() {
+      go(upToHere.length >= 2 ? (upToHere[upToHere.length - 2] ?? null) : null);
+      if (at < 0) setState({ key: filterKey, trail: upToHere });
+    },
+  };
+}

@@ -1,0 +1,219 @@
+'use client';
+
+import { keepPreviousData, useQuery } from '@tanstack/react-query';
+import Link from 'next/link';
+import { useState } from 'react';
+import { isLeaseholdError, type SessionView } from '@/lib/client';
+import { consoleClient } from '@/components/console/client';
+import { useCursorTrail, useUrlParams } from '@/components/console/use-url-params';
+import { queryKeys } from '@/components/query-keys';
+import { SessionExpiry } from '@/components/sessions/session-expiry';
+import { Button } from '@/components/ui/button';
+import { cn } from '@/components/ui/cn';
+import { formatDuration } from '@/components/ui/duration';
+import { controlVariants } from '@/components/ui/field';
+import { Pager } from '@/components/ui/pager';
+import { RefreshButton } from '@/components/ui/refresh-button';
+import { ShortId } from '@/components/ui/short-id';
+import { DeniedPanel, EmptyState, ErrorAlert, SkeletonRows } from '@/components/ui/states';
+import { Table, TBody, Td, Th, THead } from '@/components/ui/table';
+import { formatAgo, formatTime } from '@/components/ui/time';
+import { useNow } from '@/components/ui/use-now';
+
+const PAGE_SIZE = 50;
+const COLS = 6;
+
+/** Where an incarnation's leases are listed: LIST over everything, narrowed to that holder. */
+export function leasesOfHolderHref(holderIncarnation: string): string {
+  return `/leases?selector=${encodeURIComponent('lease://**')}&holder=${encodeURIComponent(holderIncarnation)}`;
+}
+
+/**
+ * The family's open sessions, a page at a time. Sessions are not in the feed,
+ * so this view does not pretend to be live: it refetches when the tab regains
+ * focus and on Refresh, and says when it was read.
+ */
+export function SessionsView() {
+  const { params, set } = useUrlParams();
+  const owner = params.get('owner') ?? '';
+  const cursor = params.get('cursor');
+  const trail = useCursorTrail(owner, cursor, (c) => set({ cursor: c }, { push: true }));
+
+  const query = useQuery({
+    queryKey: queryKeys.sessions({ owner, cursor }),
+    queryFn: () => consoleClient().listSessions({ ownerId: owner || undefined, limit: PAGE_SIZE, cursor: cursor ?? undefined }),
+    placeholderData: keepPreviousData,
+    retry: (count, e) => !isLeaseholdError(e) && count < 1,
+  });
+
+  const page = query.data;
+  const busy = query.isFetching;
+
+  return (
+    <div className="space-y-4">
+      <div className="flex flex-wrap items-end justify-between gap-3">
+        <OwnerFilter key={owner} owner={owner} onApply={(o) => set({ owner: o, cursor: null })} />
+        <div className="flex items-center gap-3">
+          {query.dataUpdatedAt > 0 && <ReadAt at={query.dataUpdatedAt} />}
+          <RefreshButton busy={busy} onClick={() => void query.refetch()} />
+        </div>
+      </div>
+
+      {query.error && !page ? (
+        <SessionsError error={query.error} onFirstPage={() => set({ cursor: null })} onRetry={() => void query.refetch()} />
+      ) : page && page.items.length === 0 && cursor === null ? (
+        <EmptyState title="No open sessions">
+          {owner ? (
+            <>
+              No session of owner <span className="font-mono">{owner}</span> is open in this family.{' '}
+              <button type="button" className="font-medium text-teal-700 underline-offset-2 hover:underline dark:text-teal-400" onClick={() => set({ owner: null, cursor: null })}>
+                Show every owner
+              </button>
+            </>
+          ) : (
+            'Workers open a session before they acquire leases; none is open right now.'
+          )}
+        </EmptyState>
+      ) : (
+        <>
+          {query.error && <SessionsError error={query.error} onFirstPage={() => set({ cursor: null })} onRetry={() => void query.refetch()} />}
+          <Table aria-label="Sessions" aria-busy={busy} className={cn(query.isPlaceholderData && 'opacity-60')}>
+            <THead>
+              <tr>
+                <Th>Owner</Th>
+                <Th>Incarnation</Th>
+                <Th className="text-right">Leases</Th>
+                <Th>Created</Th>
+                <Th>Expires</Th>
+                <Th className="text-right">TTL</Th>
+              </tr>
+            </THead>
+            <TBody>
+              {page ? page.items.map((s) => <SessionRow key={s.holder_incarnation} session={s} />) : <SkeletonRows cols={COLS} />}
+            </TBody>
+          </Table>
+          {page && (
+            <Pager
+              summary={
+                page.items.length === 0
+                  ? 'No more sessions.'
+                  : `${trail.page ? `Page ${trail.page} · ` : ''}${page.items.length} session${page.items.length === 1 ? '' : 's'}${owner ? ` of ${owner}` : ''}`
+              }
+              hasPrevious={trail.hasPrevious}
+              hasNext={page.next_cursor !== null}
+              busy={query.isPlaceholderData}
+              onPrevious={trail.previous}
+              onNext={() => page.next_cursor && trail.next(page.next_cursor)}
+            />
+          )}
+        </>
+      )}
+    </div>
+  );
+}
+
+function SessionRow({ session: s }: { session: SessionView }) {
+  const now = useNow();
+  return (
+    <tr className="hover:bg-zinc-50/60 dark:hover:bg-zinc-900/40">
+      <Td className="font-medium">{s.owner_id}</Td>
+      <Td>
+        <ShortId id={s.holder_incarnation} copyLabel="Copy incarnation" />
+      </Td>
+      <Td className="text-right whitespace-nowrap">
+        <Link
+          href={leasesOfHolderHref(s.holder_incarnation)}
+          prefetch={false}
+          title={`Leases held by ${s.holder_incarnation}`}
+          className="rounded font-medium text-teal-700 tabular-nums underline-offset-2 hover:underline dark:text-teal-400"
+        >
+          {s.lease_count} {s.lease_count === 1 ? 'lease' : 'leases'}
+        </Link>
+      </Td>
+      <Td className="whitespace-nowrap">
+        <time dateTime={s.created_at} title={s.created_at}>
+          {formatTime(s.created_at, now || undefined)}
+        </time>
+        {now > 0 && <span className="ml-2 text-xs text-zinc-500 dark:text-zinc-400">{formatAgo(s.created_at, now)}</span>}
+      </Td>
+      <Td className="whitespace-nowrap">
+        <SessionExpiry expiresAt={s.expires_at} now={now} />
+      </Td>
+      <Td className="text-right text-zinc-600 tabular-nums dark:text-zinc-400">{formatDuration(s.ttl_ms)}</Td>
+    </tr>
+  );
+}
+
+function OwnerFilter({ owner, onApply }: { owner: string; onApply: (owner: string) => void }) {
+  const [draft, setDraft] = useState(owner);
+  return (
+    <form
+      role="search"
+      aria-label="Filter sessions"
+      className="flex items-end gap-2"
+      onSubmit={(e) => {
+        e.preventDefault();
+        onApply(draft.trim());
+      }}
+    >
+      <div>
+        <label htmlFor="sessions-owner" className="mb-1.5 block text-sm font-medium text-zinc-800 dark:text-zinc-200">
+          Owner
+        </label>
+        <input
+          id="sessions-owner"
+          type="search"
+          value={draft}
+          onChange={(e) => setDraft(e.target.value)}
+          placeholder="Any owner"
+          autoComplete="off"
+          spellCheck={false}
+          className={controlVariants({ className: 'w-64' })}
+        />
+      </div>
+      <Button type="submit">Filter</Button>
+      {owner && (
+        <Button variant="ghost" onClick={() => onApply('')}>
+          Clear
+        </Button>
+      )}
+    </form>
+  );
+}
+
+function ReadAt({ at }: { at: number }) {
+  const now = useNow();
+  return (
+    <span className="text-xs text-zinc-500 dark:text-zinc-400" title={new Date(at).toISOString()}>
+      Read {now > 0 ? formatAgo(new Date(at).toISOString(), now) : 'just now'}
+    </span>
+  );
+}
+
+function SessionsError({ error, onFirstPage, onRetry }: { error: unknown; onFirstPage: () => void; onRetry: () => void }) {
+  if (isLeaseholdError(error, 'access_denied')) return <DeniedPanel error={error} what="list sessions (that needs read on lease://**)" />;
+  if (isLeaseholdError(error, 'cursor_invalid')) {
+    return (
+      <ErrorAlert
+        error={error}
+        title="This page link is no longer valid"
+        action={
+          <Button size="sm" onClick={onFirstPage}>
+            Go to the first page
+          </Button>
+        }
+      />
+    );
+  }
+  return (
+    <ErrorAlert
+      error={error}
+      title="Sessions could not be loaded"
+      action={
+        <Button size="sm" onClick={onRetry}>
+          Try again
+        </Button>
+      }
+    />
+  );
+}
