@@ -6,13 +6,14 @@ import { can, useWhoami } from '@/components/console/use-whoami';
 import { FeedLostBanner } from '@/components/feed/feed-lost-banner';
 import { FeedStatus } from '@/components/feed/feed-status';
 import { LeasesTable } from '@/components/leases/leases-table';
-import { usePagerStore } from '@/components/leases/pager-store';
 import { SelectorForm } from '@/components/leases/selector-form';
 import { useLiveLeases } from '@/components/leases/use-live-leases';
 import { toSearch, useLeaseViewParams, viewKey } from '@/components/leases/view-params';
 import { Badge } from '@/components/ui/badge';
 import { Button } from '@/components/ui/button';
+import { Pager } from '@/components/ui/pager';
 import { DeniedPanel, EmptyState, ErrorAlert, PageHeader } from '@/components/ui/states';
+import { useCursorTrail } from '@/components/console/use-url-params';
 
 /** The widest selector the caller may read: its first grant's, else everything (the server will say no). */
 function defaultSelectorOf(grants: readonly string[]): string {
@@ -26,8 +27,7 @@ export function LeasesView() {
   const [params, go] = useLeaseViewParams(defaultSelector);
   const { query, live, nextCursor, refresh } = useLiveLeases(params, !!me);
   const view = viewKey(params);
-  const turnedForward = usePagerStore((s) => s.pageTurnedForward);
-  const turnedBack = usePagerStore((s) => s.pageTurnedBack);
+  const trail = useCursorTrail(view, params.cursor, (cursor) => go({ ...params, cursor }));
   const readable = can(me, params.selector, 'read');
 
   const error = query.error;
@@ -107,25 +107,21 @@ export function LeasesView() {
           ) : (
             <LeasesTable rows={rows} loading={query.isPending} dimmed={query.isPlaceholderData} />
           )}
-          <nav aria-label="Pages" className="flex items-center justify-between gap-3">
-            <Button
-              disabled={params.cursor === null}
-              onClick={() => go({ ...params, cursor: turnedBack(view) })}
-            >
-              Previous page
-            </Button>
-            {live && <span className="font-mono text-xs text-zinc-500 dark:text-zinc-400">revision {live.revision}</span>}
-            <Button
-              disabled={!nextCursor || query.isPlaceholderData}
-              onClick={() => {
-                if (!nextCursor) return;
-                turnedForward(view, params.cursor);
-                go({ ...params, cursor: nextCursor });
-              }}
-            >
-              Next page
-            </Button>
-          </nav>
+          <Pager
+            summary={
+              live && (
+                <span>
+                  {trail.page !== undefined && `Page ${trail.page} · `}
+                  <span className="font-mono text-xs">revision {live.revision}</span>
+                </span>
+              )
+            }
+            hasPrevious={trail.hasPrevious}
+            hasNext={!!nextCursor}
+            busy={query.isPlaceholderData}
+            onPrevious={trail.previous}
+            onNext={() => nextCursor && trail.next(nextCursor)}
+          />
         </>
       )}
     </div>
