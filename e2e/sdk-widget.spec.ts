@@ -46,7 +46,7 @@ interface LeaseholdApi {
   release(held: Held): Promise<void>;
 }
 
-const test = base.extend<{ api: LeaseholdApi; widgetPage: InventoryWidgetPage }, { scratch: ScratchApp }>({
+const test = base.extend<{ scratchApi: LeaseholdApi; widgetPage: InventoryWidgetPage }, { scratch: ScratchApp }>({
   scratch: [
     async ({}, use) => {
       for (const [path, what] of [
@@ -94,7 +94,7 @@ const test = base.extend<{ api: LeaseholdApi; widgetPage: InventoryWidgetPage },
     { scope: 'worker', timeout: 60_000 },
   ],
 
-  api: async ({ scratch }, use) => {
+  scratchApi: async ({ scratch }, use) => {
     const http = await apiRequest.newContext({ baseURL: scratch.apiUrl, extraHTTPHeaders: { Authorization: `Bearer ${scratch.adminToken}` } });
     const sessions: string[] = [];
     const tokens: string[] = [];
@@ -171,7 +171,7 @@ test('the package type-checks in the app under NodeNext and renders the widget o
   expect(ssr).toEqual({ connecting: true, region: true });
 });
 
-test('the widget from the built package shows leases live across origins, in light and dark', async ({ widgetPage, api, consoleErrors, scratch }, testInfo) => {
+test('the widget from the built package shows leases live across origins, in light and dark', async ({ widgetPage, scratchApi: api, consoleErrors, scratch }, testInfo) => {
   const shots = join(testInfo.project.outputDir, 'screenshots');
   const page = widgetPage.page;
   expect(new URL(scratch.apiUrl).origin, 'the API is on another origin than the page').not.toBe(scratch.origin);
