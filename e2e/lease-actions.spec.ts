@@ -126,7 +126,7 @@ test('revoke needs the resource name typed exactly, and can close the holder’s
   expect(unexpected(consoleErrors)).toEqual([]);
 });
 
-test('a lease that changed while the dialog was open is explained, not retried, and the new holder keeps it', async ({ api, page, signIn, leaseDetail }) => {
+test('a lease that changed while the dialog was open is explained, not retried, and the new holder keeps it', async ({ api, page, signIn, leaseDetail, screenshots }) => {
   const route = uniqueRoute('mismatch');
   const first = await api.hold(route, 'first-owner');
   await signIn(page);
@@ -156,6 +156,7 @@ test('a lease that changed while the dialog was open is explained, not retried, 
   await expect(alert).toContainText(`held by successor with fencing token ${successor.fencingToken}`);
   await expect(leaseDetail.confirmForceRelease(), 'no blind retry from the dialog').toBeDisabled();
   expect(attempts).toHaveLength(1);
+  await screenshots(page, 'lease-mismatch');
 
   const now = await api.inspect(route);
   expect(now?.fencing_token).toBe(successor.fencingToken);
@@ -168,7 +169,7 @@ test('a lease that changed while the dialog was open is explained, not retried, 
   await expect(leaseDetail.field('Owner')).toContainText('successor');
 });
 
-test('a read-only token sees the lease but is offered neither force release nor revoke', async ({ api, page, signIn, leaseDetail, consoleErrors }) => {
+test('a read-only token sees the lease but is offered neither force release nor revoke', async ({ api, page, signIn, leaseDetail, screenshots, consoleErrors }) => {
   const route = uniqueRoute('read-only');
   const held = await api.hold(route, 'visible-worker');
   const viewer = await api.createToken('viewer', ['lease://acme/**#read']);
@@ -182,6 +183,7 @@ test('a read-only token sees the lease but is offered neither force release nor 
   await expect(leaseDetail.forceReleaseButton).toHaveCount(0);
   await expect(leaseDetail.revokeButton).toHaveCount(0);
   await expect(page.getByText('The audit trail needs an admin grant on this route')).toBeVisible();
+  await screenshots(page, 'lease-detail-read-only');
   expect(unexpected(consoleErrors)).toEqual([]);
 });
 
@@ -190,6 +192,7 @@ test('the page shows the checkpoint written through the API, live renewals, and 
   page,
   signIn,
   leaseDetail,
+  screenshots,
 }) => {
   const route = uniqueRoute('checkpoint');
   const held = await api.hold(route, 'indexer-2');
@@ -224,6 +227,7 @@ test('the page shows the checkpoint written through the API, live renewals, and 
   // Free now, and the checkpoint outlives the lease.
   await expect(leaseDetail.holder).toContainText('Nobody holds this route');
   await expect(leaseDetail.checkpointValue).toContainText('offset-1207');
+  await screenshots(page, 'lease-detail-checkpoint');
 });
 
 test('a detail URL that is not a lease route says so, and is never decoded into another route', async ({ page, signIn }) => {

@@ -35,7 +35,7 @@ export function AuditTrail({ route, allowed }: { route: string; allowed: boolean
       description={allowed ? 'Every call on this route, newest first' : undefined}
       actions={
         allowed && (
-          <Button size="sm" variant="ghost" onClick={() => void audit.refetch()} disabled={audit.isFetching}>
+          <Button size="sm" variant="ghost" aria-label="Refresh audit trail" onClick={() => void audit.refetch()} disabled={audit.isFetching}>
             {audit.isFetching && !audit.isPending ? 'Refreshing…' : 'Refresh'}
           </Button>
         )

@@ -20,7 +20,7 @@ import { When } from '@/components/lease-detail/when';
 export function CheckpointPanel({ checkpoint, holderToken, className }: { checkpoint: UseQueryResult<Checkpoint | null>; holderToken: number | null; className?: string }) {
   const now = useNow();
   const refresh = (
-    <Button size="sm" variant="ghost" onClick={() => void checkpoint.refetch()} disabled={checkpoint.isFetching}>
+    <Button size="sm" variant="ghost" aria-label="Refresh checkpoint" onClick={() => void checkpoint.refetch()} disabled={checkpoint.isFetching}>
       {checkpoint.isFetching && !checkpoint.isPending ? 'Refreshing…' : 'Refresh'}
     </Button>
   );

@@ -28,6 +28,8 @@ export function LeaseDetail({ route }: { route: string }) {
   const queryClient = useQueryClient();
   const me = useWhoami().data;
   const admin = can(me, route, 'admin');
+  const [realm, area] = routeSegments(route);
+  const scope = ['lease://**', `lease://${realm}/**`, `lease://${realm}/${area}/*`].find((s) => can(me, s, 'read')) ?? route;
   const lease = useLease(route);
   const denied = isDenied(lease.error);
   const checkpoint = useCheckpoint(route, !denied);
@@ -57,6 +59,7 @@ export function LeaseDetail({ route }: { route: string }) {
     <div className="space-y-6">
       <Header route={route} state={denied ? 'unknown' : !loaded ? 'loading' : held ? 'held' : 'free'}>
         <FeedStatus />
+        {!admin && held && <span className="text-xs text-zinc-500 dark:text-zinc-400">Read-only: force release and revoke need admin on this route</span>}
         {admin && held && (
           <>
             <Button variant="secondary" onClick={() => open('force-release', held)}>
@@ -93,7 +96,7 @@ export function LeaseDetail({ route }: { route: string }) {
               ) : !loaded ? (
                 <DetailSkeleton rows={8} />
               ) : held ? (
-                <LeaseFields lease={held} renewed={renewed} />
+                <LeaseFields lease={held} renewed={renewed} scope={scope} />
               ) : (
                 <FreeRoute />
               )}

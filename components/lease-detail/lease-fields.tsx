@@ -12,13 +12,14 @@ import { When } from '@/components/lease-detail/when';
 
 const linkClass = 'text-teal-700 underline-offset-2 hover:underline dark:text-teal-400';
 
-function leasesHref(q: Record<string, string>): string {
-  return `/leases?${new URLSearchParams({ selector: 'lease://**', ...q }).toString()}`;
-}
-
-/** Every field of the held lease, as the API reports it; expiry counts down live. */
-export function LeaseFields({ lease, renewed }: { lease: LeaseView; renewed: boolean }) {
+/**
+ * Every field of the held lease, as the API reports it; expiry counts down
+ * live. `scope` is the widest selector the reader may list, for the links to
+ * the owner's and the session's other leases.
+ */
+export function LeaseFields({ lease, renewed, scope }: { lease: LeaseView; renewed: boolean; scope: string }) {
   const now = useNow();
+  const leasesHref = (q: Record<string, string>) => `/leases?${new URLSearchParams({ selector: scope, ...q }).toString()}`;
   const remaining = Date.parse(lease.expires_at) - now;
   const capped = lease.expires_at === lease.max_expires_at;
   return (
