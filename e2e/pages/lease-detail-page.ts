@@ -1,0 +1,85 @@
+import type { Locator, Page } from '@playwright/test';
+
+/** The lease detail page `/leases/{realm}/{area}/{resource}` and its guarded operator dialogs. */
+export class LeaseDetailPage {
+  readonly feed: Locator;
+  readonly holder: Locator;
+  readonly checkpoint: Locator;
+  readonly checkpointValue: Locator;
+  readonly auditTrail: Locator;
+  readonly forceReleaseButton: Locator;
+  readonly revokeButton: Locator;
+  readonly forceReleaseDialog: Locator;
+  readonly revokeDialog: Locator;
+  /** The success notice after an operator action. */
+  readonly notice: Locator;
+
+  constructor(readonly page: Page) {
+    this.feed = page.getByRole('status', { name: 'Feed' });
+    this.holder = page.getByRole('region', { name: 'Holder' });
+    this.checkpoint = page.getByRole('region', { name: 'Checkpoint' });
+    this.checkpointValue = this.checkpoint.getByRole('figure', { name: 'Value' });
+    this.auditTrail = page.getByRole('table', { name: 'Audit trail' });
+    this.forceReleaseButton = page.getByRole('button', { name: 'Force release', exact: true });
+    this.revokeButton = page.getByRole('button', { name: 'Revoke', exact: true });
+    this.forceReleaseDialog = page.getByRole('dialog', { name: 'Force release lease' });
+    this.revokeDialog = page.getByRole('dialog', { name: 'Revoke lease' });
+    this.notice = page.getByRole('status').filter({ hasText: /^Lease (force-released|revoked)/ });
+  }
+
+  async goto(route: string): Promise<void> {
+    await this.page.goto(`/leases/${route.slice('lease://'.length)}`);
+  }
+
+  heading(route: string): Locator {
+    return this.page.getByRole('heading', { level: 1, name: route });
+  }
+
+  /**
+   * The value of a field of the holder's lease, by its label ("Fencing token",
+   * "Owner", …): each <dd> is labelled by its <dt> (Playwright computes no
+   * accessible name for role definition, so by label rather than by role).
+   */
+  field(label: string): Locator {
+    return this.holder.getByLabel(label, { exact: true });
+  }
+
+  checkpointField(label: string): Locator {
+    return this.checkpoint.getByLabel(label, { exact: true });
+  }
+
+  /** The audit rows that contain all of `texts`. */
+  auditRow(...texts: string[]): Locator {
+    let rows = this.auditTrail.getByRole('row');
+    for (const t of texts) rows = rows.filter({ hasText: t });
+    return rows;
+  }
+
+  reason(dialog: Locator): Locator {
+    return dialog.getByRole('textbox', { name: 'Reason' });
+  }
+
+  resourceConfirmation(dialog: Locator): Locator {
+    return dialog.getByRole('textbox', { name: 'Type the resource name to confirm' });
+  }
+
+  closeSessionCheckbox(dialog: Locator): Locator {
+    return dialog.getByRole('checkbox', { name: "Also close the holder's session" });
+  }
+
+  confirmForceRelease(): Locator {
+    return this.forceReleaseDialog.getByRole('button', { name: 'Confirm force release' });
+  }
+
+  confirmRevoke(): Locator {
+    return this.revokeDialog.getByRole('button', { name: 'Confirm revoke' });
+  }
+
+  cancel(dialog: Locator): Locator {
+    return dialog.getByRole('button', { name: 'Cancel' });
+  }
+
+  alert(dialog: Locator): Locator {
+    return dialog.getByRole('alert');
+  }
+}
