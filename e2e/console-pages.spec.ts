@@ -29,12 +29,6 @@ const test = base.extend<{
   },
 });
 
-/**
- * Console errors, less the shell's prefetch of the Leases and Metrics pages
- * while they are built on other branches (a 404 for their RSC payload); once
- * those pages exist the filter matches nothing.
- */
-const pageErrors = (errors: string[]) => errors.filter((e) => !/status of 404 .*\/(leases|metrics)\?_rsc=/.test(e));
 
 /** Routes and names unique to this file and this run: the server is shared by every spec. */
 const run = () => randomUUID().slice(0, 8);
@@ -95,7 +89,7 @@ test('the audit page shows an operator force release with its reason, filtered b
 
   await auditPage.eventType.selectOption('lease_force_release');
   await expect(auditPage.rows()).toHaveCount(1);
-  expect(pageErrors(consoleErrors)).toEqual([]);
+  expect(consoleErrors).toEqual([]);
 });
 
 test('tokens: a bad grant is caught inline; a created token shows its secret once, works, and stops working once revoked; an embed token comes with its iframe snippet', async ({
@@ -181,7 +175,7 @@ test('tokens: a bad grant is caught inline; a created token shows its secret onc
   expect(after.status()).toBe(401);
   expect(await after.json()).toMatchObject({ code: 'invalid_credential' });
 
-  expect(pageErrors(consoleErrors)).toEqual([]);
+  expect(consoleErrors).toEqual([]);
 });
 
 test('a revoke the API refuses keeps the dialog open with the API’s message and correlation id', async ({ page, api, signIn, tokensPage }) => {
@@ -237,7 +231,7 @@ test('sessions: an open session shows its owner and lease count, links to its le
   await expect(row).toContainText('2m');
   await expect(row).toContainText(/in \d/);
   await screenshots(page, 'sessions');
-  expect(pageErrors(consoleErrors)).toEqual([]);
+  expect(consoleErrors).toEqual([]);
 
   // The lease count leads to LIST filtered by this holder incarnation.
   await sessionsPage.leasesLink(row).click();
@@ -284,7 +278,7 @@ test('a token without admin meets access-denied panels on audit, sessions and to
   await tokensPage.makeEmbedToken('lease://acme/pages-e2e/*', 15);
   await expect(tokensPage.snippet).toBeVisible();
   // The refusals above are answers the page expected (403s it shows as panels), not page errors.
-  expect(pageErrors(consoleErrors).filter((e) => !e.includes('status of 403'))).toEqual([]);
+  expect(consoleErrors.filter((e) => !e.includes('status of 403'))).toEqual([]);
 });
 
 test('sessions page through cursors: Next page carries the cursor in the URL, Previous page comes back', async ({ page, api, signIn, sessionsPage }) => {

@@ -4,7 +4,7 @@ import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import Link from 'next/link';
 import { ERROR_CODES } from '@/lib/error-codes';
 import { isLeaseholdError, type AuditEvent } from '@/lib/client';
-import { parseRoute } from '@/lib/selector';
+import { leaseDetailHref } from '@/components/lease-detail/route-from-params';
 import { AuditFilters, type AuditFilter } from '@/components/audit/audit-filters';
 import { eventTypeLook, isAuditEventType } from '@/components/audit/event-types';
 import { consoleClient } from '@/components/console/client';
@@ -30,11 +30,6 @@ const PAGE_SIZE = 50;
 const AUDIT_COLUMNS = ['Time', 'Event / result', 'Route', 'Owner / incarnation', 'Fencing token', 'Reason', 'Token / correlation id'] as const;
 const ERROR_CODE_SET: ReadonlySet<string> = new Set(ERROR_CODES);
 
-/** `/leases/{realm}/{area}/{resource}` for a route, each segment encoded; undefined for anything that is not a route. */
-export function leaseDetailHref(route: string): string | undefined {
-  const r = parseRoute(route);
-  return r.ok ? `/leases/${r.value.segments.map(encodeURIComponent).join('/')}` : undefined;
-}
 
 /**
  * The audit trail, newest first, filtered by route or selector, event type

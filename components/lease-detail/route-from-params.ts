@@ -22,7 +22,8 @@ export function routeFromParams(params: RouteParams): ParsedRouteParams {
   return parsed.ok ? { ok: true, route, segments: parsed.value.segments } : { ok: false, route, reason: parsed.reason };
 }
 
-/** The console URL of a route's detail page. */
-export function leaseDetailHref(route: string): string {
-  return `/leases/${route.slice(SCHEME.length).split('/').map(encodeURIComponent).join('/')}`;
+/** The console URL of a route's detail page, each segment encoded; undefined for anything that is not a route (an audited selector). */
+export function leaseDetailHref(route: string): string | undefined {
+  const r = parseRoute(route);
+  return r.ok ? `/leases/${r.value.segments.map(encodeURIComponent).join('/')}` : undefined;
 }

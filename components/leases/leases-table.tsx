@@ -3,6 +3,7 @@
 import Link from 'next/link';
 import { memo } from 'react';
 import type { LeaseView } from '@/lib/client';
+import { leaseDetailHref } from '@/components/lease-detail/route-from-params';
 import { Countdown } from '@/components/leases/countdown';
 import { useLiveLeasesStore } from '@/components/leases/live-store';
 import { cn } from '@/components/ui/cn';
@@ -13,10 +14,6 @@ import { formatTime } from '@/components/ui/time';
 
 const COLUMNS = ['Route', 'Owner', 'Holder', 'Acquired', 'Expires in', 'Renewals', 'Fencing token', 'Waiters'] as const;
 
-/** The route's detail page: `lease://a/b/c` → `/leases/a/b/c`. */
-export function detailHref(route: string): string {
-  return `/leases/${route.slice('lease://'.length).split('/').map(encodeURIComponent).join('/')}`;
-}
 
 export function LeasesTable({ rows, loading, dimmed }: { rows: readonly LeaseView[] | undefined; loading: boolean; dimmed: boolean }) {
   return (
@@ -40,7 +37,7 @@ const LeaseRow = memo(function LeaseRow({ lease }: { lease: LeaseView }) {
   return (
     <tr className="hover:bg-zinc-50 dark:hover:bg-zinc-900/60">
       <Td className="max-w-[28rem] truncate font-mono text-[13px]">
-        <Link href={detailHref(lease.route)} prefetch={false} className="text-teal-800 hover:underline dark:text-teal-300" title={lease.route}>
+        <Link href={leaseDetailHref(lease.route) ?? '/leases'} prefetch={false} className="text-teal-800 hover:underline dark:text-teal-300" title={lease.route}>
           {lease.route}
         </Link>
       </Td>
