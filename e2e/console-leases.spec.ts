@@ -182,21 +182,31 @@ test('with 5,000 held leases the first page shows within 2 s and paging has no l
     }).observe({ type: 'longtask', buffered: true });
   });
   await signIn(page);
-  // A fresh tab on the production build: navigation, hydration, sign-in check and the first LIST.
-  const limit = 100;
+  // A fresh tab on the production build at the default page size, as an
+  // operator opens it: navigation, hydration, whoami and the first LIST in
+  // parallel, the stream. The table marks `leasehold:leases-rows` when rows
+  // are first on screen; that mark's time is measured from navigation start.
+  // Waits use text, not roles: role queries over hundreds of cells are the
+  // test's own main-thread work and would be counted as the page's long tasks.
+  const limit = 50;
   const t0 = Date.now();
-  await leasesPage.goto(`lease://acme/${area}/*`, { limit });
-  await expect(leasesPage.row(routes[0]!)).toBeVisible();
-  const firstPageMs = Date.now() - t0;
+  await page.goto(`/leases?selector=${encodeURIComponent(`lease://acme/${area}/*`)}`);
+  await expect(page.getByText(routes[0]!, { exact: true })).toBeVisible();
+  const wallMs = Date.now() - t0;
+  const firstPageMs = await page.evaluate(() => Math.round(performance.getEntriesByName('leasehold:leases-rows')[0]?.startTime ?? Infinity));
   await expect(leasesPage.rows).toHaveCount(limit);
   const loadTasks = await page.evaluate(() => (window as unknown as { __longTasks: number[] }).__longTasks.splice(0));
 
   const pageMs: number[] = [];
-  for (let p = 1; p <= 10; p++) {
+  for (let p = 1; p <= 20; p++) {
     const t = Date.now();
     await leasesPage.next.click();
-    await expect(leasesPage.row(routes[p * limit]!)).toBeVisible();
+    await expect(page.getByText(routes[p * limit]!, { exact: true })).toBeVisible();
     pageMs.push(Date.now() - t);
+  }
+  for (let p = 19; p >= 17; p--) {
+    await leasesPage.previous.click();
+    await expect(page.getByText(routes[p * limit]!, { exact: true })).toBeVisible();
   }
   const pagingTasks = await page.evaluate(() => (window as unknown as { __longTasks: number[] }).__longTasks.splice(0));
   const figures = {
@@ -204,6 +214,7 @@ test('with 5,000 held leases the first page shows within 2 s and paging has no l
     seedMs,
     pageSize: limit,
     firstPageMs,
+    firstPageWallMs: wallMs,
     pageTurnMs: pageMs,
     longTasksDuringLoadMs: loadTasks.map(Math.round),
     longTasksWhilePagingMs: pagingTasks.map(Math.round),
@@ -213,6 +224,6 @@ test('with 5,000 held leases the first page shows within 2 s and paging has no l
   writeFileSync(join(testInfo.project.outputDir, 'leases-perf.json'), `${JSON.stringify(figures, null, 2)}\n`);
   await testInfo.attach('leases-perf', { body: JSON.stringify(figures, null, 2), contentType: 'application/json' });
 
-  expect(firstPageMs, 'first page within 2 s').toBeLessThan(2_000);
+  expect(firstPageMs, 'first page on screen within 2 s of navigation start').toBeLessThan(2_000);
   expect(figures.maxLongTaskWhilePagingMs, 'no main-thread task over 200 ms while paging').toBeLessThanOrEqual(200);
 });

@@ -14,7 +14,7 @@ import { queryKeys } from '@/components/query-keys';
 import { Badge } from '@/components/ui/badge';
 import { Button } from '@/components/ui/button';
 import { cn } from '@/components/ui/cn';
-import { formatDateTime } from '@/components/ui/local-time';
+import { formatDateTime } from '@/components/ui/time';
 import { Pager } from '@/components/ui/pager';
 import { RefreshButton } from '@/components/ui/refresh-button';
 import { ShortId } from '@/components/ui/short-id';

@@ -49,6 +49,9 @@ export function ConsoleShell({ children }: { children: ReactNode }) {
                   <Link
                     key={item.href}
                     href={item.href}
+                    // No prefetch: five page payloads rendered at every page load would
+                    // queue in front of the page's own API calls on the one Node thread.
+                    prefetch={false}
                     aria-current={active ? 'page' : undefined}
                     className={cn(
                       'rounded-md px-3 py-1.5 text-sm font-medium transition-colors',
@@ -81,13 +84,14 @@ export function ConsoleShell({ children }: { children: ReactNode }) {
         </div>
       </header>
       <main className="mx-auto w-full max-w-7xl flex-1 px-6 py-8">
-        {me.data ? (
+        {/* Pages start their own reads while whoami is in flight (no waterfall); they gate actions on it. */}
+        {me.data || me.isPending ? (
           children
         ) : me.error && !signedOut ? (
           <ErrorAlert error={me.error} title="The console cannot reach the server" action={<Button onClick={() => void me.refetch()}>Try again</Button>} />
         ) : (
           <p role="status" className="text-sm text-zinc-500">
-            {signedOut ? 'Signed out: taking you to the login page…' : 'Checking your session…'}
+            Signed out: taking you to the login page…
           </p>
         )}
       </main>

@@ -1,7 +1,7 @@
 'use client';
 
 import Link from 'next/link';
-import { memo } from 'react';
+import { memo, useEffect } from 'react';
 import type { LeaseView } from '@/lib/client';
 import { leaseDetailHref } from '@/components/lease-detail/route-from-params';
 import { Countdown } from '@/components/leases/countdown';
@@ -15,9 +15,17 @@ import { formatTime } from '@/components/ui/time';
 const COLUMNS = ['Route', 'Owner', 'Holder', 'Acquired', 'Expires in', 'Renewals', 'Fencing token', 'Waiters'] as const;
 
 
+/** Marks the first time a page of rows is on screen (`leasehold:leases-rows`), for the e2e figures and anyone profiling. */
+function useFirstRowsMark(shown: boolean): void {
+  useEffect(() => {
+    if (shown && performance.getEntriesByName('leasehold:leases-rows').length === 0) performance.mark('leasehold:leases-rows');
+  }, [shown]);
+}
+
 export function LeasesTable({ rows, loading, dimmed }: { rows: readonly LeaseView[] | undefined; loading: boolean; dimmed: boolean }) {
+  useFirstRowsMark(!!rows && rows.length > 0);
   return (
-    <Table aria-label="Leases" aria-busy={loading || dimmed} className={cn(dimmed && 'opacity-60 transition-opacity')}>
+    <Table aria-label="Leases" aria-busy={loading || dimmed} className={cn(dimmed && 'opacity-60')}>
       <THead>
         <tr>
           {COLUMNS.map((c) => (

@@ -1,6 +1,7 @@
 'use client';
 
 import Link from 'next/link';
+import { useSearchParams } from 'next/navigation';
 import { isLeaseholdError } from '@/lib/client';
 import { can, useWhoami } from '@/components/console/use-whoami';
 import { FeedLostBanner } from '@/components/feed/feed-lost-banner';
@@ -25,7 +26,9 @@ export function LeasesView() {
   const me = useWhoami().data;
   const defaultSelector = defaultSelectorOf(me?.grants ?? []);
   const [params, go] = useLeaseViewParams(defaultSelector);
-  const { query, live, nextCursor, refresh } = useLiveLeases(params, !!me);
+  // A selector in the URL needs no whoami first: list at once, in parallel with it.
+  const explicit = useSearchParams().has('selector');
+  const { query, live, nextCursor, refresh } = useLiveLeases(params, !!me || explicit);
   const view = viewKey(params);
   const trail = useCursorTrail(view, params.cursor, (cursor) => go({ ...params, cursor }));
   const readable = can(me, params.selector, 'read');

@@ -9,7 +9,7 @@ import { queryKeys } from '@/components/query-keys';
 import { SecretOnce, SecretValue } from '@/components/tokens/secret-once';
 import { Button } from '@/components/ui/button';
 import { controlVariants, describedBy, Field } from '@/components/ui/field';
-import { formatDateTime } from '@/components/ui/local-time';
+import { formatDateTime } from '@/components/ui/time';
 import { ErrorAlert } from '@/components/ui/states';
 
 const MAX_TTL_MIN = 24 * 60;

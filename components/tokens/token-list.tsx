@@ -8,7 +8,7 @@ import { queryKeys } from '@/components/query-keys';
 import { RevokeTokenDialog } from '@/components/tokens/revoke-token-dialog';
 import { Badge } from '@/components/ui/badge';
 import { Button } from '@/components/ui/button';
-import { formatDateTime } from '@/components/ui/local-time';
+import { formatDateTime } from '@/components/ui/time';
 import { RefreshButton } from '@/components/ui/refresh-button';
 import { ShortId } from '@/components/ui/short-id';
 import { DeniedPanel, EmptyState, ErrorAlert, SkeletonRows } from '@/components/ui/states';

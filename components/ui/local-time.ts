@@ -19,10 +19,3 @@ export function isoToLocalInput(iso: string | null): string {
   const base = `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}`;
   return d.getSeconds() ? `${base}:${p(d.getSeconds())}` : base;
 }
-
-/** A moment to the second, with the date (audit rows and token expiries are compared across days). */
-export function formatDateTime(iso: string): string {
-  const d = new Date(iso);
-  if (Number.isNaN(d.getTime())) return iso;
-  return d.toLocaleString(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false });
-}

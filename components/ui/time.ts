@@ -9,14 +9,28 @@ export function formatRemaining(ms: number): string {
   return `${h}h ${String(m % 60).padStart(2, '0')}m`;
 }
 
+// Formatters are built once: `toLocaleString(…, options)` builds a new
+// Intl.DateTimeFormat on every call (milliseconds each), which a table of
+// hundreds of rows cannot afford.
+const TIME = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false });
+const DAY_TIME = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', hour12: false });
+const DATE_TIME = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false });
+
+function sameLocalDay(a: Date, b: Date): boolean {
+  return a.getFullYear() === b.getFullYear() && a.getMonth() === b.getMonth() && a.getDate() === b.getDate();
+}
+
 /** "14:03:27" today, else "Nov 28, 14:03"; the full ISO time goes in the title. */
 export function formatTime(iso: string, now = Date.now()): string {
   const d = new Date(iso);
   if (Number.isNaN(d.getTime())) return iso;
-  const sameDay = new Date(now).toDateString() === d.toDateString();
-  return sameDay
-    ? d.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false })
-    : d.toLocaleString(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', hour12: false });
+  return sameLocalDay(d, new Date(now)) ? TIME.format(d) : DAY_TIME.format(d);
+}
+
+/** A moment to the second, with the date (audit rows and token expiries are compared across days). */
+export function formatDateTime(iso: string): string {
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime()) ? iso : DATE_TIME.format(d);
 }
 
 /** "12s ago", "5m ago", "3h ago", "2d ago". */
