@@ -18,7 +18,7 @@ import { formatDateTime } from '@/components/ui/time';
 import { Pager } from '@/components/ui/pager';
 import { RefreshButton } from '@/components/ui/refresh-button';
 import { ShortId } from '@/components/ui/short-id';
-import { DeniedPanel, EmptyState, ErrorAlert, SkeletonRows } from '@/components/ui/states';
+import { DeniedPanel, EmptyState, ListLoadError, SkeletonRows } from '@/components/ui/states';
 import { Table, TBody, Td, Th, THead } from '@/components/ui/table';
 
 const PAGE_SIZE = 50;
@@ -203,28 +203,5 @@ function AuditError({
       </div>
     );
   }
-  if (isLeaseholdError(error, 'cursor_invalid')) {
-    return (
-      <ErrorAlert
-        error={error}
-        title="This page link is no longer valid"
-        action={
-          <Button size="sm" onClick={onFirstPage}>
-            Go to the first page
-          </Button>
-        }
-      />
-    );
-  }
-  return (
-    <ErrorAlert
-      error={error}
-      title="Audit events could not be loaded"
-      action={
-        <Button size="sm" onClick={onRetry}>
-          Try again
-        </Button>
-      }
-    />
-  );
+  return <ListLoadError error={error} what="Audit events" onFirstPage={onFirstPage} onRetry={onRetry} />;
 }

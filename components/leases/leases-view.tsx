@@ -13,7 +13,7 @@ import { toSearch, useLeaseViewParams, viewKey } from '@/components/leases/view-
 import { Badge } from '@/components/ui/badge';
 import { Button } from '@/components/ui/button';
 import { Pager } from '@/components/ui/pager';
-import { DeniedPanel, EmptyState, ErrorAlert, PageHeader } from '@/components/ui/states';
+import { DeniedPanel, EmptyState, ListLoadError, PageHeader } from '@/components/ui/states';
 import { useCursorTrail } from '@/components/console/use-url-params';
 
 /** The widest selector the caller may read: its first grant's, else everything (the server will say no). */
@@ -82,7 +82,7 @@ export function LeasesView() {
           )}
         </div>
       ) : error ? (
-        <ErrorAlert error={error} title="The leases could not be listed" action={<Button onClick={refresh}>Try again</Button>} />
+        <ListLoadError error={error} what="Leases" onFirstPage={() => go({ ...params, cursor: null })} onRetry={refresh} />
       ) : (
         <>
           <div className="flex min-h-8 flex-wrap items-center justify-between gap-3 text-sm">

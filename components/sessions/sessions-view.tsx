@@ -15,7 +15,7 @@ import { controlVariants } from '@/components/ui/field';
 import { Pager } from '@/components/ui/pager';
 import { RefreshButton } from '@/components/ui/refresh-button';
 import { ShortId } from '@/components/ui/short-id';
-import { DeniedPanel, EmptyState, ErrorAlert, SkeletonRows } from '@/components/ui/states';
+import { DeniedPanel, EmptyState, ListLoadError, SkeletonRows } from '@/components/ui/states';
 import { Table, TBody, Td, Th, THead } from '@/components/ui/table';
 import { formatAgo, formatTime } from '@/components/ui/time';
 import { useNow } from '@/components/ui/use-now';
@@ -192,28 +192,5 @@ function ReadAt({ at }: { at: number }) {
 
 function SessionsError({ error, onFirstPage, onRetry }: { error: unknown; onFirstPage: () => void; onRetry: () => void }) {
   if (isLeaseholdError(error, 'access_denied')) return <DeniedPanel error={error} what="list sessions (that needs read on lease://**)" />;
-  if (isLeaseholdError(error, 'cursor_invalid')) {
-    return (
-      <ErrorAlert
-        error={error}
-        title="This page link is no longer valid"
-        action={
-          <Button size="sm" onClick={onFirstPage}>
-            Go to the first page
-          </Button>
-        }
-      />
-    );
-  }
-  return (
-    <ErrorAlert
-      error={error}
-      title="Sessions could not be loaded"
-      action={
-        <Button size="sm" onClick={onRetry}>
-          Try again
-        </Button>
-      }
-    />
-  );
+  return <ListLoadError error={error} what="Sessions" onFirstPage={onFirstPage} onRetry={onRetry} />;
 }

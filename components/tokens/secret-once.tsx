@@ -1,7 +1,8 @@
 'use client';
 
-import { useId, useState, type ReactNode } from 'react';
+import { useId, type ReactNode } from 'react';
 import { Button } from '@/components/ui/button';
+import { useCopy } from '@/components/ui/copy-button';
 
 /**
  * A secret the server shows once: readable, selectable, copyable, and
@@ -50,21 +51,9 @@ export function SecretOnce({ title, children, footer }: { title: string; childre
 
 /** A visible copy button ("Copy token"), for values the reader is asked to copy. */
 function CopyText({ value, label }: { value: string; label: string }) {
-  const [copied, setCopied] = useState(false);
+  const { copied, copy } = useCopy(value);
   return (
-    <Button
-      size="sm"
-      aria-label={label}
-      onClick={() => {
-        void navigator.clipboard?.writeText(value).then(
-          () => {
-            setCopied(true);
-            setTimeout(() => setCopied(false), 1_500);
-          },
-          () => undefined,
-        );
-      }}
-    >
+    <Button size="sm" aria-label={label} onClick={copy}>
       <svg aria-hidden="true" viewBox="0 0 24 24" className="size-3.5" fill="none" stroke="currentColor" strokeWidth="2">
         {copied ? <path d="M5 12l5 5L20 7" strokeLinecap="round" strokeLinejoin="round" /> : <><rect x="9" y="9" width="12" height="12" rx="2" /><path d="M5 15V5a2 2 0 0 1 2-2h10" /></>}
       </svg>

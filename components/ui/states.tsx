@@ -1,5 +1,6 @@
 import type { ReactNode } from 'react';
 import { isLeaseholdError } from '@/lib/client';
+import { Button } from '@/components/ui/button';
 import { cn } from '@/components/ui/cn';
 
 /** The parts of a failure a person needs: what the API said and the id to quote to whoever runs the server. */
@@ -96,5 +97,37 @@ export function PageHeader({ title, description, children }: { title: string; de
       </div>
       {children && <div className="flex flex-wrap items-center gap-2">{children}</div>}
     </div>
+  );
+}
+
+/**
+ * A paged list that could not be read: a cursor from an old link (or another
+ * server epoch) offers the first page; anything else offers a retry. Access
+ * denied is each page's own panel, since what to offer instead differs.
+ */
+export function ListLoadError({ error, what, onFirstPage, onRetry }: { error: unknown; what: string; onFirstPage: () => void; onRetry: () => void }) {
+  if (isLeaseholdError(error, 'cursor_invalid')) {
+    return (
+      <ErrorAlert
+        error={error}
+        title="This page link is no longer valid"
+        action={
+          <Button size="sm" onClick={onFirstPage}>
+            Go to the first page
+          </Button>
+        }
+      />
+    );
+  }
+  return (
+    <ErrorAlert
+      error={error}
+      title={`${what} could not be loaded`}
+      action={
+        <Button size="sm" onClick={onRetry}>
+          Try again
+        </Button>
+      }
+    />
   );
 }
