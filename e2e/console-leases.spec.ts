@@ -17,17 +17,26 @@ const test = base.extend<{ loginPage: LoginPage; leasesPage: LeasesPage }>({
   },
 });
 
-/** `count` routes `lease://acme/<area>/r0001…`, all held by one new session (closed by the fixture afterwards). */
-async function holdMany(api: LeaseholdApi, area: string, count: number, ttlMs = 300_000): Promise<string[]> {
+/**
+ * `count` routes `lease://acme/<area>/r0001…`, all held by one new session
+ * (closed by the api fixture afterwards). The acquisitions go through Node's
+ * own fetch, 16 at a time: thousands of them through Playwright's request
+ * context take a minute, and seeding is not what is measured.
+ */
+async function holdMany(api: LeaseholdApi, baseURL: string, area: string, count: number, ttlMs = 300_000): Promise<string[]> {
   const session = await api.openSession(`${area}-worker`, ttlMs);
   const routes = Array.from({ length: count }, (_, i) => `lease://acme/${area}/r${String(i + 1).padStart(4, '0')}`);
-  // A few acquisitions in flight at once: seeding is not what is measured.
   let next = 0;
   await Promise.all(
     Array.from({ length: 16 }, async () => {
       while (next < routes.length) {
         const route = routes[next++]!;
-        await api.acquire(route, session, { ttlMs });
+        const res = await fetch(`${baseURL}/api/v1/leases/${route.slice('lease://'.length)}/acquire`, {
+          method: 'POST',
+          headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': 'application/json' },
+          body: JSON.stringify({ session_id: session.sessionId, request_id: randomUUID(), ttl_ms: ttlMs }),
+        });
+        expect(res.ok, `acquire ${route}: ${res.status}`).toBe(true);
       }
     }),
   );
@@ -64,9 +73,9 @@ test('signing in shows the token’s family and grants, and signing out ends the
   expect(consoleErrors.filter((e) => !e.includes('401'))).toEqual([]);
 });
 
-test('a wildcard selector pages through three pages and back, with the view in the URL', async ({ page, api, signIn, leasesPage }) => {
+test('a wildcard selector pages through three pages and back, with the view in the URL', async ({ page, api, signIn, leasesPage, baseURL }) => {
   const area = `browse-${randomUUID().slice(0, 8)}`;
-  const routes = await holdMany(api, area, 60);
+  const routes = await holdMany(api, baseURL!, area, 60);
   await signIn(page);
   await leasesPage.goto(`lease://acme/${area}/*`, { limit: 25 });
 
@@ -168,11 +177,11 @@ test('a read-only token is told which selector it may not read, and offered the 
   await expect(leasesPage.row(`lease://acme/${area}/one`)).toBeVisible();
 });
 
-test('with 5,000 held leases the first page shows within 2 s and paging has no long task over 200 ms', async ({ page, api, signIn, leasesPage }, testInfo) => {
+test('with 5,000 held leases the first page shows within 2 s and paging has no long task over 200 ms', async ({ page, api, signIn, leasesPage, baseURL }, testInfo) => {
   test.setTimeout(240_000);
   const area = `perf-${randomUUID().slice(0, 8)}`;
   const seedStart = Date.now();
-  const routes = await holdMany(api, area, 5_000);
+  const routes = await holdMany(api, baseURL!, area, 5_000);
   const seedMs = Date.now() - seedStart;
   await page.addInitScript(() => {
     const w = window as unknown as { __longTasks: number[] };
@@ -182,18 +191,28 @@ test('with 5,000 held leases the first page shows within 2 s and paging has no l
     }).observe({ type: 'longtask', buffered: true });
   });
   await signIn(page);
-  // A fresh tab on the production build at the default page size, as an
-  // operator opens it: navigation, hydration, whoami and the first LIST in
-  // parallel, the stream. The table marks `leasehold:leases-rows` when rows
+  // The production build at the default page size, as an operator opens it:
+  // navigation, hydration, whoami and the first LIST in parallel, the
+  // stream. The table marks `leasehold:leases-rows` when rows
   // are first on screen; that mark's time is measured from navigation start.
   // Waits use text, not roles: role queries over hundreds of cells are the
   // test's own main-thread work and would be counted as the page's long tasks.
   const limit = 50;
-  const t0 = Date.now();
-  await page.goto(`/leases?selector=${encodeURIComponent(`lease://acme/${area}/*`)}`);
+  const url = `/leases?selector=${encodeURIComponent(`lease://acme/${area}/*`)}`;
+  const rowsMark = () => page.evaluate(() => Math.round(performance.getEntriesByName('leasehold:leases-rows')[0]?.startTime ?? Infinity));
+  // Cold: the tab's first visit (every script fetched). Warm: the same URL
+  // loaded again, as an operator's browser does on any later visit (the
+  // console's scripts are immutable and cached).
+  let t0 = Date.now();
+  await page.goto(url);
+  await expect(page.getByText(routes[0]!, { exact: true })).toBeVisible();
+  const coldWallMs = Date.now() - t0;
+  const coldMs = await rowsMark();
+  t0 = Date.now();
+  await page.reload();
   await expect(page.getByText(routes[0]!, { exact: true })).toBeVisible();
   const wallMs = Date.now() - t0;
-  const firstPageMs = await page.evaluate(() => Math.round(performance.getEntriesByName('leasehold:leases-rows')[0]?.startTime ?? Infinity));
+  const firstPageMs = await rowsMark();
   await expect(leasesPage.rows).toHaveCount(limit);
   const loadTasks = await page.evaluate(() => (window as unknown as { __longTasks: number[] }).__longTasks.splice(0));
 
@@ -215,6 +234,8 @@ test('with 5,000 held leases the first page shows within 2 s and paging has no l
     pageSize: limit,
     firstPageMs,
     firstPageWallMs: wallMs,
+    coldFirstPageMs: coldMs,
+    coldFirstPageWallMs: coldWallMs,
     pageTurnMs: pageMs,
     longTasksDuringLoadMs: loadTasks.map(Math.round),
     longTasksWhilePagingMs: pagingTasks.map(Math.round),
@@ -224,6 +245,7 @@ test('with 5,000 held leases the first page shows within 2 s and paging has no l
   writeFileSync(join(testInfo.project.outputDir, 'leases-perf.json'), `${JSON.stringify(figures, null, 2)}\n`);
   await testInfo.attach('leases-perf', { body: JSON.stringify(figures, null, 2), contentType: 'application/json' });
 
-  expect(firstPageMs, 'first page on screen within 2 s of navigation start').toBeLessThan(2_000);
+  expect(coldMs, 'first visit: first page on screen within 2 s of navigation start').toBeLessThan(2_000);
+  expect(firstPageMs, 'later visit (scripts cached): first page on screen within 2 s').toBeLessThan(2_000);
   expect(figures.maxLongTaskWhilePagingMs, 'no main-thread task over 200 ms while paging').toBeLessThanOrEqual(200);
 });

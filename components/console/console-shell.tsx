@@ -6,11 +6,13 @@ import { useEffect, type ReactNode } from 'react';
 import { isLeaseholdError } from '@/lib/client';
 import { Brand } from '@/components/console/brand';
 import { useSignOut } from '@/components/console/sign-out';
-import { useWhoami } from '@/components/console/use-whoami';
+import { startWhoamiEarly, useWhoami } from '@/components/console/use-whoami';
 import { Button } from '@/components/ui/button';
 import { cn } from '@/components/ui/cn';
 import { ErrorAlert } from '@/components/ui/states';
 import { ThemeToggle } from '@/components/ui/theme-toggle';
+
+startWhoamiEarly();
 
 const NAV = [
   { href: '/leases', label: 'Leases' },

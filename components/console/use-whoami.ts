@@ -5,13 +5,21 @@ import { allowingGrant, parseGrant, type Grant, type Permission } from '@/lib/gr
 import { parseSelector } from '@/lib/selector';
 import { isLeaseholdError, type Whoami } from '@/lib/client';
 import { consoleClient } from '@/components/console/client';
+import { startEarly, takeEarly } from '@/components/console/early';
 import { queryKeys } from '@/components/query-keys';
+
+const WHOAMI = 'whoami';
+
+/** Ask who is signed in as soon as this code loads (a console page's first read), not after hydration. */
+export function startWhoamiEarly(): void {
+  startEarly(WHOAMI, () => consoleClient().whoami());
+}
 
 /** Who the login cookie belongs to; `invalid_credential` means signed out. */
 export function useWhoami() {
   return useQuery<Whoami>({
     queryKey: queryKeys.whoami(),
-    queryFn: () => consoleClient().whoami(),
+    queryFn: () => takeEarly<Whoami>(WHOAMI) ?? consoleClient().whoami(),
     staleTime: 60_000,
     retry: (count, e) => !isLeaseholdError(e, 'invalid_credential') && count < 2,
   });

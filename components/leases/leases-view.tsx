@@ -8,13 +8,15 @@ import { FeedLostBanner } from '@/components/feed/feed-lost-banner';
 import { FeedStatus } from '@/components/feed/feed-status';
 import { LeasesTable } from '@/components/leases/leases-table';
 import { SelectorForm } from '@/components/leases/selector-form';
-import { useLiveLeases } from '@/components/leases/use-live-leases';
+import { startFirstPageEarly, useLiveLeases } from '@/components/leases/use-live-leases';
 import { toSearch, useLeaseViewParams, viewKey } from '@/components/leases/view-params';
 import { Badge } from '@/components/ui/badge';
 import { Button } from '@/components/ui/button';
 import { Pager } from '@/components/ui/pager';
 import { DeniedPanel, EmptyState, ListLoadError, PageHeader } from '@/components/ui/states';
 import { useCursorTrail } from '@/components/console/use-url-params';
+
+startFirstPageEarly();
 
 /** The widest selector the caller may read: its first grant's, else everything (the server will say no). */
 function defaultSelectorOf(grants: readonly string[]): string {

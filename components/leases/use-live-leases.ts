@@ -2,14 +2,39 @@
 
 import { keepPreviousData, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useMemo } from 'react';
-import { isLeaseholdError } from '@/lib/client';
+import { isLeaseholdError, type LeasePage } from '@/lib/client';
 import { parseSelector } from '@/lib/selector';
 import { consoleClient } from '@/components/console/client';
+import { startEarly, takeEarly } from '@/components/console/early';
 import { consoleFeed } from '@/components/feed/feed';
 import { derivePage, type LivePage } from '@/components/leases/live-page';
 import { MAX_PENDING_EVENTS, useLiveLeasesStore } from '@/components/leases/live-store';
-import { viewKey, type LeaseViewParams } from '@/components/leases/view-params';
+import { parseViewParams, viewKey, type LeaseViewParams } from '@/components/leases/view-params';
 import { queryKeys } from '@/components/query-keys';
+
+function listPage(params: LeaseViewParams) {
+  return consoleClient().listPage(params.selector, {
+    limit: params.limit,
+    cursor: params.cursor ?? undefined,
+    ownerId: params.owner || undefined,
+    holderIncarnation: params.holder || undefined,
+  });
+}
+
+const earlyKey = (params: LeaseViewParams) => `leases:${JSON.stringify(queryKeys.leasePage(params))}`;
+
+/**
+ * Opening /leases with a selector in the URL: list as soon as this code
+ * loads, in parallel with whoami and hydration (the first page is what an
+ * operator waits for).
+ */
+export function startFirstPageEarly(): void {
+  if (typeof window === 'undefined' || window.location.pathname !== '/leases') return;
+  const search = new URLSearchParams(window.location.search);
+  if (!search.has('selector')) return;
+  const params = parseViewParams(search, '');
+  if (parseSelector(params.selector).ok) startEarly(earlyKey(params), () => listPage(params));
+}
 
 const FINAL = new Set(['access_denied', 'invalid_selector', 'invalid_request', 'invalid_credential']);
 
@@ -25,13 +50,7 @@ export function useLiveLeases(params: LeaseViewParams, enabled: boolean) {
   const key = queryKeys.leasePage(params);
   const query = useQuery({
     queryKey: key,
-    queryFn: () =>
-      consoleClient().listPage(params.selector, {
-        limit: params.limit,
-        cursor: params.cursor ?? undefined,
-        ownerId: params.owner || undefined,
-        holderIncarnation: params.holder || undefined,
-      }),
+    queryFn: () => takeEarly<LeasePage>(earlyKey(params)) ?? listPage(params),
     enabled: enabled && valid,
     // The feed keeps the page current; only a (re)registration refetches it.
     staleTime: Infinity,

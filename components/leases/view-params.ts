@@ -30,19 +30,21 @@ export function toSearch(p: LeaseViewParams, defaultSelector: string): string {
   return s ? `?${s}` : '';
 }
 
+export function parseViewParams(search: Pick<URLSearchParams, 'get'>, defaultSelector: string): LeaseViewParams {
+  const limit = Number(search.get('limit'));
+  return {
+    selector: search.get('selector') ?? defaultSelector,
+    owner: search.get('owner') ?? '',
+    holder: search.get('holder') ?? '',
+    limit: (PAGE_SIZES as readonly number[]).includes(limit) ? limit : DEFAULT_PAGE_SIZE,
+    cursor: search.get('cursor') || null,
+  };
+}
+
 /** The view from the URL, and a way to move to another (a new history entry, so Back works). */
 export function useLeaseViewParams(defaultSelector: string): [LeaseViewParams, (next: LeaseViewParams) => void] {
   const search = useSearchParams();
-  const params = useMemo<LeaseViewParams>(() => {
-    const limit = Number(search.get('limit'));
-    return {
-      selector: search.get('selector') ?? defaultSelector,
-      owner: search.get('owner') ?? '',
-      holder: search.get('holder') ?? '',
-      limit: (PAGE_SIZES as readonly number[]).includes(limit) ? limit : DEFAULT_PAGE_SIZE,
-      cursor: search.get('cursor') || null,
-    };
-  }, [search, defaultSelector]);
+  const params = useMemo(() => parseViewParams(search, defaultSelector), [search, defaultSelector]);
   // The native history API (Next's router follows it): a page turn is a URL
   // change for this client page, not a server round trip for the route.
   const go = useCallback((next: LeaseViewParams) => window.history.pushState(null, '', `/leases${toSearch(next, defaultSelector)}`), [defaultSelector]);
