@@ -15,7 +15,7 @@ import { Badge } from '@/components/ui/badge';
 import { Button } from '@/components/ui/button';
 import { cn } from '@/components/ui/cn';
 import { formatDateTime } from '@/components/ui/time';
-import { Pager } from '@/components/ui/pager';
+import { TrailPager } from '@/components/ui/pager';
 import { RefreshButton } from '@/components/ui/refresh-button';
 import { ShortId } from '@/components/ui/short-id';
 import { DeniedPanel, EmptyState, ListLoadError, SkeletonRows } from '@/components/ui/states';
@@ -98,13 +98,11 @@ export function AuditView() {
             <TBody>{page ? page.items.map((e) => <AuditRow key={e.id} event={e} />) : <SkeletonRows cols={AUDIT_COLUMNS.length} />}</TBody>
           </Table>
           {page && (
-            <Pager
+            <TrailPager
               summary={page.items.length === 0 ? 'No more events.' : `${trail.page ? `Page ${trail.page} · ` : ''}${page.items.length} event${page.items.length === 1 ? '' : 's'}`}
-              hasPrevious={trail.hasPrevious}
-              hasNext={page.next_cursor !== null}
+              trail={trail}
+              nextCursor={page.next_cursor}
               busy={query.isPlaceholderData}
-              onPrevious={trail.previous}
-              onNext={() => page.next_cursor && trail.next(page.next_cursor)}
             />
           )}
         </>

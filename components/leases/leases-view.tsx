@@ -12,7 +12,7 @@ import { startFirstPageEarly, useLiveLeases } from '@/components/leases/use-live
 import { toSearch, useLeaseViewParams, viewKey } from '@/components/leases/view-params';
 import { Badge } from '@/components/ui/badge';
 import { Button } from '@/components/ui/button';
-import { Pager } from '@/components/ui/pager';
+import { TrailPager } from '@/components/ui/pager';
 import { DeniedPanel, EmptyState, ListLoadError, PageHeader } from '@/components/ui/states';
 import { useCursorTrail } from '@/components/console/use-url-params';
 
@@ -112,7 +112,7 @@ export function LeasesView() {
           ) : (
             <LeasesTable rows={rows} loading={query.isPending} dimmed={query.isPlaceholderData} />
           )}
-          <Pager
+          <TrailPager
             summary={
               live && (
                 <span>
@@ -121,11 +121,9 @@ export function LeasesView() {
                 </span>
               )
             }
-            hasPrevious={trail.hasPrevious}
-            hasNext={!!nextCursor}
+            trail={trail}
+            nextCursor={nextCursor}
             busy={query.isPlaceholderData}
-            onPrevious={trail.previous}
-            onNext={() => nextCursor && trail.next(nextCursor)}
           />
         </>
       )}

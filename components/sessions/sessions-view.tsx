@@ -12,7 +12,7 @@ import { Button } from '@/components/ui/button';
 import { cn } from '@/components/ui/cn';
 import { formatDuration } from '@/components/ui/duration';
 import { controlVariants } from '@/components/ui/field';
-import { Pager } from '@/components/ui/pager';
+import { TrailPager } from '@/components/ui/pager';
 import { RefreshButton } from '@/components/ui/refresh-button';
 import { ShortId } from '@/components/ui/short-id';
 import { DeniedPanel, EmptyState, ListLoadError, SkeletonRows } from '@/components/ui/states';
@@ -93,17 +93,15 @@ export function SessionsView() {
             </TBody>
           </Table>
           {page && (
-            <Pager
+            <TrailPager
               summary={
                 page.items.length === 0
                   ? 'No more sessions.'
                   : `${trail.page ? `Page ${trail.page} · ` : ''}${page.items.length} session${page.items.length === 1 ? '' : 's'}${owner ? ` of ${owner}` : ''}`
               }
-              hasPrevious={trail.hasPrevious}
-              hasNext={page.next_cursor !== null}
+              trail={trail}
+              nextCursor={page.next_cursor}
               busy={query.isPlaceholderData}
-              onPrevious={trail.previous}
-              onNext={() => page.next_cursor && trail.next(page.next_cursor)}
             />
           )}
         </>

@@ -31,3 +31,27 @@ export function Pager({
     </div>
   );
 }
+
+/** A Pager driven by a cursor trail (`useCursorTrail`) and the page's `next_cursor`. */
+export function TrailPager({
+  trail,
+  nextCursor,
+  busy,
+  summary,
+}: {
+  trail: { hasPrevious: boolean; previous: () => void; next: (cursor: string) => void };
+  nextCursor: string | null;
+  busy?: boolean;
+  summary?: ReactNode;
+}) {
+  return (
+    <Pager
+      summary={summary}
+      hasPrevious={trail.hasPrevious}
+      hasNext={nextCursor !== null}
+      busy={busy}
+      onPrevious={trail.previous}
+      onNext={() => nextCursor !== null && trail.next(nextCursor)}
+    />
+  );
+}
