@@ -117,7 +117,7 @@ interface Listing {
   epoch: string;
 }
 
-const TERMINAL: ReadonlySet<string> = new Set(['invalid_credential', 'access_denied', 'invalid_selector', 'invalid_request', 'too_many_items']);
+const TERMINAL: ReadonlySet<string> = new Set(['invalid_config', 'invalid_credential', 'access_denied', 'invalid_selector', 'invalid_request', 'too_many_items']);
 const CREDENTIAL_CLOSE: ReadonlySet<string> = new Set(['token_revoked', 'token_expired', 'logged_out']);
 
 function compareRoutes(a: string, b: string): number {
