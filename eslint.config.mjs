@@ -116,6 +116,17 @@ export default tseslint.config(
     },
   },
   {
+    // The command line is an API client like any other: the SDK, never the
+    // engine, the store or the console (docs/cli.md).
+    files: ['cli/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ group: ['**/server/*', '@/server/*', '**/app/*', '@/app/*', '**/components/*', '@/components/*'], message: 'The command line talks to the API through the SDK only.' }] },
+      ],
+    },
+  },
+  {
     files: ['app/**/*.ts', 'app/**/*.tsx', 'components/**/*.ts', 'components/**/*.tsx'],
     rules: {
       'no-restricted-imports': [
