@@ -92,7 +92,7 @@ await buildCli(join(out, 'cli.mjs'));
 copyFileSync(join(out, 'cli.mjs'), join(root, 'dist', 'cli.mjs'));
 chmodSync(join(root, 'dist', 'cli.mjs'), 0o755);
 copyFileSync(join(root, 'LICENSE'), join(out, 'LICENSE'));
-copyFileSync(join(root, 'docs', 'sdk-package-readme.md'), join(out, 'README.md'));
+copyFileSync(join(root, 'docs', 'package-readme.md'), join(out, 'README.md'));
 
 const tsc = spawnSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(root, 'tsconfig.sdk.json')], {
   cwd: root,
