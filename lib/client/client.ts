@@ -32,16 +32,16 @@ export type LeaseholdClientOptions = TransportOptions;
 
 export interface ListOptions {
   /** Items per page (default 100, at most 1,000). */
-  pageSize?: number;
-  ownerId?: string;
-  holderIncarnation?: string;
+  pageSize?: number | undefined;
+  ownerId?: string | undefined;
+  holderIncarnation?: string | undefined;
 }
 
 export interface ListPageOptions {
-  limit?: number;
-  cursor?: string;
-  ownerId?: string;
-  holderIncarnation?: string;
+  limit?: number | undefined;
+  cursor?: string | undefined;
+  ownerId?: string | undefined;
+  holderIncarnation?: string | undefined;
 }
 
 export interface OperatorActionOptions {
@@ -53,22 +53,22 @@ export interface OperatorActionOptions {
 
 export interface AuditQuery {
   /** A route or selector (default `lease://**`). */
-  route?: string;
-  eventType?: AuditEventType;
-  since?: string;
-  until?: string;
-  limit?: number;
-  cursor?: string;
+  route?: string | undefined;
+  eventType?: AuditEventType | undefined;
+  since?: string | undefined;
+  until?: string | undefined;
+  limit?: number | undefined;
+  cursor?: string | undefined;
 }
 
 export interface CreateTokenOptions {
   name: string;
   /** `selector#permission` strings. */
   grants: readonly string[];
-  expiresAt?: string;
+  expiresAt?: string | undefined;
   /** Root tokens only. */
-  family?: string;
-  root?: boolean;
+  family?: string | undefined;
+  root?: boolean | undefined;
 }
 
 export class LeaseholdClient {
