@@ -6,7 +6,7 @@ import { configPath, deleteConfig, readConfig, readTokenFile, writeConfig } from
 import { CliError, EXIT } from '../errors';
 import { jsonLine, styleFor, table } from '../format';
 import { readSecret } from '../prompt';
-import { clientFor, example, note, print, withConnection, withJson, type CommonOptions } from '../shared';
+import { clientFor, example, note, print, withConnection, withJson, type CommonOptions } from '../common';
 
 export function registerAccount(program: Command): void {
   example(

@@ -7,7 +7,7 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import type { AuditEvent, AuditEventType, AuditQuery, LeaseholdClient } from '../../lib/client/index';
 import { jsonLine, parseSince, styleFor } from '../format';
-import { clientFor, durationArg, example, positiveInt, print, withConnection, withJson, type CommonOptions } from '../shared';
+import { clientFor, durationArg, example, positiveInt, print, withConnection, withJson, type CommonOptions } from '../common';
 import { auditTable } from './leases';
 
 interface AuditOptions extends CommonOptions {

@@ -3,7 +3,7 @@
 import type { Command } from 'commander';
 import type { AuditEvent, LeaseView } from '../../lib/client/index';
 import { jsonLine, relative, shortDuration, styleFor, table, type Style } from '../format';
-import { clientFor, example, note, positiveInt, print, withConnection, withJson, type CommonOptions } from '../shared';
+import { clientFor, example, note, positiveInt, print, withConnection, withJson, type CommonOptions } from '../common';
 
 interface LsOptions extends CommonOptions {
   owner?: string;

@@ -10,7 +10,7 @@ import { isLeaseholdError, type LeaseholdClient, type LeaseView } from '../../li
 import { CliError, EXIT } from '../errors';
 import { jsonLine, styleFor } from '../format';
 import { readLine } from '../prompt';
-import { clientFor, example, note, positiveInt, print, reasonOption, withConnection, withJson, type CommonOptions } from '../shared';
+import { clientFor, example, note, positiveInt, print, reasonOption, withConnection, withJson, type CommonOptions } from '../common';
 import { leaseTable } from './leases';
 
 interface ActionOptions extends CommonOptions {

@@ -20,7 +20,7 @@ import type { Command } from 'commander';
 import { isLeaseholdError, type LeaseHandle, type LeaseholdClient, type Session } from '../../lib/client/index';
 import { CliError, EXIT } from '../errors';
 import { shortDuration } from '../format';
-import { clientFor, durationArg, example, note, withConnection, type CommonOptions } from '../shared';
+import { clientFor, durationArg, example, note, withConnection, type CommonOptions } from '../common';
 
 interface RunOptions extends CommonOptions {
   ttl?: number;

@@ -2,7 +2,7 @@
 
 import type { Command } from 'commander';
 import { jsonLine, relative, styleFor, table } from '../format';
-import { clientFor, durationArg, example, note, print, withConnection, withJson, type CommonOptions } from '../shared';
+import { clientFor, durationArg, example, note, print, withConnection, withJson, type CommonOptions } from '../common';
 
 export function registerTokens(program: Command): void {
   const tokens = program.command('tokens').description('list, create and revoke API tokens');

@@ -7,7 +7,7 @@
 import type { Command } from 'commander';
 import type { InventoryObserver, ObservedChange, ObserverState } from '../../lib/client/index';
 import { jsonLine, styleFor } from '../format';
-import { clientFor, example, print, withConnection, withJson, type CommonOptions } from '../shared';
+import { clientFor, example, print, withConnection, withJson, type CommonOptions } from '../common';
 import { leaseTable } from './leases';
 
 const STATE_TEXT: Record<ObserverState, string> = {
