@@ -8,20 +8,14 @@ import assert from 'node:assert/strict';
 import { existsSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { leasePath, rid, startTestServer, type TestServer } from '../../server/testing/harness';
-import { CliHarness, jsonLines, tableRows } from './support';
+import { leasePath, rid, type TestServer } from '../../server/testing/harness';
+import { startCli, type CliHarness, jsonLines, tableRows } from './support';
 
 let s: TestServer;
 let cli: CliHarness;
-
-before(async () => {
-  s = await startTestServer();
-  cli = new CliHarness(s);
-});
-after(async () => {
-  cli.close();
-  await s.close();
-});
+let stop: () => Promise<void>;
+before(async () => ({ s, cli, stop } = await startCli()));
+after(() => stop());
 
 interface Held {
   sessionId: string;
@@ -256,7 +250,7 @@ test('audit --follow prints events recorded after it started, once each', async 
 });
 
 test('tokens create prints the secret once; tokens ls shows it; tokens revoke refuses it afterwards', async () => {
-  const created = await cli.run(['tokens', 'create', '--name', 'cli-ci', '--grant', 'lease://cli/**#read', '--grant', 'lease://cli/jobs/*#write', '--expires', '1d', '--json']);
+  const created = await cli.run(['tokens', 'create', '--name', 'cli-ci', '--grant', 'lease://cli/**#read', '--grant', 'lease://cli/jobs/*#write', '--expires', '2h', '--json']);
   assert.equal(created.code, 0, created.stderr);
   const { token_id, token } = JSON.parse(created.stdout);
   assert.match(token, /^lh_/);
@@ -268,7 +262,7 @@ test('tokens create prints the secret once; tokens ls shows it; tokens revoke re
   const row = rows.find((r) => r[0] === token_id);
   assert.ok(row, table.stdout);
   assert.deepEqual([row[1], row[3], row[6]], ['cli-ci', 'no', 'lease://cli/**#read lease://cli/jobs/*#write']);
-  assert.match(row[5]!, /^in 2[34]h/);
+  assert.match(row[5]!, /^in (1h 59m|2h 00m)$/);
   const json = jsonLines(( await cli.run(['tokens', 'ls', '--json'])).stdout);
   assert.ok(json.some((t) => t.token_id === token_id && t.name === 'cli-ci'));
   assert.ok(json.every((t) => !('token' in t)), 'secrets are never listed');

@@ -7,20 +7,14 @@
 
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { leasePath, rid, startTestServer, type TestServer } from '../../server/testing/harness';
-import { CliHarness } from './support';
+import { leasePath, rid, type TestServer } from '../../server/testing/harness';
+import { startCli, type CliHarness } from './support';
 
 let s: TestServer;
 let cli: CliHarness;
-
-before(async () => {
-  s = await startTestServer();
-  cli = new CliHarness(s);
-});
-after(async () => {
-  cli.close();
-  await s.close();
-});
+let stop: () => Promise<void>;
+before(async () => ({ s, cli, stop } = await startCli()));
+after(() => stop());
 
 /** `node -e SCRIPT` as the command `run` supervises. */
 function node(script: string): string[] {

@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ROOT } from '../../server/testing/process';
-import type { TestServer } from '../../server/testing/harness';
+import { startTestServer, type TestServer } from '../../server/testing/harness';
 
 export interface CliRun {
   readonly child: ChildProcess;
@@ -111,4 +111,18 @@ export function tableRows(text: string): string[][] {
     .split('\n')
     .filter((l) => l.trim() !== '')
     .map((l) => l.trim().split(/\s{2,}/));
+}
+
+/** A real server and the built CLI pointed at it; `stop` ends both. */
+export async function startCli(): Promise<{ s: TestServer; cli: CliHarness; stop(): Promise<void> }> {
+  const s = await startTestServer();
+  const cli = new CliHarness(s);
+  return {
+    s,
+    cli,
+    async stop() {
+      cli.close();
+      await s.close();
+    },
+  };
 }
