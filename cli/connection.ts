@@ -11,6 +11,9 @@ import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { LeaseholdClient } from '../lib/client/index';
 import { CliError, EXIT } from './errors';
+import type { Env } from './format';
+
+export type { Env };
 
 export interface SavedConfig {
   url: string;
@@ -22,12 +25,12 @@ export interface ConnectionOptions {
   tokenFile?: string | undefined;
 }
 
-export function configPath(env: NodeJS.ProcessEnv = process.env): string {
+export function configPath(env: Env = process.env): string {
   const base = env.XDG_CONFIG_HOME && env.XDG_CONFIG_HOME !== '' ? env.XDG_CONFIG_HOME : join(homedir(), '.config');
   return join(base, 'leasehold', 'config.json');
 }
 
-export function readConfig(env: NodeJS.ProcessEnv = process.env): Partial<SavedConfig> {
+export function readConfig(env: Env = process.env): Partial<SavedConfig> {
   let text: string;
   try {
     text = readFileSync(configPath(env), 'utf8');
@@ -43,7 +46,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Partial<SavedC
 }
 
 /** Writes the config with mode 0600 (its folder 0700): it holds a bearer token. */
-export function writeConfig(config: SavedConfig, env: NodeJS.ProcessEnv = process.env): string {
+export function writeConfig(config: SavedConfig, env: Env = process.env): string {
   const file = configPath(env);
   mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
   writeFileSync(file, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
@@ -52,7 +55,7 @@ export function writeConfig(config: SavedConfig, env: NodeJS.ProcessEnv = proces
 }
 
 /** Deletes the saved config; true if there was one. */
-export function deleteConfig(env: NodeJS.ProcessEnv = process.env): boolean {
+export function deleteConfig(env: Env = process.env): boolean {
   const file = configPath(env);
   try {
     readFileSync(file);
@@ -76,7 +79,7 @@ export function readTokenFile(path: string): string {
 }
 
 /** The server and token to use, by the precedence above. */
-export function resolveConnection(opts: ConnectionOptions, env: NodeJS.ProcessEnv = process.env): { url: string; token: string | undefined } {
+export function resolveConnection(opts: ConnectionOptions, env: Env = process.env): { url: string; token: string | undefined } {
   const saved = opts.url !== undefined && opts.tokenFile !== undefined ? {} : readConfig(env);
   const url = opts.url ?? nonEmpty(env.LEASEHOLD_URL) ?? saved.url;
   if (url === undefined) throw new CliError('no server: pass --url, set LEASEHOLD_URL, or run `leasehold login --url URL`', EXIT.usage);

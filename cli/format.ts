@@ -4,13 +4,16 @@
  * (docs/cli.md "Conventions").
  */
 
+/** The environment variables a function reads (process.env by default). */
+export type Env = Readonly<Record<string, string | undefined>>;
+
 export interface Out {
   write(text: string): void;
   readonly isTTY?: boolean | undefined;
 }
 
 /** Colour is for people: only on a terminal, and never when NO_COLOR is set (https://no-color.org). */
-export function useColour(out: Out, env: NodeJS.ProcessEnv = process.env): boolean {
+export function useColour(out: Out, env: Env = process.env): boolean {
   return out.isTTY === true && (env.NO_COLOR === undefined || env.NO_COLOR === '');
 }
 
@@ -29,7 +32,7 @@ const ansi: Style = {
   green: (s) => `\x1b[32m${s}\x1b[39m`,
 };
 
-export function styleFor(out: Out, env?: NodeJS.ProcessEnv): Style {
+export function styleFor(out: Out, env?: Env): Style {
   return useColour(out, env) ? ansi : plain;
 }
 
