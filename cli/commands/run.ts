@@ -150,8 +150,9 @@ async function supervise(client: LeaseholdClient, lease: LeaseHandle, command: s
   try {
     await lease.release();
   } catch (e) {
-    if (!isLeaseholdError(e, 'lease_lost')) throw e;
-    note(`leasehold: the lease on ${lease.route} was already lost when the command ended`);
+    // The command's work is done either way: report, and keep its exit code.
+    if (isLeaseholdError(e, 'lease_lost')) note(`leasehold: the lease on ${lease.route} was already lost when the command ended`);
+    else note(`leasehold: could not release ${lease.route} (${e instanceof Error ? e.message : String(e)}); it expires by itself within its TTL`);
   }
   if (result.code !== null) return result.code;
   return 128 + (result.signal ? (constants.signals[result.signal] ?? 0) : 0);

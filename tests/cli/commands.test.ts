@@ -219,6 +219,13 @@ test('revoke --close-session revokes the lease it showed and closes the holder\'
   assert.deepEqual(JSON.parse(r.stdout), { route, fencing_token: h.token, sessions_closed: 1 });
   const ka = await s.call('POST', '/api/v1/sessions/keepalive', { session_id: h.sessionId });
   assert.equal(ka.status, 404);
+
+  const plainRoute = 'lease://cli/revoke/plain';
+  const plain = await hold(plainRoute, 'plain');
+  const text = await cli.run(['revoke', plainRoute, '--reason', 'credential leaked, SEC-78'], { input: 'plain\n' });
+  assert.equal(text.code, 0, text.stderr);
+  assert.equal(text.stdout, `Revoked ${plainRoute} (fencing token ${plain.token}).\n`);
+  assert.match(text.stderr, /revoke this lease\? Type its resource name \(plain\) to confirm/);
 });
 
 test('audit prints the trail newest first as a table and JSON lines, filtered by route and type', async () => {
@@ -254,6 +261,10 @@ test('tokens create prints the secret once; tokens ls shows it; tokens revoke re
   assert.equal(created.code, 0, created.stderr);
   const { token_id, token } = JSON.parse(created.stdout);
   assert.match(token, /^lh_/);
+  const plain = await cli.run(['tokens', 'create', '--name', 'cli-plain', '--grant', 'lease://cli/**#read']);
+  assert.equal(plain.code, 0, plain.stderr);
+  assert.match(plain.stdout, /^lh_\S+\n$/, 'only the secret on stdout, for $(…)');
+  assert.match(plain.stderr, /^Created tk_\S+ in family default\. The secret above is shown only now\.\n$/);
 
   const table = await cli.run(['tokens', 'ls']);
   assert.equal(table.code, 0, table.stderr);
