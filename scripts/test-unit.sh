@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Unit and HTTP tests: node's test runner (through tsx) over every *.test.ts
-# in lib/, components/, server/ and tests/. Node 20 does not expand globs itself, so the
+# in lib/, components/, server/, cli/ and tests/. Node 20 does not expand globs itself, so the
 # shell does. Prints node's summary lines (`# pass N`, `# fail N`) last, and
 # exits non-zero when any test fails.
 set -uo pipefail
 shopt -s globstar nullglob
 cd "$(dirname "$0")/.."
 
-files=(lib/**/*.test.ts components/**/*.test.ts server/**/*.test.ts tests/**/*.test.ts)
+files=(lib/**/*.test.ts components/**/*.test.ts server/**/*.test.ts cli/**/*.test.ts tests/**/*.test.ts)
 if ((${#files[@]} == 0)); then
   echo "no unit tests found"
   printf '# tests 0\n# pass 0\n# fail 0\n'
