@@ -327,6 +327,7 @@ export const ROUTES: AnyRoute[] = [
     body: S.LoginBody,
     query: S.NoQuery,
     success: { status: 200, code: 'logged_in' },
+    errors: ['invalid_credential'],
     handle: async (req, e) => {
       const { cookieSecret, expiresAt, principal } = await e.tokens.login(req.body.token as string);
       req.setHeader('Set-Cookie', cookie(req, cookieSecret, Math.max(1, Math.floor((expiresAt - e.store.now()) / 1000))));
