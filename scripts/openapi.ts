@@ -12,7 +12,7 @@ import { openApiDocument } from '../server/http/openapi';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
-type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- walking a JSON document
+type Json = Record<string, any>; // walking a JSON document
 
 export function packageVersion(): string {
   return (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string }).version;

@@ -8,7 +8,7 @@
 
 import { z } from 'zod';
 import { ERROR_CODES, type ErrorCode } from '../engine/errors';
-import { Answers, ErrorBody, FeedEvents, HealthOk, HealthUnavailable, type Operation } from './answers';
+import { Answers, ErrorBody, FeedEvents, HealthOk, HealthUnavailable, JsonValue, type Operation } from './answers';
 import { STATUS_OF } from './envelope';
 import { CONFLICT_EXAMPLE, EXAMPLES, STREAM_EXAMPLE } from './openapi-examples';
 import { ROUTES, type AnyRoute } from './routes';
@@ -151,6 +151,12 @@ class Components {
       // Answers may gain fields; request bodies are strict (unknown fields are refused).
       override: (ctx) => {
         if (io === 'output' && ctx.jsonSchema.additionalProperties === false) delete ctx.jsonSchema.additionalProperties;
+        // Any JSON value is the empty schema: the recursive union says the same, but
+        // some generators cannot type a union that contains itself (openapi-typescript).
+        if ((ctx.zodSchema as unknown) === JsonValue) {
+          for (const k of Object.keys(ctx.jsonSchema)) delete (ctx.jsonSchema as Json)[k];
+          Object.assign(ctx.jsonSchema, { description: 'Any JSON value' });
+        }
       },
     }) as Json;
     const defs = (json.$defs ?? {}) as Record<string, Json>;
