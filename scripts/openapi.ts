@@ -38,6 +38,11 @@ function typeOf(s: Json | undefined): string {
       .map((t) => {
         if (t === 'array') return s.prefixItems ? `[${(s.prefixItems as Json[]).map(typeOf).join(', ')}]` : `${typeOf(s.items)}[]`;
         if (t === 'object' && s.additionalProperties && typeof s.additionalProperties === 'object') return `map of ${typeOf(s.additionalProperties)}`;
+        if (t === 'object' && s.properties) {
+          return `{ ${Object.entries(s.properties as Record<string, Json>)
+            .map(([k, p]) => `${k}: ${typeOf(p)}`)
+            .join(', ')} }`;
+        }
         if (t === 'string' && s.format) return `string (${s.format})`;
         return t;
       })

@@ -153,7 +153,7 @@ test('every success answer parses with its operation’s schema and carries no f
     assert.deepEqual(schema.parse(e.data), e.data, `${e.event} sends no undocumented field`);
     if (e.event === 'change') assert.equal(e.id, String(e.data.revision), 'a change’s id is its revision');
   }
-  // overflow needs a consumer slower than the server: server/http/feed-slow.test.ts makes one; its data is `{ reason }` as documented.
+  // overflow needs a consumer slower than the server (server/http/feed-slow.test.ts makes one); it is not produced here.
   assert.deepEqual([...new Set(stream.events.map((e) => e.event))].sort(), ['change', 'closed', 'hello', 'renewed', 'subscribed']);
 
   assert.deepEqual([...seen].sort(), ROUTES.map((d) => d.operation).sort(), 'every operation of the route table was checked');

@@ -252,7 +252,7 @@ function streamDescription(): string {
     '',
     ...lines,
     '',
-    'Resume with `since=<revision>` or the `Last-Event-ID` header. A refused stream answers JSON errors, not a stream. The start of a stream:',
+    'A stream refused (bad selector, missing grant, a cap) answers a JSON error, not a stream. The start of a stream:',
     '',
     '```',
     STREAM_EXAMPLE.trimEnd(),
