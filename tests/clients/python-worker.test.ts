@@ -17,12 +17,21 @@ import { generatePythonClient } from '../../scripts/python-client';
 import { leasePath, startTestServer, type TestServer } from '@/server/testing/harness';
 
 const run = promisify(execFile);
-const PYTHON = '/usr/bin/python3';
+/** Debian's python3, where apt puts python3-urllib3 and friends. */
+const PYTHON = process.env.LEASEHOLD_TEST_PYTHON ?? '/usr/bin/python3';
 
 let s: TestServer;
 let dir: string;
 
 before(async () => {
+  const missing = [
+    await run('java', ['-version']).then(() => '', () => 'java (Debian: default-jre-headless)'),
+    await run(PYTHON, ['-c', 'import urllib3, six, certifi, dateutil']).then(
+      () => '',
+      () => `${PYTHON} with urllib3, six, certifi, dateutil (Debian: python3-urllib3 python3-six python3-certifi python3-dateutil)`,
+    ),
+  ].filter(Boolean);
+  if (missing.length) throw new Error(`this test needs ${missing.join(' and ')}: .ci/run installs them`);
   s = await startTestServer();
   dir = mkdtempSync(join(tmpdir(), 'leasehold-py-'));
   const served = await s.call('GET', '/api/v1/openapi.json', undefined, { token: null });
