@@ -56,10 +56,10 @@ test('redocly lint with the recommended rules finds no error and no warning in t
 test('every reference in the served document resolves to a component', () => {
   const refs = JSON.stringify(served).match(/"\$ref":"[^"]*"/g) ?? [];
   assert.ok(refs.length > 50);
-  const schemas = (served.components as { schemas: Record<string, unknown> }).schemas;
+  const components = served.components as Record<string, Record<string, unknown>>;
   for (const ref of new Set(refs)) {
-    const m = /^"\$ref":"#\/components\/schemas\/([^"]+)"$/.exec(ref);
-    assert.ok(m && schemas[m[1]!], `${ref} resolves`);
+    const m = /^"\$ref":"#\/components\/(schemas|headers)\/([^"]+)"$/.exec(ref);
+    assert.ok(m && components[m[1]!]?.[m[2]!], `${ref} resolves`);
   }
 });
 

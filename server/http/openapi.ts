@@ -127,6 +127,17 @@ const ERROR_SCHEMA_OF: Record<number, string> = {
 };
 
 const REF = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const HEADER = (name: string) => ({ $ref: `#/components/headers/${name}` });
+
+/** Statuses whose errors may say when to retry (`Retry-After`, seconds, with `retry_after_ms` in the body). */
+const RETRYABLE_STATUS = new Set([409, 429, 503]);
+
+const HEADERS = {
+  CorrelationId: { description: 'The answer’s correlation id (also `correlation_id` in the body): quote it when reporting a problem', schema: { type: 'string' } },
+  IdempotentReplay: { description: 'Present (`true`) when this answer replays an earlier success with the same request_id', schema: { type: 'string', enum: ['true'] } },
+  RetryAfter: { description: 'Seconds to wait before retrying, when the server knows (`retry_after_ms` in the body is exact)', schema: { type: 'integer', minimum: 1 } },
+  Allow: { description: 'The methods the path takes', schema: { type: 'string' } },
+};
 
 class Components {
   readonly schemas: Record<string, Json> = {};
@@ -224,8 +235,12 @@ function errorResponses(codes: readonly ErrorCode[], conflictExample: boolean): 
   for (const [status, list] of [...byStatus].sort((a, b) => a[0] - b[0])) {
     const media: Json = { schema: REF(ERROR_SCHEMA_OF[status]!) };
     if (status === 409 && conflictExample) media.example = CONFLICT_EXAMPLE;
+    const headers: Json = { 'X-Correlation-Id': HEADER('CorrelationId') };
+    if (list.some((c) => RETRYABLE_STATUS.has(STATUS_OF[c]))) headers['Retry-After'] = HEADER('RetryAfter');
+    if (status === 405) headers.Allow = HEADER('Allow');
     out[String(status)] = {
       description: list.map((c) => `\`${c}\`: ${MEANING[c]}`).join('; '),
+      headers,
       content: { 'application/json': media },
     };
   }
@@ -295,13 +310,17 @@ export function openApiDocument(version: string): Json {
     const bodyProps = (c.convert(r.body, 'input') as { properties?: object }).properties ?? {};
     const hasBody = Object.keys(bodyProps).length > 0;
     const example = EXAMPLES[r.operation];
+    const successHeaders: Json = { 'X-Correlation-Id': HEADER('CorrelationId') };
+    if ('request_id' in bodyProps) successHeaders['Idempotent-Replay'] = HEADER('IdempotentReplay');
     const success: Json = r.stream
       ? {
           description: `\`${r.success.code}\`: the stream`,
+          headers: successHeaders,
           content: { 'text/event-stream': { schema: { ...c.named('FeedEvent', feedEventSchema(), 'output'), description: streamDescription() } } },
         }
       : {
           description: `\`${r.success.code}\``,
+          headers: successHeaders,
           content: {
             'application/json': {
               schema: c.named(
@@ -392,6 +411,7 @@ export function openApiDocument(version: string): Json {
     paths,
     components: {
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'A Leasehold token: `Authorization: Bearer <token>`' } },
+      headers: HEADERS,
       schemas: c.schemas,
     },
   };
