@@ -78,7 +78,7 @@ export interface RouteDef<A extends Operation = Operation> {
   stream?: true;
   /** Served only when metrics are on; an unknown path otherwise. */
   metrics?: true;
-  handle: (req: ApiRequest, engine: LeaseEngine) => Promise<Answer<A> | Outcome<Answer<A>> | typeof STREAMED>;
+  handle: (req: ApiRequest, engine: LeaseEngine) => Promise<Answer<A> | Outcome<Answer<A>> | (A extends 'feed_open' ? typeof STREAMED : never)>;
 }
 
 /** One route per operation, each checked against its own answer schema. */
