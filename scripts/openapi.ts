@@ -136,7 +136,7 @@ export function apiMarkdown(doc: Json = openApiDocument(packageVersion())): stri
     'package, a devDependency) through `scripts/python-client.ts`, which needs `java`:',
     '',
     '```sh',
-    'node --import tsx scripts/python-client.ts generated/python   # from docs/openapi.json',
+    'npm run client:python -- generated/python   # from docs/openapi.json; or pass a served document as 2nd argument',
     '```',
     '',
     'The client needs `urllib3`, `six`, `certifi` and `python-dateutil` (on Debian: `apt-get install',

