@@ -82,7 +82,7 @@ export default tseslint.config(
     },
   },
   {
-    // The SDK runs in browsers (SDK.md): no Node built-ins outside its tests.
+    // The SDK runs in browsers (docs/sdk.md): no Node built-ins outside its tests.
     // This entry replaces the one above for these files, so it repeats libBoundary.
     files: ['lib/client/**/*.ts', 'lib/react/**/*.ts', 'lib/react/**/*.tsx'],
     ignores: ['**/*.test.ts', '**/*.test.tsx'],

@@ -1,5 +1,5 @@
 /**
- * Builds dist/sdk/, the installable `leasehold` package (SDK.md "Packaging"):
+ * Builds dist/sdk/, the installable `leasehold` package (docs/sdk.md "Installing it"):
  *
  *   leasehold/client      lib/client/index.ts bundled to one ES module
  *   leasehold/react       lib/react/index.ts, importing react and leasehold/client

@@ -61,7 +61,7 @@ export class LeaseholdError extends Error {
     this.correlationId = init.correlationId;
   }
 
-  /** True for a code the server can answer (HTTP.md table), false for a client-side one. */
+  /** True for a code the server can answer (the error table in docs/semantics.md "The wire"), false for a client-side one. */
   get fromServer(): boolean {
     return SERVER_CODES.has(this.code);
   }

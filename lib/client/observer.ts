@@ -1,5 +1,5 @@
 /**
- * The safe way to know what is held (SDK.md `observeInventory`, CONTRACT.md
+ * The safe way to know what is held (docs/sdk.md "Fleet managers", docs/semantics.md
  * §8 "Bootstrap without a blind window"). Per stream it:
  *
  *   1. opens a stream and registers the selector, waiting for the server's

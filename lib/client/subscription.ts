@@ -1,5 +1,5 @@
 /**
- * One live stream (CONTRACT.md §8, HTTP.md "Live inventory feed") read with
+ * One live stream (docs/semantics.md §8) read with
  * fetch streaming, so it carries the bearer token when the client has one
  * (else the browser's cookie). Registrations are named by their selector: the
  * server's subscription ids never leave this file.

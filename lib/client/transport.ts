@@ -2,7 +2,7 @@
  * One HTTP call to the API, with the envelope unwrapped, errors typed and, for
  * calls that are safe to repeat, bounded jittered retries. A mutation is safe
  * to repeat only because it carries a request_id that every retry reuses: the
- * server then replays the first answer instead of acting twice (CONTRACT.md §6).
+ * server then replays the first answer instead of acting twice (docs/semantics.md §6).
  */
 
 import { LeaseholdError } from './errors';
@@ -199,7 +199,7 @@ function describe(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
 
-/** Unwrap the envelope (HTTP.md "Envelopes"), or throw the error it carries. */
+/** Unwrap the envelope (docs/semantics.md "The wire"), or throw the error it carries. */
 export function parseAnswer<T>(res: Response, text: string): Answer<T> {
   const correlationId = res.headers.get('x-correlation-id') ?? undefined;
   let body: Envelope | undefined;

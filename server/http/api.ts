@@ -143,7 +143,7 @@ function readCookie(req: IncomingMessage, name: string): string | undefined {
 
 /**
  * Cookie-authenticated mutations must come from the console's own origin
- * (CONTRACT.md §10): `Sec-Fetch-Site: same-origin`, or an `Origin` equal to
+ * (docs/semantics.md §10): `Sec-Fetch-Site: same-origin`, or an `Origin` equal to
  * the public origin.
  */
 function sameOrigin(req: IncomingMessage, publicOrigin: string | undefined): boolean {
