@@ -8,6 +8,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { LeaseEngine, type EngineOptions } from './engine/engine';
 import { createApiHandler } from './http/api';
+import { isOriginForm, refuseRawRequest, refuseRequestTarget } from './http/request-target';
 import { MetricsCollector, type CollectorOptions } from './metrics/collector';
 import { PgStore } from './store/postgres/pg-store';
 import { SqliteStore } from './store/sqlite/sqlite-store';
@@ -54,7 +55,7 @@ export interface AppServer {
 /** Open the store, start the engine (expiring what fell due while down), then listen. */
 export async function startAppServer(opts: AppServerOptions): Promise<AppServer> {
   const base: Store = opts.databaseUrl
-    ? await PgStore.open({ url: opts.databaseUrl, poolSize: opts.poolSize })
+    ? await PgStore.open({ url: opts.databaseUrl, poolSize: opts.poolSize, clock: opts.clock })
     : new SqliteStore({ dataDir: opts.dataDir, synchronous: opts.synchronous, clock: opts.clock });
   const store = opts.wrapStore ? opts.wrapStore(base) : base;
   const engine = new LeaseEngine(store, opts.engine);
@@ -83,7 +84,8 @@ export async function startAppServer(opts: AppServerOptions): Promise<AppServer>
   let inFlight = 0;
   let idle: (() => void) | undefined;
   const server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
-    if (req.url === '/api' || req.url?.startsWith('/api/')) {
+    if (!isOriginForm(req.url)) refuseRequestTarget(req, res);
+    else if (req.url === '/api' || req.url?.startsWith('/api/')) {
       inFlight++;
       res.once('close', () => {
         if (--inFlight === 0) idle?.();
@@ -91,6 +93,8 @@ export async function startAppServer(opts: AppServerOptions): Promise<AppServer>
       api(req, res);
     } else fallback(req, res);
   });
+  server.on('clientError', refuseRawRequest);
+  server.on('connect', (_req: IncomingMessage, socket) => refuseRawRequest(undefined, socket));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(opts.port ?? 0, opts.host ?? '127.0.0.1', () => resolve());
