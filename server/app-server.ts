@@ -12,6 +12,7 @@ import { isOriginForm, refuseRawRequest, refuseRequestTarget } from './http/requ
 import { MetricsCollector, type CollectorOptions } from './metrics/collector';
 import { PgStore } from './store/postgres/pg-store';
 import { SqliteStore } from './store/sqlite/sqlite-store';
+import type { Clock } from './store/millis';
 import type { Store } from './store/types';
 
 export interface AppServerOptions {
@@ -23,7 +24,7 @@ export interface AppServerOptions {
   host?: string;
   port?: number;
   synchronous?: 'normal' | 'full';
-  clock?: () => number;
+  clock?: Clock;
   engine?: EngineOptions;
   corsOrigins?: string[];
   publicOrigin?: string;

@@ -1,3 +1,4 @@
+import { addMs, type Millis } from '../store/millis';
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseSelector } from '@/lib/selector';
@@ -62,7 +63,7 @@ for (const backend of BACKENDS) {
         return fn(faulty);
       });
     }
-    now(): number {
+    now(): Millis {
       return this.inner.now();
     }
     epoch(): string {
@@ -212,7 +213,7 @@ for (const backend of BACKENDS) {
     test('retention keeps at most the newest max-rows events, pruning in bounded steps', async () => {
       const f = await engineFixture({ backend, audit: { retentionMs: 365 * 86_400_000, maxRows: 1_000 } });
       try {
-        for (let i = 0; i < 5_000; i++) f.engine.audit.record(sessionEvent(f, `w-${i}`, f.clock.now() + i));
+        for (let i = 0; i < 5_000; i++) f.engine.audit.record(sessionEvent(f, `w-${i}`, addMs(f.clock.now(), i)));
         await f.engine.audit.flush();
         // One step deletes at most PRUNE_BATCH (500): the first call is one step;
         // the second deletes the rest (3,500), in bounded steps.

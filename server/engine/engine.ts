@@ -9,6 +9,7 @@
  * isolation: it only ever reads and writes the principal's family.
  */
 
+import { millis, type Millis } from '../store/millis';
 import { randomBytes } from 'node:crypto';
 import type { ParsedSelector } from '@/lib/selector';
 import { AuditLog, auditView, type AuditEvent, type AuditEventType, type AuditFacts, type AuditOptions, type AuditSpec, type Caller } from './audit';
@@ -613,9 +614,9 @@ export class LeaseEngine {
         triple,
         routeless,
         eventType: q.eventType,
-        since: q.since,
-        until: q.until,
-        before: before as [number, number] | null,
+        since: q.since === undefined ? undefined : millis(q.since),
+        until: q.until === undefined ? undefined : millis(q.until),
+        before: before as [Millis, number] | null,
         limit: q.limit + 1,
         budget: this.ctx.limits.listBudget,
       }),

@@ -8,6 +8,7 @@
  * never goes back, so tokens strictly increase per route for the store's life.
  */
 
+import { addMs, millis, type Millis } from '../store/millis';
 import type { LeaseRow, SessionRow, SharedWaiters } from '../store/types';
 import { fail, LeaseholdError } from './errors';
 import type { ChangeKind } from './events';
@@ -153,8 +154,8 @@ async function createLease(step: Step, p: WaiterParams, s: SessionRow, queued: b
     incarnation: s.incarnation,
     acquiredAt: step.now,
     renewedAt: step.now,
-    expiresAt: Math.min(step.now + p.ttlMs, step.now + p.maxLifetimeMs),
-    maxExpiresAt: step.now + p.maxLifetimeMs,
+    expiresAt: addMs(step.now, Math.min(p.ttlMs, p.maxLifetimeMs)),
+    maxExpiresAt: addMs(step.now, p.maxLifetimeMs),
     ttlMs: p.ttlMs,
     renewalCount: 0,
     revision,
@@ -171,8 +172,8 @@ function acquireKey(p: { family: string; route: string; requestId: string }): Id
   return { family: p.family, op: 'acquire', route: p.route, requestId: p.requestId };
 }
 
-function acquireRecordExpiry(ctx: EngineContext, step: Step, row: LeaseRow): number {
-  return Math.max(step.now + ctx.limits.idempotencyTtlMs, row.maxExpiresAt);
+function acquireRecordExpiry(ctx: EngineContext, step: Step, row: LeaseRow): Millis {
+  return millis(Math.max(addMs(step.now, ctx.limits.idempotencyTtlMs), row.maxExpiresAt));
 }
 
 /**
@@ -297,7 +298,7 @@ export async function acquireStep(ctx: EngineContext, step: Step, p: WaiterParam
   const waiter: Waiter = { ...p, state: 'waiting', signal, timer: undefined, resolve, reject };
   if (sw) {
     const metadata = p.metadata === null ? null : JSON.stringify(p.metadata);
-    await sw.enqueueWaiter({ ...p, metadata, instance: ctx.instanceId!, deadline: step.now + waitMs });
+    await sw.enqueueWaiter({ ...p, metadata, instance: ctx.instanceId!, deadline: addMs(step.now, waitMs) });
   }
   ctx.waiters.enqueue(waiter);
   step.enqueued.push(waiter);
@@ -327,14 +328,14 @@ export async function renewStep(ctx: EngineContext, step: Step, family: string, 
   const renewed: LeaseRow = {
     ...l,
     renewedAt: step.now,
-    expiresAt: Math.min(step.now + ttl, l.maxExpiresAt),
+    expiresAt: millis(Math.min(addMs(step.now, ttl), l.maxExpiresAt)),
     ttlMs: ttl,
     renewalCount: l.renewalCount + 1,
   };
   await step.tx.updateLeaseRenewal(family, route, l.leaseId, renewed.renewedAt, renewed.expiresAt, ttl, renewed.renewalCount);
   step.events.push({ type: 'renewed', family, route, expiresAt: renewed.expiresAt, renewalCount: renewed.renewalCount });
   const answer: RenewResult = { lease: heldLease(renewed, step.now, await waiterCount(ctx, step, family, route)) };
-  await recordAnswer(step, key, digest, answer, step.now + ctx.limits.idempotencyTtlMs);
+  await recordAnswer(step, key, digest, answer, addMs(step.now, ctx.limits.idempotencyTtlMs));
   return { answer, replayed: false };
 }
 
@@ -346,7 +347,7 @@ export async function releaseStep(ctx: EngineContext, step: Step, family: string
   const l = await heldBy(ctx, step, family, route, proof);
   await endLease(ctx, step, l, 'released');
   const answer: ReleaseResult = { route, fencing_token: l.fencingToken };
-  await recordAnswer(step, key, digest, answer, step.now + ctx.limits.idempotencyTtlMs);
+  await recordAnswer(step, key, digest, answer, addMs(step.now, ctx.limits.idempotencyTtlMs));
   return { answer, replayed: false };
 }
 
@@ -368,7 +369,7 @@ export async function checkpointStep(ctx: EngineContext, step: Step, family: str
   const answer: CheckpointWritten = {
     checkpoint: { route, fencing_token: l.fencingToken, written_at: new Date(step.now).toISOString(), version },
   };
-  await recordAnswer(step, key, digest, answer, step.now + ctx.limits.idempotencyTtlMs);
+  await recordAnswer(step, key, digest, answer, addMs(step.now, ctx.limits.idempotencyTtlMs));
   return { answer, replayed: false };
 }
 

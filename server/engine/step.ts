@@ -7,6 +7,7 @@
  * only after it commits.
  */
 
+import type { Millis } from '../store/millis';
 import type { Store, Tx } from '../store/types';
 import type { AuditFacts } from './audit';
 import type { EngineEvent } from './events';
@@ -45,7 +46,7 @@ export type WaiterNotice =
 
 export interface Step {
   readonly tx: Tx;
-  readonly now: number;
+  readonly now: Millis;
   /** Published after commit, in order. */
   readonly events: EngineEvent[];
   /** Waiters granted in this step: answered after commit (or rolled back if their client left). */
