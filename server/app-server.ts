@@ -4,6 +4,7 @@
  * handler in production; nothing in API-only mode and in tests).
  */
 
+import { mkdirSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { LeaseEngine, type EngineOptions } from './engine/engine';
@@ -55,6 +56,9 @@ export interface AppServer {
 
 /** Open the store, start the engine (expiring what fell due while down), then listen. */
 export async function startAppServer(opts: AppServerOptions): Promise<AppServer> {
+  // The data directory holds the SQLite database, or on PostgreSQL the
+  // instance's own files (the bootstrap token): created for either store.
+  mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
   const base: Store = opts.databaseUrl
     ? await PgStore.open({ url: opts.databaseUrl, poolSize: opts.poolSize, clock: opts.clock })
     : new SqliteStore({ dataDir: opts.dataDir, synchronous: opts.synchronous, clock: opts.clock });
