@@ -94,8 +94,8 @@ for (const backend of BACKENDS) {
           waiterSettled = true;
         });
         // Queued once its step commits (a turn of the event loop on SQLite, round trips on PostgreSQL).
-        for (let i = 0; i < 400 && f.engine.waiters.count('default', route) === 0; i++) await new Promise((r) => setTimeout(r, 5));
-        assert.equal(f.engine.waiters.count('default', route), 1);
+        for (let i = 0; i < 400 && f.engine.waiters.held('default', route) === 0; i++) await new Promise((r) => setTimeout(r, 5));
+        assert.equal(f.engine.waiters.held('default', route), 1);
         const eventsBefore = f.events.length;
         const auditBefore = (await allEvents(f)).length;
 
@@ -108,7 +108,7 @@ for (const backend of BACKENDS) {
         const now = await f.engine.inspect(f.admin, route);
         assert.equal(now.lease.fencing_token, held.fencing_token, 'the lease is still held by its holder');
         assert.equal(now.lease.holder_incarnation, held.holder_incarnation);
-        assert.equal(f.engine.waiters.count('default', route), 1, 'the waiter is still queued');
+        assert.equal(f.engine.waiters.held('default', route), 1, 'the waiter is still queued');
         assert.equal(waiterSettled, false, 'no waiter was granted');
         const renewed = await f.engine.renew(f.admin, route, proofOf(holder, held));
         assert.equal(renewed.answer.lease.renewal_count, 1, 'the holder still holds it and can renew');

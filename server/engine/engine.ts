@@ -48,7 +48,7 @@ export type { ListPage, ListQuery };
 
 /** The caller of system events (expiry): no token, no request. */
 const SYSTEM: Principal = { tokenId: '', name: 'system', family: '', grants: [], root: false, kind: 'api', expiresAt: null };
-import { WaiterQueues, type Waiter } from './waiters';
+import { waitQueueFor, type WaitQueue, type Waiter } from './waiters';
 
 export interface Outcome<T> {
   answer: T;
@@ -130,7 +130,7 @@ function refuse(r: { waiter: Waiter; error: LeaseholdError }): void {
 
 export class LeaseEngine {
   readonly events = new EventHub();
-  readonly waiters = new WaiterQueues();
+  readonly waiters: WaitQueue;
   readonly tokens: TokenAuthority;
   readonly audit: AuditLog;
   readonly feed: FeedHub;
@@ -146,6 +146,7 @@ export class LeaseEngine {
     readonly store: Store,
     private readonly opts: EngineOptions = {},
   ) {
+    this.waiters = waitQueueFor(store);
     this.ctx = { store, waiters: this.waiters, limits: { ...DEFAULT_LIMITS, ...opts.limits }, instanceId: store.bus?.instanceId };
     this.tokens = new TokenAuthority(store);
     this.audit = new AuditLog(store, opts.audit);
@@ -238,8 +239,7 @@ export class LeaseEngine {
   /** Drain, write the buffered audit events, then close the store (committing what is pending). */
   async stop(): Promise<void> {
     this.drain();
-    const id = this.ctx.instanceId;
-    if (id !== undefined) await this.store.atomic((tx) => tx.waiters!.deleteInstanceWaiters(id)).catch(() => undefined);
+    await this.waiters.leave(this.store).catch(() => undefined);
     await this.audit.stop();
     await this.store.close();
   }
@@ -379,8 +379,8 @@ export class LeaseEngine {
   }
 
   /** Remove a waiter that left (deadline, disconnect) from the shared queue too. */
-  private async forgetWaiter(step: Step, w: Waiter): Promise<void> {
-    if (this.ctx.instanceId !== undefined) await step.tx.waiters?.deleteWaiter(w.family, w.route, w.requestId);
+  private forgetWaiter(step: Step, w: Waiter): Promise<void> {
+    return this.waiters.forget(step, w);
   }
 
   // ---- sessions -------------------------------------------------------------
@@ -450,7 +450,7 @@ export class LeaseEngine {
           if (this.waiters.remove(w)) {
             clearTimeout(w.timer);
             w.reject(new LeaseholdError('lease_conflict', 'the client went away while waiting'));
-            if (this.ctx.instanceId !== undefined) void this.run((step) => this.forgetWaiter(step, w), undefined, w.family).catch(() => undefined);
+            if (this.waiters.inStore) void this.run((step) => this.forgetWaiter(step, w), undefined, w.family).catch(() => undefined);
           }
         },
         { once: true },

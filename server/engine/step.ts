@@ -13,7 +13,7 @@ import type { AuditFacts } from './audit';
 import type { EngineEvent } from './events';
 import type { LeaseholdError } from './errors';
 import type { AcquireResult } from './leases';
-import type { WaiterQueues, Waiter } from './waiters';
+import type { WaitQueue, Waiter } from './waiters';
 import type { LeaseRow } from '../store/types';
 
 export interface Limits {
@@ -63,7 +63,7 @@ export interface Step {
 
 export interface EngineContext {
   readonly store: Store;
-  readonly waiters: WaiterQueues;
+  readonly waiters: WaitQueue;
   readonly limits: Limits;
   /**
    * Set on a shared store: this instance's id. The FIFO queues then live in

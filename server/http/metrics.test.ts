@@ -177,11 +177,11 @@ describe('a scripted workload', () => {
     const d = (await s.openSession('d', TTL)).sessionId;
     const ac = new AbortController();
     const gone = acquire('lease://wl/d/rb', d, { wait_ms: 10_000 }, { signal: ac.signal }).catch(() => 'aborted');
-    await waitUntil(() => s.app.engine.waiters.count('default', 'lease://wl/d/rb') === 1, 5_000, 'the waiter');
+    await waitUntil(() => s.app.engine.waiters.held('default', 'lease://wl/d/rb') === 1, 5_000, 'the waiter');
     await s.call('GET', '/api/v1/auth/whoami'); // the token is cached: the release needs no step of its own to authenticate
     const open = gated.hold();
     const release = s.call('POST', leasePath('lease://wl/d/rb', 'release'), proof(rb, a));
-    await waitUntil(() => s.app.engine.waiters.count('default', 'lease://wl/d/rb') === 0, 5_000, 'the claim');
+    await waitUntil(() => s.app.engine.waiters.held('default', 'lease://wl/d/rb') === 0, 5_000, 'the claim');
     ac.abort();
     await sleep(100);
     open();
