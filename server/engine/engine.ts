@@ -168,6 +168,8 @@ export class LeaseEngine {
     // Expiry is a system event: audited from the change it makes, by the
     // instance that made it (never for another instance's change).
     this.events.subscribe((e) => {
+      // Another instance's revoke: stop accepting the token here as soon as its commit's notice arrives.
+      if (e.type === 'token_revoked' && e.remote) this.tokens.forget(e.tokenId);
       if (e.remote) return;
       if (e.type === 'change' && e.change === 'expired') {
         this.audit.record(this.systemRow('lease_expire', 'lease_expired', e.family, e.route, e));

@@ -93,7 +93,8 @@ interface Cached<T> {
 /**
  * Authenticates bearer secrets and console logins with a short cache (1 s),
  * invalidated at once by a local revoke or logout. Another instance's revoke
- * is seen within the cache age.
+ * invalidates it when that commit's notification arrives (milliseconds), and
+ * within the cache age at the latest (docs/design.md).
  */
 export class TokenAuthority {
   private readonly byHash = new Map<string, Cached<TokenRow>>();

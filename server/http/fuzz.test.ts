@@ -73,7 +73,7 @@ test('400 random requests: never a 5xx, always an envelope, and the server still
 function rawExchange(baseUrl: string, bytes: string | Buffer): Promise<{ status: number; headers: Record<string, string>; body: string; raw: string }> {
   const url = new URL(baseUrl);
   return new Promise((resolve, reject) => {
-    const sock = connect(Number(url.port), url.hostname, () => sock.end(bytes));
+    const sock = connect(Number(url.port), url.hostname, () => sock.write(bytes));
     const chunks: Buffer[] = [];
     sock.setTimeout(5_000, () => sock.destroy(new Error(`no answer to ${JSON.stringify(String(bytes).slice(0, 80))}`)));
     sock.on('data', (c: Buffer) => chunks.push(c));

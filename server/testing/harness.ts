@@ -105,6 +105,8 @@ export interface TestServer {
   /** Every instance: [A] on SQLite, [A, B] on PostgreSQL. */
   apps: AppServer[];
   backend: Backend;
+  /** PostgreSQL: the database both instances use. */
+  databaseUrl: string | undefined;
   /** Instance A's base URL. */
   url: string;
   /** Every instance's base URL, A first. */
@@ -120,6 +122,16 @@ export interface TestServer {
   openSession(ownerId?: string, ttlMs?: number, token?: string): Promise<{ sessionId: string; incarnation: string }>;
   /** Create a token with these grants (by the admin token unless `by` is given). */
   createToken(grants: string[], extra?: Record<string, unknown>, by?: string): Promise<string>;
+  /**
+   * A call whose answer depends on another instance having heard of a change
+   * (a revoked token is refused by the other instance when the revoke's
+   * notification arrives: milliseconds, 1 s at most, docs/design.md): on
+   * SQLite one call; on PostgreSQL repeated while `until` is false, for at
+   * most 1 s. Returns the last answer.
+   */
+  settledCall(method: string, path: string, body: unknown, opts: CallOptions, until: (r: Reply) => boolean): Promise<Reply>;
+  /** Write every instance's buffered audit events (a read flushes only its own instance's buffer). */
+  flushAudit(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -145,6 +157,13 @@ process.once('beforeExit', () => {
 
 export interface TestServerOptions extends Partial<AppServerOptions> {
   keepDir?: boolean;
+  /**
+   * false: every call goes to A, and B does no background sweeps (it still
+   * runs on the same database, hearing A's notifications): A alone observes
+   * the workload. For what is per process by design, such as Prometheus
+   * metrics.
+   */
+  spread?: boolean;
   /** The store (TEST_STORE unless given). */
   backend?: Backend;
 }
@@ -163,26 +182,30 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
   const bootstrapSecret = opts.engine?.bootstrapSecret ?? `lh_test_bootstrap_${Math.random().toString(36).slice(2)}xxxxxxxx`;
   const base = { ...opts, dataDir, engine: { ...opts.engine, bootstrapSecret }, log: opts.log ?? (() => {}) };
   let apps: AppServer[];
+  let databaseUrl: string | undefined;
   let dropDb: (() => Promise<void>) | undefined;
   if (backend === 'postgres') {
     const bound = join(dataDir, 'test-database');
-    let databaseUrl: string;
     if (opts.dataDir && existsSync(bound)) databaseUrl = readFileSync(bound, 'utf8');
     else {
       const db = await createTestDatabase();
       databaseUrl = db.url;
-      if (opts.dataDir) {
+      if (opts.dataDir || opts.keepDir) {
         writeFileSync(bound, db.url);
         boundDatabases.add(db.name);
       } else dropDb = db.drop;
     }
-    const { wrapStore: _wrapped, ...rest } = base;
+    // B: its own port and data directory, A's store undecorated, and A's
+    // origin as the public one (two instances behind one address, as deployed).
+    const { wrapStore: _wrapped, port: _port, ...rest } = base;
     const dirB = tempDir();
     try {
-      apps = await Promise.all([
-        startAppServer({ ...base, databaseUrl }),
-        startAppServer({ ...rest, dataDir: dirB, databaseUrl }),
-      ]);
+      const a = await startAppServer({ ...base, databaseUrl });
+      const quietB = opts.spread === false ? { engine: { ...rest.engine, sweepIntervalMs: 2 ** 31 - 1 } } : {};
+      apps = [a, await startAppServer({ ...rest, ...quietB, publicOrigin: opts.publicOrigin ?? a.url, dataDir: dirB, databaseUrl }).catch(async (e: unknown) => {
+        await a.close();
+        throw e;
+      })];
     } catch (e) {
       await dropDb?.();
       throw e;
@@ -197,8 +220,8 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
   }
   const app = apps[0]!;
   const urls = apps.map((a) => a.url);
-  // Calls spread over the instances, except when A's store is decorated (see above).
-  const targets = opts.wrapStore ? [urls[0]!] : urls;
+  // Calls spread over the instances, except when A's store is decorated (see above) or asked not to.
+  const targets = opts.wrapStore || opts.spread === false ? [urls[0]!] : urls;
   let turn = 0;
   const next = () => targets[turn++ % targets.length]!;
   const url = app.url;
@@ -207,6 +230,7 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
     app,
     apps,
     backend,
+    databaseUrl,
     url,
     urls,
     token,
@@ -227,6 +251,17 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
       const r = await call(next(), 'POST', '/api/v1/tokens', { name: 'test', grants, ...extra }, { token: by });
       if (r.status !== 201) throw new Error(`createToken: ${r.status} ${r.text}`);
       return r.body.token as string;
+    },
+    async settledCall(method, path, body, o, until) {
+      const deadline = Date.now() + 1_000;
+      for (;;) {
+        const r = await ts.call(method, path, body, o);
+        if (backend === 'sqlite' || until(r) || Date.now() > deadline) return r;
+        await new Promise((res) => setTimeout(res, 10));
+      }
+    },
+    async flushAudit() {
+      await Promise.all(apps.map((a) => a.engine.audit.flush()));
     },
     async close() {
       await Promise.all(apps.map((a) => a.close()));

@@ -169,7 +169,8 @@ test('a server restart: the observer reconnects to the new process, relists and 
   const o = observe(new LeaseholdClient({ baseUrl: local.url, token: local.token }), selector, { backoff: { initialMs: 100, maxMs: 400 } });
   await o.ready;
   const before = o.stats.connects;
-  await local.app.close();
+  // Every instance goes down (on PostgreSQL B too, or it would keep the database busy and this process alive).
+  await Promise.all(local.apps.map((x) => x.close()));
   await eventually('the observer to see the server go', () => o.state === 'resyncing');
   const again = await startTestServer({ dataDir: local.dataDir, port, engine: { bootstrapSecret: local.token } });
   try {
