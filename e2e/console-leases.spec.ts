@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ADMIN_TOKEN, expect, test as base, type LeaseholdApi } from './fixtures';
+import { ADMIN_TOKEN, API_URL, expect, test as base, type LeaseholdApi } from './fixtures';
 import { LeasesPage } from './pages/leases-page';
 import { LoginPage } from './pages/login-page';
 
@@ -31,7 +31,7 @@ async function holdMany(api: LeaseholdApi, baseURL: string, area: string, count:
     Array.from({ length: 16 }, async () => {
       while (next < routes.length) {
         const route = routes[next++]!;
-        const res = await fetch(`${baseURL}/api/v1/leases/${route.slice('lease://'.length)}/acquire`, {
+        const res = await fetch(`${API_URL ?? baseURL}/api/v1/leases/${route.slice('lease://'.length)}/acquire`, {
           method: 'POST',
           headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': 'application/json' },
           body: JSON.stringify({ session_id: session.sessionId, request_id: randomUUID(), ttl_ms: ttlMs }),

@@ -6,6 +6,12 @@ import { LandingPage } from './pages/landing-page';
 
 /** The shared server's bootstrap root token (playwright.config.ts sets it). */
 export const ADMIN_TOKEN = process.env.LEASEHOLD_E2E_ADMIN_TOKEN ?? '';
+/**
+ * Where the tests' own API calls go: instance B when the suite runs on
+ * PostgreSQL (two instances; the console is on A, `baseURL`), else undefined
+ * (the one server at `baseURL`). playwright.config.ts sets it.
+ */
+export const API_URL: string | undefined = process.env.LEASEHOLD_E2E_API_URL;
 
 export interface Held {
   route: string;
@@ -68,7 +74,7 @@ export const test = base.extend<Fixtures>({
   },
 
   api: async ({ baseURL }, use) => {
-    const http = await apiRequest.newContext({ baseURL, extraHTTPHeaders: { Authorization: `Bearer ${ADMIN_TOKEN}` } });
+    const http = await apiRequest.newContext({ baseURL: API_URL ?? baseURL, extraHTTPHeaders: { Authorization: `Bearer ${ADMIN_TOKEN}` } });
     const sessions = new Set<string>();
     const tokens = new Set<string>();
     const call = async (method: 'GET' | 'POST' | 'DELETE', path: string, body?: object): Promise<Record<string, any>> => {

@@ -34,7 +34,7 @@ fi
 echo "== unit and HTTP tests"
 bash scripts/test-unit.sh 2>&1 | tee "$unit_log"
 unit_rc=${PIPESTATUS[0]}
-unit_pass=$(awk '/^# pass /{n=$3} END{print n+0}' "$unit_log")
+unit_pass=$(awk '/^# pass /{n+=$3} END{print n+0}' "$unit_log")
 unit_fail=$(awk '/^# (fail|cancelled) /{n+=$3} END{print n+0}' "$unit_log")
 if ((unit_rc != 0)); then
   status=1
