@@ -44,7 +44,10 @@ export interface AppServer {
   engine: LeaseEngine;
   store: Store;
   url: string;
+  /** The bootstrap admin token when this start generated it (never one given by LEASEHOLD_BOOTSTRAP_TOKEN). */
   bootstrapToken: string | undefined;
+  /** This start created the bootstrap admin token (generated or given). */
+  bootstrapCreated: boolean;
   /** The metrics collector, when metrics are on. */
   metrics: MetricsCollector | undefined;
   /** Close the listener and every connection, then the engine and store. */
@@ -59,8 +62,9 @@ export async function startAppServer(opts: AppServerOptions): Promise<AppServer>
   const store = opts.wrapStore ? opts.wrapStore(base) : base;
   const engine = new LeaseEngine(store, opts.engine);
   let bootstrapToken: string | undefined;
+  let bootstrapCreated = false;
   try {
-    ({ bootstrapToken } = await engine.start());
+    ({ bootstrapToken, bootstrapCreated } = await engine.start());
   } catch (e) {
     await engine.stop().catch(() => undefined);
     throw e;
@@ -104,6 +108,7 @@ export async function startAppServer(opts: AppServerOptions): Promise<AppServer>
     store,
     url: `http://${host}:${addr.port}`,
     bootstrapToken,
+    bootstrapCreated,
     metrics,
     close() {
       // Stop accepting, answer waiting acquires, let in-flight answers finish

@@ -62,6 +62,8 @@ async function main(): Promise<void> {
     const file = join(config.LEASEHOLD_DATA_DIR, 'admin-token');
     writeFileSync(file, `${app.bootstrapToken}\n`, { mode: 0o600 });
     console.log(`leasehold: bootstrap admin token (shown once, also in ${file}):\n\n  ${app.bootstrapToken}\n`);
+  } else if (app.bootstrapCreated) {
+    console.log('leasehold: bootstrap admin token created from LEASEHOLD_BOOTSTRAP_TOKEN (not shown)');
   }
   const where = config.LEASEHOLD_DATABASE_URL ? `postgres, instance ${app.engine.cluster?.instanceId}` : `sqlite in ${config.LEASEHOLD_DATA_DIR}`;
   const metrics = config.LEASEHOLD_METRICS === 'on' ? (config.LEASEHOLD_METRICS_PUBLIC ? 'on (public)' : 'on') : 'off';

@@ -114,8 +114,14 @@ export interface AuditPage {
 }
 
 export interface StartResult {
-  /** The bootstrap admin token, shown once: only on the first start of an empty store. */
+  /**
+   * The bootstrap admin token, to be shown once: only on the first start of
+   * an empty store, and only when the server generated it (a token given as
+   * `bootstrapSecret` is never handed back).
+   */
   bootstrapToken?: string;
+  /** This start created the bootstrap admin token (generated or given). */
+  bootstrapCreated: boolean;
 }
 
 const SWEEP_BATCH = 512;
@@ -209,7 +215,7 @@ export class LeaseEngine {
           createdBy: null,
         });
       }
-      return { secret, bootstrapToken };
+      return { secret, bootstrapToken, generated: this.opts.bootstrapSecret === undefined };
     });
     this.cursors = new CursorCodec(Buffer.from(result.secret));
     while ((await this.sweep()) >= SWEEP_BATCH);
@@ -218,7 +224,9 @@ export class LeaseEngine {
     this.sweepTimer.unref?.();
     this.audit.start();
     this.feed.start();
-    return { bootstrapToken: result.bootstrapToken };
+    // A token the operator gave (LEASEHOLD_BOOTSTRAP_TOKEN) is never handed back to be shown or written anywhere.
+    if (result.bootstrapToken !== undefined) return result.generated ? { bootstrapToken: result.bootstrapToken, bootstrapCreated: true } : { bootstrapCreated: true };
+    return { bootstrapCreated: false };
   }
 
   /** Stop the sweep, end every stream (`closed`: `shutdown`) and refuse every waiter (`backend_unavailable`): the first half of a shutdown. */
