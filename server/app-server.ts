@@ -35,9 +35,27 @@ export interface AppServerOptions {
    * `enabled` is false; off, nothing subscribes and nothing is measured.
    */
   metrics?: { enabled?: boolean; public?: boolean } & CollectorOptions;
+  /** Connection limits and timeouts (docs/operations.md, "Threat model"). */
+  http?: Partial<HttpLimits>;
   /** Tests only: decorate the real store (to delay or fail its steps). */
   wrapStore?: (store: Store) => Store;
 }
+
+/** What one client may hold of the server's sockets, and for how long. */
+export interface HttpLimits {
+  /** Open connections at most (`LEASEHOLD_MAX_CONNECTIONS`); beyond it a new connection is closed at once. */
+  maxConnections: number;
+  /** The request head must arrive within this (`LEASEHOLD_HEADERS_TIMEOUT_MS`), else 408 and the socket is closed. */
+  headersTimeoutMs: number;
+  /** The whole request must arrive within this (`LEASEHOLD_REQUEST_TIMEOUT_MS`); responses (SSE streams) are not limited. */
+  requestTimeoutMs: number;
+  /** Idle keep-alive connections are closed after this (`LEASEHOLD_KEEPALIVE_TIMEOUT_MS`). */
+  keepAliveTimeoutMs: number;
+  /** How often the two request timeouts are checked (Node's default is 30 s; at most a quarter of the headers timeout here). */
+  checkIntervalMs?: number;
+}
+
+export const DEFAULT_HTTP_LIMITS: HttpLimits = { maxConnections: 10_000, headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, keepAliveTimeoutMs: 65_000 };
 
 export interface AppServer {
   server: Server;
@@ -86,15 +104,25 @@ export async function startAppServer(opts: AppServerOptions): Promise<AppServer>
     });
   let inFlight = 0;
   let idle: (() => void) | undefined;
-  const server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
-    if (req.url === '/api' || req.url?.startsWith('/api/')) {
-      inFlight++;
-      res.once('close', () => {
-        if (--inFlight === 0) idle?.();
-      });
-      api(req, res);
-    } else fallback(req, res);
-  });
+  const limits = { ...DEFAULT_HTTP_LIMITS, ...opts.http };
+  const server = createServer(
+    {
+      keepAliveTimeout: limits.keepAliveTimeoutMs,
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      connectionsCheckingInterval: limits.checkIntervalMs ?? Math.max(250, Math.min(30_000, Math.floor(limits.headersTimeoutMs / 4))),
+    },
+    (req, res) => {
+      if (req.url === '/api' || req.url?.startsWith('/api/')) {
+        inFlight++;
+        res.once('close', () => {
+          if (--inFlight === 0) idle?.();
+        });
+        api(req, res);
+      } else fallback(req, res);
+    },
+  );
+  server.maxConnections = limits.maxConnections;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(opts.port ?? 0, opts.host ?? '127.0.0.1', () => resolve());

@@ -36,6 +36,14 @@ const Env = z.object({
   LEASEHOLD_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
   /** `full` fsyncs every commit: survives power loss, costs throughput (docs/benchmarks.md). */
   LEASEHOLD_SYNC: z.enum(['normal', 'full']).default('normal'),
+  /** At most this many open client connections (SSE streams included); more are closed at once (docs/operations.md). */
+  LEASEHOLD_MAX_CONNECTIONS: int(1, 1_000_000).default(10_000),
+  /** A client must send its whole request head within this many ms (slow-header clients are cut off with 408). */
+  LEASEHOLD_HEADERS_TIMEOUT_MS: int(1_000, 600_000).default(10_000),
+  /** A client must send its whole request (head and body) within this many ms; never applies to a response such as an SSE stream. */
+  LEASEHOLD_REQUEST_TIMEOUT_MS: int(1_000, 600_000).default(30_000),
+  /** An idle keep-alive connection is closed after this many ms. */
+  LEASEHOLD_KEEPALIVE_TIMEOUT_MS: int(1_000, 600_000).default(65_000),
   /** `off` serves only /api/* (no console): for benchmarks and headless deployments. */
   LEASEHOLD_CONSOLE: z.enum(['on', 'off']).default('on'),
 });
@@ -55,6 +63,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!r.success) {
     const issue = r.error.issues[0]!;
     throw new ConfigError(`invalid ${String(issue.path[0])}: ${issue.message}`);
+  }
+  if (r.data.LEASEHOLD_HEADERS_TIMEOUT_MS > r.data.LEASEHOLD_REQUEST_TIMEOUT_MS) {
+    throw new ConfigError('invalid LEASEHOLD_HEADERS_TIMEOUT_MS: must not exceed LEASEHOLD_REQUEST_TIMEOUT_MS');
   }
   const corsOrigins = (r.data.LEASEHOLD_CORS_ORIGINS ?? '')
     .split(',')

@@ -44,6 +44,12 @@ async function main(): Promise<void> {
     corsOrigins: config.corsOrigins,
     publicOrigin: config.LEASEHOLD_PUBLIC_ORIGIN,
     version: VERSION,
+    http: {
+      maxConnections: config.LEASEHOLD_MAX_CONNECTIONS,
+      headersTimeoutMs: config.LEASEHOLD_HEADERS_TIMEOUT_MS,
+      requestTimeoutMs: config.LEASEHOLD_REQUEST_TIMEOUT_MS,
+      keepAliveTimeoutMs: config.LEASEHOLD_KEEPALIVE_TIMEOUT_MS,
+    },
     metrics: { enabled: config.LEASEHOLD_METRICS === 'on', public: config.LEASEHOLD_METRICS_PUBLIC },
     engine: {
       limits: { idempotencyTtlMs: config.LEASEHOLD_IDEMPOTENCY_TTL_S * 1000 },
