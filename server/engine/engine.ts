@@ -10,7 +10,8 @@
  */
 
 import { randomBytes } from 'node:crypto';
-import type { ParsedSelector } from '@/lib/selector';
+import { routeSegments, type ParsedSelector } from '@/lib/selector';
+import { allowingGrant } from '@/lib/grants';
 import { AuditLog, auditView, type AuditEvent, type AuditEventType, type AuditFacts, type AuditOptions, type AuditSpec, type Caller } from './audit';
 import type { LeaseRow, StepScope, Store, Tx } from '../store/types';
 import { Cluster, type ClusterOptions } from './cluster';
@@ -582,7 +583,11 @@ export class LeaseEngine {
     let replayed = false;
     const answer = await this.run(
       async (step) => {
-        const a = await forceEndStep(this.ctx, step, p.family, route, { ...input, kind, closeSession });
+        const mayEnd = (r: string) => {
+          const [a, b, c] = routeSegments(r);
+          if (!allowingGrant(p.grants, [a, b, c], 'admin')) fail('access_denied', 'closing the session would end leases on routes you may not administer; revoke without close_session, or ask an admin of lease://**');
+        };
+        const a = await forceEndStep(this.ctx, step, p.family, route, { ...input, kind, closeSession, mayEnd });
         replayed = step.facts.replayed === true;
         return a;
       },
