@@ -27,7 +27,10 @@ const Env = z.object({
   LEASEHOLD_METRICS: z.enum(['on', 'off']).default('on'),
   LEASEHOLD_METRICS_PUBLIC: bool.default(false),
   LEASEHOLD_AUDIT_RETENTION_DAYS: int(1, 36_500).default(30),
+  /** The audit trail's global ceiling (all families together). */
   LEASEHOLD_AUDIT_MAX_ROWS: int(1_000, 1_000_000_000).default(10_000_000),
+  /** Each family's audit quota: its own events beyond this are pruned, oldest first; never another family's. */
+  LEASEHOLD_AUDIT_MAX_ROWS_PER_FAMILY: int(100, 1_000_000_000).default(1_000_000),
   LEASEHOLD_IDEMPOTENCY_TTL_S: int(3_600, 31_536_000).default(3_600),
   LEASEHOLD_MAX_STREAMS: int(1, 1_000_000).default(10_000),
   /** How often a stream gets a keepalive comment and its token is re-checked (ms). */

@@ -59,6 +59,7 @@ async function main(): Promise<void> {
       audit: {
         retentionMs: config.LEASEHOLD_AUDIT_RETENTION_DAYS * 86_400_000,
         maxRows: config.LEASEHOLD_AUDIT_MAX_ROWS,
+        maxRowsPerFamily: config.LEASEHOLD_AUDIT_MAX_ROWS_PER_FAMILY,
         log: (line) => console.warn(`leasehold: ${line}`),
       },
     },
