@@ -173,6 +173,8 @@ export class LeaseEngine {
     // Expiry is a system event: audited from the change it makes, by the
     // instance that made it (never for another instance's change).
     this.events.subscribe((e) => {
+      // A token revoked anywhere (another instance's too) is out of this instance's cache at once.
+      if (e.type === 'token_revoked') this.tokens.forget(e.tokenId);
       if (e.remote) return;
       if (e.type === 'change' && e.change === 'expired') {
         this.audit.record(this.systemRow('lease_expire', 'lease_expired', e.family, e.route, e));
@@ -669,31 +671,50 @@ export class LeaseEngine {
     }, this.spec(p, 'embed_token_create', null, 'embed_token_created'));
   }
 
-  /** Tokens of a family (the caller's; a root token may name another). */
+  /** Tokens of a family (the caller's; a root token may name another), API and live embed tokens. */
   async listTokens(p: Caller, family?: string): Promise<{ items: TokenInfo[] }> {
     if (family !== undefined && !p.root && family !== p.family) {
       this.audit.note(this.spec(p, 'access_denied', null, ''), 'access_denied');
       fail('access_denied', 'only a root token may list another family');
     }
     return this.run(async (step) => ({
-      items: (await step.tx.listTokens(family ?? p.family)).filter((t) => t.revokedAt === null && t.kind === 'api').map(tokenInfo),
+      // Live embed tokens too (kind `embed`), so they can be seen and revoked; expired ones are swept.
+      items: (await step.tx.listTokens(family ?? p.family))
+        .filter((t) => t.revokedAt === null && (t.kind === 'api' || (t.expiresAt !== null && t.expiresAt > step.now)))
+        .map(tokenInfo),
     }));
   }
 
-  /** Revoke a token. Only a root token may revoke a root token; the last live root cannot be revoked. */
+  /**
+   * Revoke a token and, in the same step, everything it minted (tokens and
+   * embed tokens, transitively): a leaked token's offspring die with it.
+   * Root tokens it minted are anchors of their own and stay (so the
+   * bootstrap token can be retired once another root exists; see
+   * docs/operations.md "Threat model"). Only a root token may revoke a root
+   * token; the last live root cannot be revoked. Every instance drops the revoked
+   * tokens from its cache and ends their streams as the step's events
+   * arrive (at once on a shared store, through its notification channel).
+   */
   async revokeToken(p: Caller, tokenId: string): Promise<Record<string, never>> {
-    await this.run(async (step) => {
-      const t = await step.tx.getToken(tokenId);
+    const revoked = await this.run(async (step) => {
+      const lineage = await step.tx.tokenLineage(tokenId);
+      const t = lineage.find((r) => r.id === tokenId);
       if (!t || t.revokedAt !== null || (t.family !== p.family && !p.root)) fail('not_found', 'no such token');
-      if (t.root) {
+      const live = lineage.filter((r) => r.revokedAt === null && (r.expiresAt === null || r.expiresAt > step.now));
+      const roots = live.filter((r) => r.root).length;
+      if (roots > 0) {
         if (!p.root) fail('access_denied', 'only a root token may revoke a root token');
-        if ((await step.tx.countLiveRootTokens(step.now)) <= 1) fail('invalid_request', 'cannot revoke the last root token');
+        if ((await step.tx.countLiveRootTokens(step.now)) <= roots) fail('invalid_request', 'cannot revoke the last root token');
       }
-      await step.tx.revokeToken(tokenId, step.now);
       step.facts.subjectTokenId = tokenId;
-      step.events.push({ type: 'token_revoked', tokenId });
+      const ids = lineage.filter((r) => r.revokedAt === null).map((r) => r.id);
+      for (const id of ids) {
+        await step.tx.revokeToken(id, step.now);
+        step.events.push({ type: 'token_revoked', tokenId: id });
+      }
+      return ids;
     }, this.spec(p, 'token_revoke', null, 'token_revoked'));
-    this.tokens.forget(tokenId);
+    for (const id of revoked) this.tokens.forget(id);
     return {};
   }
 

@@ -31,6 +31,10 @@ export interface TokenInfo {
   root: boolean;
   created_at: string;
   expires_at: string | null;
+  /** `embed`: a read-only inventory token for the embeddable widget. */
+  kind: 'api' | 'embed';
+  /** The token that minted this one (revoking it revokes this one too); null for the bootstrap token. */
+  created_by: string | null;
 }
 
 export const FAMILY_RE = /^[a-z0-9][a-z0-9-]{0,62}$/;
@@ -77,6 +81,8 @@ export function tokenInfo(row: TokenRow): TokenInfo {
     root: row.root,
     created_at: iso(row.createdAt),
     expires_at: row.expiresAt === null ? null : iso(row.expiresAt),
+    kind: row.kind,
+    created_by: row.createdBy,
   };
 }
 

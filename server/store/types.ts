@@ -225,8 +225,12 @@ export interface Tx {
   getToken(id: string): Promise<TokenRow | undefined>;
   insertToken(row: TokenRow): Promise<void>;
   revokeToken(id: string, at: number): Promise<void>;
-  /** Revoke a token and every token it minted, transitively (`created_by`); returns the ids this revoked (not those already revoked). */
-  revokeTokenTree(id: string, at: number): Promise<string[]>;
+  /**
+   * A token and every token it minted, transitively (`created_by`), revoked
+   * or not; empty when the token does not exist. A root token minted along
+   * the way is an anchor of its own: the lineage does not descend into it.
+   */
+  tokenLineage(id: string): Promise<TokenRow[]>;
   /** Embed tokens minted by this token that are neither revoked nor expired at `now`. */
   countLiveEmbedTokens(createdBy: string, now: number): Promise<number>;
   listTokens(family: string | null): Promise<TokenRow[]>;

@@ -409,14 +409,14 @@ export class PgTx implements Tx {
   async revokeToken(id: string, at: number): Promise<void> {
     await this.q('trev', `UPDATE tokens SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL`, [at, id]);
   }
-  async revokeTokenTree(id: string, at: number): Promise<string[]> {
-    const rows = await this.q<{ id: string }>(
-      'trevtree',
-      `WITH RECURSIVE tree(id) AS (SELECT $2::text UNION SELECT t.id FROM tokens t JOIN tree ON t.created_by = tree.id)
-       UPDATE tokens SET revoked_at = $1 WHERE id IN (SELECT id FROM tree) AND revoked_at IS NULL RETURNING id`,
-      [at, id],
+  async tokenLineage(id: string): Promise<TokenRow[]> {
+    const rows = await this.q<RawToken>(
+      'tlineage',
+      `WITH RECURSIVE tree(id) AS (SELECT id FROM tokens WHERE id = $1 UNION SELECT t.id FROM tokens t JOIN tree ON t.created_by = tree.id WHERE NOT t.root)
+       SELECT ${TOKEN_COLS} FROM tokens WHERE id IN (SELECT id FROM tree) ORDER BY created_at, id FOR UPDATE`,
+      [id],
     );
-    return rows.map((r) => r.id);
+    return rows.map((r) => tokenFromRaw(r)!);
   }
   async countLiveEmbedTokens(createdBy: string, now: number): Promise<number> {
     return this.count(

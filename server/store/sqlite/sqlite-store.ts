@@ -377,10 +377,10 @@ class SqliteTx implements Tx {
       auditCountAdd: p(`INSERT INTO audit_counts (family, rows) VALUES (?, ?) ON CONFLICT (family) DO UPDATE SET rows = rows + excluded.rows`),
       auditFamilyOldest: p(`SELECT seq FROM audit INDEXED BY audit_by_time WHERE family = ? ORDER BY time, seq LIMIT ?`).pluck(),
       auditDeleteSeq: p(`DELETE FROM audit WHERE seq = ?`),
-      tokenTree: p(
-        `WITH RECURSIVE tree(id) AS (SELECT ? UNION SELECT t.id FROM tokens t JOIN tree ON t.created_by = tree.id)
-         SELECT id FROM tree`,
-      ).pluck(),
+      tokenLineage: p(
+        `WITH RECURSIVE tree(id) AS (SELECT id FROM tokens WHERE id = ? UNION SELECT t.id FROM tokens t JOIN tree ON t.created_by = tree.id WHERE t.root = 0)
+         SELECT ${TOKEN_COLS} FROM tokens WHERE id IN (SELECT id FROM tree) ORDER BY created_at, id`,
+      ),
       countLiveEmbed: p(`SELECT count(*) FROM tokens WHERE created_by = ? AND kind = 'embed' AND revoked_at IS NULL AND expires_at > ?`).pluck(),
       getMeta: p(`SELECT value FROM meta WHERE key = ?`).pluck(),
       initMeta: p(`INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING`),
@@ -587,11 +587,8 @@ class SqliteTx implements Tx {
     return seqs.length;
   }
 
-  async revokeTokenTree(id: string, at: number): Promise<string[]> {
-    const ids = this.s.tokenTree.all(id) as string[];
-    const revoked: string[] = [];
-    for (const t of ids) if (this.s.revokeToken.run(at, t).changes > 0) revoked.push(t);
-    return revoked;
+  async tokenLineage(id: string): Promise<TokenRow[]> {
+    return (this.s.tokenLineage.all(id) as RawToken[]).map((r) => tokenFromRaw(r)!);
   }
 
   async countLiveEmbedTokens(createdBy: string, now: number): Promise<number> {
