@@ -32,7 +32,14 @@ const Env = z.object({
   /** Each family's audit quota: its own events beyond this are pruned, oldest first; never another family's. */
   LEASEHOLD_AUDIT_MAX_ROWS_PER_FAMILY: int(100, 1_000_000_000).default(1_000_000),
   LEASEHOLD_IDEMPOTENCY_TTL_S: int(3_600, 31_536_000).default(3_600),
+  /** Live streams per instance, all families together. */
   LEASEHOLD_MAX_STREAMS: int(1, 1_000_000).default(10_000),
+  /** Live streams per instance of one family (its quota). */
+  LEASEHOLD_MAX_STREAMS_PER_FAMILY: int(1, 1_000_000).default(2_000),
+  /** Live streams per instance of one token, the embed tokens it minted included. */
+  LEASEHOLD_MAX_STREAMS_PER_TOKEN: int(1, 1_000_000).default(64),
+  /** Live embed tokens one token may have minted at once. */
+  LEASEHOLD_MAX_EMBED_TOKENS_PER_CREATOR: int(1, 1_000_000).default(1_000),
   /** How often a stream gets a keepalive comment and its token is re-checked (ms). */
   LEASEHOLD_FEED_HEARTBEAT_MS: int(1_000, 300_000).default(15_000),
   LEASEHOLD_BOOTSTRAP_TOKEN: z.string().regex(/^[!-~]{16,512}$/, 'must be 16 to 512 visible ASCII characters').optional(),

@@ -55,7 +55,13 @@ async function main(): Promise<void> {
       limits: { idempotencyTtlMs: config.LEASEHOLD_IDEMPOTENCY_TTL_S * 1000 },
       bootstrapSecret: config.LEASEHOLD_BOOTSTRAP_TOKEN,
       secret: config.LEASEHOLD_SECRET,
-      feed: { maxStreams: config.LEASEHOLD_MAX_STREAMS, heartbeatMs: config.LEASEHOLD_FEED_HEARTBEAT_MS },
+      feed: {
+        maxStreams: config.LEASEHOLD_MAX_STREAMS,
+        streamsPerFamily: config.LEASEHOLD_MAX_STREAMS_PER_FAMILY,
+        streamsPerToken: config.LEASEHOLD_MAX_STREAMS_PER_TOKEN,
+        heartbeatMs: config.LEASEHOLD_FEED_HEARTBEAT_MS,
+      },
+      embedTokensPerCreator: config.LEASEHOLD_MAX_EMBED_TOKENS_PER_CREATOR,
       audit: {
         retentionMs: config.LEASEHOLD_AUDIT_RETENTION_DAYS * 86_400_000,
         maxRows: config.LEASEHOLD_AUDIT_MAX_ROWS,

@@ -91,7 +91,11 @@ export interface EngineOptions {
   feed?: Partial<FeedLimits>;
   /** Shared stores: cross-instance publication. */
   cluster?: ClusterOptions;
+  /** Live (unexpired, unrevoked) embed tokens one token may have minted at once (default 1,000). */
+  embedTokensPerCreator?: number;
 }
+
+export const DEFAULT_EMBED_TOKENS_PER_CREATOR = 1_000;
 
 export interface ForceEndRequest {
   requestId: string;
@@ -665,6 +669,10 @@ export class LeaseEngine {
     const secret = newSecret();
     return this.run(async (step) => {
       const row = planEmbedToken(p, selector, ttlMs, step.now);
+      const cap = this.opts.embedTokensPerCreator ?? DEFAULT_EMBED_TOKENS_PER_CREATOR;
+      if ((await step.tx.countLiveEmbedTokens(p.tokenId, step.now)) >= cap) {
+        fail('rate_limited', `a token may have at most ${cap} live embed tokens; let some expire or revoke them from /tokens`, { retryAfterMs: 60_000 });
+      }
       await step.tx.insertToken({ ...row, secretHash: hashSecret(secret) });
       step.facts.subjectTokenId = row.id;
       return { token_id: row.id, token: secret, expires_at: new Date(row.expiresAt!).toISOString() };
@@ -736,7 +744,14 @@ export class LeaseEngine {
    */
   async openStream(p: Principal, selectors: readonly ParsedSelector[], renewals: boolean, sink: FeedSink, loginCookie?: string): Promise<{ streamId: string; subscriptions: Subscribed[] }> {
     const revision = await this.run((step) => step.tx.revision(p.family), undefined, p.family);
-    const owner = { tokenId: p.tokenId, family: p.family, expiresAt: p.expiresAt, loginHash: loginCookie === undefined ? undefined : hashSecret(loginCookie) };
+    const owner = {
+      tokenId: p.tokenId,
+      family: p.family,
+      expiresAt: p.expiresAt,
+      loginHash: loginCookie === undefined ? undefined : hashSecret(loginCookie),
+      // An embed token's streams count against the token that minted it.
+      quotaTokenId: p.kind === 'embed' ? (p.createdBy ?? p.tokenId) : p.tokenId,
+    };
     return this.feed.open(owner, selectors, renewals, sink, revision);
   }
 

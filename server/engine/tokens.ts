@@ -21,6 +21,8 @@ export interface Principal {
   /** `embed` tokens only read the inventory (the embeddable widget's token). */
   kind: 'api' | 'embed';
   expiresAt: number | null;
+  /** The token that minted this one (embed tokens count against it); absent or null for the bootstrap token. */
+  createdBy?: string | null;
 }
 
 export interface TokenInfo {
@@ -69,6 +71,7 @@ function principalOf(row: TokenRow): Principal {
     root: row.root,
     kind: row.kind,
     expiresAt: row.expiresAt,
+    createdBy: row.createdBy,
   };
 }
 
