@@ -105,6 +105,7 @@ export async function startAppServer(opts: AppServerOptions): Promise<AppServer>
   let inFlight = 0;
   let idle: (() => void) | undefined;
   const limits = { ...DEFAULT_HTTP_LIMITS, ...opts.http };
+  const hsts = opts.publicOrigin?.startsWith('https:') === true;
   const server = createServer(
     {
       keepAliveTimeout: limits.keepAliveTimeoutMs,
@@ -113,6 +114,8 @@ export async function startAppServer(opts: AppServerOptions): Promise<AppServer>
       connectionsCheckingInterval: limits.checkIntervalMs ?? Math.max(250, Math.min(30_000, Math.floor(limits.headersTimeoutMs / 4))),
     },
     (req, res) => {
+      // Browsers on https keep to https for a year (on every answer: pages, assets, the API).
+      if (hsts) res.setHeader('Strict-Transport-Security', 'max-age=31536000');
       if (req.url === '/api' || req.url?.startsWith('/api/')) {
         inFlight++;
         res.once('close', () => {
