@@ -17,6 +17,8 @@ import { LeaseholdError, fail } from '../engine/errors';
 import { parseJsonBody, readBody, MAX_BODY_BYTES } from './body';
 import { successBody } from './envelope';
 import { correlationId } from '../engine/ids';
+import type { z } from 'zod';
+import type { HealthOk, HealthUnavailable } from './answers';
 import { openApiDocument } from './openapi';
 import { STREAMED, type ApiRequest } from './routes';
 import { SseSink } from './sse';
@@ -43,6 +45,9 @@ export interface ApiOptions {
    */
   metrics?: { collector: MetricsCollector; public: boolean };
 }
+
+/** The health answers, typed by the schemas the OpenAPI document shows. */
+type Health = z.output<typeof HealthOk> | z.output<typeof HealthUnavailable>;
 
 /** What dispatch learns about a request, for its outcome (only when metrics are on); `code` stays '' until it is answered. */
 type Trace = RequestOutcome;
@@ -94,7 +99,8 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
       }
       const ok = await engine.healthy();
       const store = engine.store.kind;
-      respond.send(req, res, ok ? 200 : 503, ok ? { status: 'ok', store, epoch: engine.store.epoch(), version, uptime_ms: engine.uptimeMs() } : { status: 'unavailable', store }, cid);
+      const body: Health = ok ? { status: 'ok', store, epoch: engine.store.epoch(), version, uptime_ms: engine.uptimeMs() } : { status: 'unavailable', store };
+      respond.send(req, res, ok ? 200 : 503, body, cid);
       return;
     }
 

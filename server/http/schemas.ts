@@ -9,6 +9,7 @@ import { parseGrant } from '@/lib/grants';
 import { codePoints, identifierProblem } from '@/lib/identifiers';
 import { AUDIT_EVENT_TYPES } from '../engine/audit';
 import { FAMILY_RE } from '../engine/tokens';
+import { JsonValue } from './answers';
 
 /**
  * 1–128 Unicode code points, none that spoofs how the name reads (owner_id,
@@ -68,7 +69,7 @@ const holderProof = {
 
 export const RenewBody = z.strictObject({ ...holderProof, ttl_ms: leaseTtl.optional() });
 export const ReleaseBody = z.strictObject(holderProof);
-export const CheckpointBody = z.strictObject({ ...holderProof, value: z.json() });
+export const CheckpointBody = z.strictObject({ ...holderProof, value: JsonValue });
 
 /**
  * Grants and family are checked here, with the rest of the body, because
