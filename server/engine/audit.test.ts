@@ -1,3 +1,4 @@
+import { addMs, type Millis } from '../store/millis';
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseSelector } from '@/lib/selector';
@@ -62,7 +63,7 @@ for (const backend of BACKENDS) {
         return fn(faulty);
       });
     }
-    now(): number {
+    now(): Millis {
       return this.inner.now();
     }
     epoch(): string {
@@ -93,8 +94,8 @@ for (const backend of BACKENDS) {
           waiterSettled = true;
         });
         // Queued once its step commits (a turn of the event loop on SQLite, round trips on PostgreSQL).
-        for (let i = 0; i < 400 && f.engine.waiters.count('default', route) === 0; i++) await new Promise((r) => setTimeout(r, 5));
-        assert.equal(f.engine.waiters.count('default', route), 1);
+        for (let i = 0; i < 400 && f.engine.waiters.held('default', route) === 0; i++) await new Promise((r) => setTimeout(r, 5));
+        assert.equal(f.engine.waiters.held('default', route), 1);
         const eventsBefore = f.events.length;
         const auditBefore = (await allEvents(f)).length;
 
@@ -107,7 +108,7 @@ for (const backend of BACKENDS) {
         const now = await f.engine.inspect(f.admin, route);
         assert.equal(now.lease.fencing_token, held.fencing_token, 'the lease is still held by its holder');
         assert.equal(now.lease.holder_incarnation, held.holder_incarnation);
-        assert.equal(f.engine.waiters.count('default', route), 1, 'the waiter is still queued');
+        assert.equal(f.engine.waiters.held('default', route), 1, 'the waiter is still queued');
         assert.equal(waiterSettled, false, 'no waiter was granted');
         const renewed = await f.engine.renew(f.admin, route, proofOf(holder, held));
         assert.equal(renewed.answer.lease.renewal_count, 1, 'the holder still holds it and can renew');
@@ -212,7 +213,7 @@ for (const backend of BACKENDS) {
     test('retention keeps at most the newest max-rows events, pruning in bounded steps', async () => {
       const f = await engineFixture({ backend, audit: { retentionMs: 365 * 86_400_000, maxRows: 1_000 } });
       try {
-        for (let i = 0; i < 5_000; i++) f.engine.audit.record(sessionEvent(f, `w-${i}`, f.clock.now() + i));
+        for (let i = 0; i < 5_000; i++) f.engine.audit.record(sessionEvent(f, `w-${i}`, addMs(f.clock.now(), i)));
         await f.engine.audit.flush();
         // One step deletes at most PRUNE_BATCH (500): the first call is one step;
         // the second deletes the rest (3,500), in bounded steps.
@@ -237,7 +238,7 @@ for (const backend of BACKENDS) {
         await f.engine.audit.flush();
         const victimBefore = await allEvents(f);
         // Another family floods the trail: 3,000 events, three times its quota.
-        for (let i = 0; i < 3_000; i++) f.engine.audit.record({ ...sessionEvent(f, `flood-${i}`, f.clock.now() + i), family: 'tenant-b' });
+        for (let i = 0; i < 3_000; i++) f.engine.audit.record({ ...sessionEvent(f, `flood-${i}`, addMs(f.clock.now(), i)), family: 'tenant-b' });
         await f.engine.audit.flush();
         const pruned = await f.engine.audit.prune();
         assert.equal(pruned, 2_000, 'the flooding family is cut to its quota');
@@ -257,8 +258,8 @@ for (const backend of BACKENDS) {
     test('the global ceiling still holds across families, oldest first', async () => {
       const f = await engineFixture({ backend, audit: { retentionMs: 365 * 86_400_000, maxRows: 1_000, maxRowsPerFamily: 1_000 } });
       try {
-        for (let i = 0; i < 800; i++) f.engine.audit.record({ ...sessionEvent(f, `a-${i}`, f.clock.now() + i), family: 'fam-a' });
-        for (let i = 0; i < 800; i++) f.engine.audit.record({ ...sessionEvent(f, `b-${i}`, f.clock.now() + 800 + i), family: 'fam-b' });
+        for (let i = 0; i < 800; i++) f.engine.audit.record({ ...sessionEvent(f, `a-${i}`, addMs(f.clock.now(), i)), family: 'fam-a' });
+        for (let i = 0; i < 800; i++) f.engine.audit.record({ ...sessionEvent(f, `b-${i}`, addMs(f.clock.now(), 800 + i)), family: 'fam-b' });
         await f.engine.audit.flush();
         assert.equal(await f.engine.audit.prune(), 600);
         const a = (await f.engine.listAudit({ ...f.admin, family: 'fam-a' }, { selector: ALL_SEL, limit: 1_000 })).items;

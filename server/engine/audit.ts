@@ -20,6 +20,7 @@
  * metadata value: its fields are the closed list below.
  */
 
+import { addMs } from '../store/millis';
 import { correlationId } from './ids';
 import { RARE_AUDIT_EVENT_TYPES, type AuditRow, type NewAuditRow, type Store } from '../store/types';
 import { iso } from './views';
@@ -291,7 +292,7 @@ export class AuditLog {
     }
     // …then the retention age and the global ceiling, oldest first across families.
     for (let i = 0; i < Math.max(1, maxSteps - steps); i++) {
-      const n = await this.store.atomic((tx) => tx.pruneAudit(tx.now - this.opts.retentionMs, this.opts.maxRows, PRUNE_BATCH));
+      const n = await this.store.atomic((tx) => tx.pruneAudit(addMs(tx.now, -this.opts.retentionMs), this.opts.maxRows, PRUNE_BATCH));
       total += n;
       if (n < PRUNE_BATCH) break;
     }
