@@ -236,6 +236,7 @@ describe('force-release and revoke', () => {
     assert.equal(await inspectToken(theirs), tokens[theirs], 'the other route is still held');
     assert.equal((await s.call('POST', '/api/v1/sessions/keepalive', { session_id: sessionId })).body.code, 'session_kept_alive', 'the session is open');
     assert.equal((await s.call('GET', '/api/v1/leases?selector=lease://ops/**')).body.revision, before, 'nothing changed');
+    await s.flushAudit();
     const audit = await s.call('GET', `/api/v1/audit?route=${encodeURIComponent(mine)}&event_type=access_denied`);
     assert.ok(audit.body.items.some((e: { token_id: string }) => e.token_id !== null), 'the refusal is audited');
 
