@@ -475,6 +475,9 @@ export class PgTx implements Tx {
 
   async insertAudit(rows: readonly NewAuditRow[]): Promise<void> {
     if (rows.length === 0) return;
+    // The per-family counts first: their row lock orders two instances' batches of one family, so
+    // seqs (taken by the INSERT below) commit in the order they were taken.
+    await this.addAuditCounts(tally(rows));
     // One statement for the whole batch: columns as arrays, unnested.
     const cols: unknown[][] = Array.from({ length: 14 }, () => []);
     for (const r of rows) {
@@ -489,7 +492,6 @@ export class PgTx implements Tx {
          $10::int8[], $11::text[], $12::text[], $13::int8[], $14::bool[])`,
       cols,
     );
-    await this.addAuditCounts(tally(rows));
   }
 
   /** Add to the per-family audit counts, families in a fixed order (so two instances' steps never deadlock on them). */
