@@ -8,6 +8,9 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { LeaseEngine, type EngineOptions } from './engine/engine';
 import { createApiHandler } from './http/api';
+import { AccessLog } from './http/access-log';
+import type { DrainState } from './http/health';
+import { silentLogger, type Logger } from './engine/logger';
 import { MetricsCollector, type CollectorOptions } from './metrics/collector';
 import { PgStore } from './store/postgres/pg-store';
 import { SqliteStore } from './store/sqlite/sqlite-store';
@@ -29,7 +32,12 @@ export interface AppServerOptions {
   version?: string;
   /** Serves everything outside /api/. */
   fallback?: (req: IncomingMessage, res: ServerResponse) => void;
-  log?: (line: string) => void;
+  /** Where the server's lines go (silent when absent). */
+  logger?: Logger;
+  /** Request lines: every request (`all`), else only server errors and those slower than `slowMs`. */
+  accessLog?: { all?: boolean; slowMs?: number };
+  /** PostgreSQL: this process's instance id (the one its log lines carry); else generated. */
+  instanceId?: string;
   /**
    * Metrics (`LEASEHOLD_METRICS`, `LEASEHOLD_METRICS_PUBLIC`): on unless
    * `enabled` is false; off, nothing subscribes and nothing is measured.
@@ -47,6 +55,12 @@ export interface AppServer {
   bootstrapToken: string | undefined;
   /** The metrics collector, when metrics are on. */
   metrics: MetricsCollector | undefined;
+  /**
+   * The first half of a graceful shutdown: readiness answers 503 from now on
+   * and answers carry `Connection: close`, while everything is still served.
+   */
+  beginDrain(): void;
+  readonly draining: boolean;
   /** Close the listener and every connection, then the engine and store. */
   close(): Promise<void>;
 }
@@ -54,10 +68,11 @@ export interface AppServer {
 /** Open the store, start the engine (expiring what fell due while down), then listen. */
 export async function startAppServer(opts: AppServerOptions): Promise<AppServer> {
   const base: Store = opts.databaseUrl
-    ? await PgStore.open({ url: opts.databaseUrl, poolSize: opts.poolSize })
+    ? await PgStore.open({ url: opts.databaseUrl, poolSize: opts.poolSize, instanceId: opts.instanceId })
     : new SqliteStore({ dataDir: opts.dataDir, synchronous: opts.synchronous, clock: opts.clock });
   const store = opts.wrapStore ? opts.wrapStore(base) : base;
-  const engine = new LeaseEngine(store, opts.engine);
+  const logger = opts.logger ?? silentLogger;
+  const engine = new LeaseEngine(store, { logger, ...opts.engine });
   let bootstrapToken: string | undefined;
   try {
     ({ bootstrapToken } = await engine.start());
@@ -67,11 +82,14 @@ export async function startAppServer(opts: AppServerOptions): Promise<AppServer>
   }
   const metrics = opts.metrics?.enabled === false ? undefined : new MetricsCollector(engine, opts.metrics);
   await metrics?.start();
+  const accessLog = new AccessLog({ logger, all: opts.accessLog?.all, slowMs: opts.accessLog?.slowMs });
+  const drain: DrainState = { draining: false };
   const api = createApiHandler(engine, {
     corsOrigins: opts.corsOrigins,
     publicOrigin: opts.publicOrigin,
     version: opts.version,
-    log: opts.log,
+    accessLog,
+    drain,
     metrics: metrics && { collector: metrics, public: opts.metrics?.public === true },
   });
   const fallback =
@@ -83,6 +101,8 @@ export async function startAppServer(opts: AppServerOptions): Promise<AppServer>
   let inFlight = 0;
   let idle: (() => void) | undefined;
   const server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
+    // Draining: each answer asks its client to reconnect (to another instance, through the balancer).
+    if (drain.draining) res.shouldKeepAlive = false;
     if (req.url === '/api' || req.url?.startsWith('/api/')) {
       inFlight++;
       res.once('close', () => {
@@ -105,6 +125,12 @@ export async function startAppServer(opts: AppServerOptions): Promise<AppServer>
     url: `http://${host}:${addr.port}`,
     bootstrapToken,
     metrics,
+    beginDrain() {
+      drain.draining = true;
+    },
+    get draining() {
+      return drain.draining;
+    },
     close() {
       // Stop accepting, answer waiting acquires, let in-flight answers finish
       // (for at most 3 s), then commit what is pending and close the store,
@@ -121,6 +147,7 @@ export async function startAppServer(opts: AppServerOptions): Promise<AppServer>
           });
         }
         await engine.stop();
+        accessLog.close();
         server.closeAllConnections();
         await closed;
       })();

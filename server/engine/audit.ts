@@ -18,6 +18,7 @@ import { correlationId } from './ids';
 import { RARE_AUDIT_EVENT_TYPES, type AuditRow, type NewAuditRow, type Store } from '../store/types';
 import { iso } from './views';
 import type { Principal } from './tokens';
+import type { Logger } from './logger';
 
 export const AUDIT_EVENT_TYPES = [
   'session_open',
@@ -110,8 +111,8 @@ export interface AuditOptions {
   maxRows: number;
   flushIntervalMs?: number;
   pruneIntervalMs?: number;
-  /** Where counted-not-audited refusals are logged (rate limited). */
-  log?: (line: string) => void;
+  /** Where counted-not-audited refusals are reported (at most every 10 s, with their counts). */
+  logger?: Logger;
 }
 
 export const DEFAULT_AUDIT: AuditOptions = { retentionMs: 30 * 86_400_000, maxRows: 10_000_000 };
@@ -141,7 +142,7 @@ export class AuditLog {
   private unlogged = { lease_conflict: 0, invalid_credential: 0 };
   /** Totals since start: refusals counted instead of audited, and events lost to a full buffer. */
   readonly counts = { lease_conflict: 0, invalid_credential: 0, dropped: 0 };
-  readonly opts: Required<Omit<AuditOptions, 'log'>> & Pick<AuditOptions, 'log'>;
+  readonly opts: Required<Omit<AuditOptions, 'logger'>> & Pick<AuditOptions, 'logger'>;
 
   constructor(
     private readonly store: Store,
@@ -208,8 +209,10 @@ export class AuditLog {
     this.counts[code]++;
     this.unlogged[code]++;
     const now = this.store.now();
-    if (this.opts.log && now - this.lastLog >= LOG_EVERY_MS) {
-      this.opts.log(`audit: not audited row by row since the last report: ${this.unlogged.lease_conflict} lease_conflict, ${this.unlogged.invalid_credential} invalid_credential`);
+    if (this.opts.logger && now - this.lastLog >= LOG_EVERY_MS) {
+      // Refused credentials in numbers may be someone guessing: a warning; conflicts are routine.
+      const level = this.unlogged.invalid_credential > 0 ? 'warn' : 'info';
+      this.opts.logger[level]('refusals counted, not audited row by row', { since_last_report: { ...this.unlogged } });
       this.unlogged = { lease_conflict: 0, invalid_credential: 0 };
       this.lastLog = now;
     }

@@ -48,6 +48,7 @@ export type { ListPage, ListQuery };
 /** The caller of system events (expiry): no token, no request. */
 const SYSTEM: Principal = { tokenId: '', name: 'system', family: '', grants: [], root: false, kind: 'api', expiresAt: null };
 import { WaiterQueues, type Waiter } from './waiters';
+import type { Logger } from './logger';
 
 export interface Outcome<T> {
   answer: T;
@@ -90,6 +91,8 @@ export interface EngineOptions {
   feed?: Partial<FeedLimits>;
   /** Shared stores: cross-instance publication. */
   cluster?: ClusterOptions;
+  /** Where the engine reports what an operator should see (silent when absent). */
+  logger?: Logger;
 }
 
 export interface ForceEndRequest {
@@ -147,7 +150,7 @@ export class LeaseEngine {
   ) {
     this.ctx = { store, waiters: this.waiters, limits: { ...DEFAULT_LIMITS, ...opts.limits }, instanceId: store.bus?.instanceId };
     this.tokens = new TokenAuthority(store);
-    this.audit = new AuditLog(store, opts.audit);
+    this.audit = new AuditLog(store, { logger: opts.logger, ...opts.audit });
     this.startedAt = store.now();
     this.feed = new FeedHub(this.events, {
       limits: opts.feed,

@@ -22,6 +22,9 @@ import { authorize } from '../engine/tokens';
 import type { Principal } from '../engine/tokens';
 import type { Caller } from '../engine/audit';
 import type { MetricsCollector, RequestOutcome } from '../metrics/collector';
+import { AccessLog, CLIENT_CLOSED } from './access-log';
+import { LIVE_PATH, probe, READY_PATH, type DrainState } from './health';
+import { silentLogger } from '../engine/logger';
 
 export interface ApiOptions {
   /** Origins allowed to call with a bearer token from a browser (CORS, never with credentials). */
@@ -29,8 +32,10 @@ export interface ApiOptions {
   version?: string;
   /** The origin browsers use (`LEASEHOLD_PUBLIC_ORIGIN`); else taken from the Host header. */
   publicOrigin?: string;
-  /** Where unexpected errors are logged (with their correlation id). */
-  log?: (line: string) => void;
+  /** Request lines, and unexpected errors with their correlation id (silent when absent). */
+  accessLog?: AccessLog;
+  /** Set once a graceful shutdown begins: readiness answers 503. */
+  drain?: DrainState;
   /**
    * Metrics on: `GET /api/metrics` and the summary route are served, and every
    * answered request is reported to the collector. Off (absent): both are
@@ -155,13 +160,14 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 const NO_PRINCIPAL: Principal = { tokenId: '', name: '', family: '', grants: [], root: false, kind: 'api', expiresAt: null };
 
-/** What dispatch learns about a request, for its outcome (only when metrics are on); `code` stays '' until it is answered. */
-type Trace = RequestOutcome;
+/** What dispatch learns about a request, for its metrics and its log line; `code` stays '' until it is answered. */
+type Trace = RequestOutcome & { route: string; waits: boolean; error: unknown };
 
 /** Build the `/api/*` request handler over an engine. */
 export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
   const cors = new Set(opts.corsOrigins ?? []);
-  const log = opts.log ?? ((l: string) => console.error(l));
+  const accessLog = opts.accessLog ?? new AccessLog({ logger: silentLogger });
+  const drain = opts.drain ?? { draining: false };
   const version = opts.version ?? '0.0.0';
   const metrics = opts.metrics;
   const compiled = compile(metrics !== undefined);
@@ -197,7 +203,6 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
       send(req, res, STATUS_OF[e.code], errorBody(e.code, e.message, cid, e.retryable, e.retryAfterMs), cid, headers);
       return;
     }
-    log(`[${cid}] unexpected error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
     send(req, res, 500, errorBody('internal_error', 'internal error', cid, false), cid);
   }
 
@@ -246,6 +251,16 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
     if (path === '/api/metrics') {
       if (trace) trace.operation = 'metrics';
       return serveMetrics(req, res, cid, trace);
+    }
+    if (path === LIVE_PATH || path === READY_PATH) {
+      if (trace) trace.operation = path === LIVE_PATH ? 'health_live' : 'health_ready';
+      if (req.method !== 'GET' && req.method !== 'HEAD') {
+        throw Object.assign(new LeaseholdError('method_not_allowed', 'this path takes GET, HEAD'), { allow: 'GET, HEAD' });
+      }
+      const answer = await probe(path, engine, drain);
+      send(req, res, answer.status, answer.body, cid);
+      if (trace) trace.code = answer.body.status;
+      return;
     }
     if (path === '/api/v1/health' || path === '/api/v1/openapi.json') {
       if (trace) trace.operation = path === '/api/v1/health' ? 'health' : 'openapi';
@@ -297,6 +312,7 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
       if (trace) trace.family = principal.family;
     }
     const route = params.realm !== undefined ? pathRoute(params) : '';
+    if (trace) trace.route = route;
     // Every refusal from here to the permission check is an audited access_denied.
     const denied = (message: string) => {
       engine.audit.note({ caller: principal, type: 'access_denied', route: route || null, success: '' }, 'access_denied');
@@ -316,6 +332,7 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
     let ac: AbortController | undefined;
     const signal = () => {
       if (!ac) {
+        if (trace) trace.waits = true;
         const controller = (ac = new AbortController());
         if (res.destroyed || res.writableFinished) controller.abort();
         else res.on('close', () => res.writableFinished || controller.abort());
@@ -393,30 +410,26 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
     sendError(req, res, e, cid, allow ? { Allow: allow } : {});
   }
 
-  /** Serve one `/api/*` request. Never throws. */
+  /**
+   * Serve one `/api/*` request (never throws), reporting its outcome once:
+   * when it is answered, or when the client leaves before any answer
+   * (`client_closed`: a waiting acquire whose client gave up). The metrics
+   * get requests on known paths; the access log gets every request.
+   */
   function api(req: IncomingMessage, res: ServerResponse): void {
     const cid = correlationId();
-    dispatch(req, res, cid, undefined).catch((e: unknown) => fail500(req, res, cid, e));
-  }
-
-  /**
-   * The same, reporting the request's outcome to the metrics once: when it
-   * is answered, or when the client leaves before any answer (`client_closed`:
-   * a waiting acquire whose client gave up). Requests on unknown paths have
-   * no operation and are not reported.
-   */
-  function measuredApi(collector: MetricsCollector, req: IncomingMessage, res: ServerResponse): void {
-    const cid = correlationId();
     const t0 = performance.now();
-    const trace: Trace = { operation: '', family: undefined, code: '', ok: false, replayed: false, queued: false, cursor: false, seconds: 0 };
+    const trace: Trace = { operation: '', family: undefined, code: '', ok: false, replayed: false, queued: false, cursor: false, seconds: 0, route: '', waits: false, error: undefined };
     let reported = false;
     const report = (code: string, ok: boolean) => {
-      if (reported || trace.operation === '') return;
+      if (reported) return;
       reported = true;
       trace.code = code;
       trace.ok = ok;
       trace.seconds = (performance.now() - t0) / 1000;
-      collector.observe(trace);
+      if (metrics && trace.operation !== '') metrics.collector.observe(trace);
+      const status = code === 'client_closed' ? CLIENT_CLOSED : res.statusCode;
+      accessLog.record({ correlationId: cid, method: req.method ?? '', operation: trace.operation, family: trace.family, route: trace.route, status, code, latencyMs: trace.seconds * 1000, waits: trace.waits, error: trace.error });
     };
     res.once('close', () => {
       if (!res.writableFinished && trace.code === '') report('client_closed', false);
@@ -425,10 +438,11 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
       () => report(trace.code || 'ok', true),
       (e: unknown) => {
         fail500(req, res, cid, e);
+        if (!(e instanceof LeaseholdError)) trace.error = e;
         report(e instanceof LeaseholdError ? e.code : 'internal_error', false);
       },
     );
   }
 
-  return metrics ? (req: IncomingMessage, res: ServerResponse) => measuredApi(metrics.collector, req, res) : api;
+  return api;
 }
