@@ -61,6 +61,11 @@ for (const [name, value] of [
   ['LEASEHOLD_PUBLIC_ORIGIN', 'not a url'],
   ['LEASEHOLD_METRICS', 'yes'],
   ['LEASEHOLD_METRICS_PUBLIC', 'on'],
+  ['LEASEHOLD_LOG_FORMAT', 'xml'],
+  ['LEASEHOLD_LOG_LEVEL', 'loud'],
+  ['LEASEHOLD_ACCESS_LOG', 'yes'],
+  ['LEASEHOLD_SLOW_REQUEST_MS', '0'],
+  ['LEASEHOLD_DRAIN_MS', '-1'],
 ] as const) {
   test(`an invalid ${name} stops the server with a message naming it`, async () => {
     const r = await runServerToExit({ LEASEHOLD_DATA_DIR: dir(), [name]: value });
