@@ -7,7 +7,13 @@ set -uo pipefail
 shopt -s globstar nullglob
 cd "$(dirname "$0")/.."
 
-files=(lib/**/*.test.ts components/**/*.test.ts server/**/*.test.ts tests/**/*.test.ts)
+# The secrets scan of every server log the run wrote goes last (tests/logs/secrets.test.ts).
+scan=tests/logs/secrets.test.ts
+files=()
+for f in lib/**/*.test.ts components/**/*.test.ts server/**/*.test.ts tests/**/*.test.ts; do
+  [[ $f == "$scan" ]] || files+=("$f")
+done
+[[ -f $scan ]] && files+=("$scan")
 if ((${#files[@]} == 0)); then
   echo "no unit tests found"
   printf '# tests 0\n# pass 0\n# fail 0\n'
@@ -15,7 +21,9 @@ if ((${#files[@]} == 0)); then
 fi
 
 tap="$(mktemp -t leasehold-unit-XXXXXX.tap)"
-trap 'rm -f "$tap"' EXIT
+# Every test server's log, request lines included, for the secrets scan.
+export LEASEHOLD_TEST_LOG_DIR="${LEASEHOLD_TEST_LOG_DIR:-$(mktemp -d -t leasehold-test-logs-XXXXXX)}"
+trap 'rm -f "$tap"; rm -rf "$LEASEHOLD_TEST_LOG_DIR"' EXIT
 
 # Readable spec output on the terminal, TAP to a file for the summary lines.
 node --import tsx --test --test-concurrency=1 --test-timeout=120000 \
