@@ -22,8 +22,14 @@ fi
 
 tap="$(mktemp -t leasehold-unit-XXXXXX.tap)"
 # Every test server's log, request lines included, for the secrets scan.
-export LEASEHOLD_TEST_LOG_DIR="${LEASEHOLD_TEST_LOG_DIR:-$(mktemp -d -t leasehold-test-logs-XXXXXX)}"
-trap 'rm -f "$tap"; rm -rf "$LEASEHOLD_TEST_LOG_DIR"' EXIT
+# Set LEASEHOLD_TEST_LOG_DIR to keep them; else they go with the run.
+own_logs=
+if [[ -z ${LEASEHOLD_TEST_LOG_DIR:-} ]]; then
+  LEASEHOLD_TEST_LOG_DIR="$(mktemp -d -t leasehold-test-logs-XXXXXX)"
+  own_logs=1
+fi
+export LEASEHOLD_TEST_LOG_DIR
+trap 'rm -f "$tap"; if [[ -n $own_logs ]]; then rm -rf "$LEASEHOLD_TEST_LOG_DIR"; fi' EXIT
 
 # Readable spec output on the terminal, TAP to a file for the summary lines.
 node --import tsx --test --test-concurrency=1 --test-timeout=120000 \
