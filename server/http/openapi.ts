@@ -47,6 +47,10 @@ export function openApiDocument(version: string): object {
     (paths[r.path] ??= {})[r.method.toLowerCase()] = op;
   }
   paths['/api/v1/health'] = { get: { operationId: 'health', summary: 'Liveness and store status', security: [], responses: { 200: { description: 'ok' }, 503: { description: 'store unavailable' } } } };
+  paths['/api/v1/health/live'] = { get: { operationId: 'health_live', summary: 'The process runs (liveness probe)', security: [], responses: { 200: { description: 'ok' } } } };
+  paths['/api/v1/health/ready'] = {
+    get: { operationId: 'health_ready', summary: 'Send this instance traffic (readiness probe)', security: [], responses: { 200: { description: 'ready' }, 503: { description: 'store unavailable, schema mismatch, or draining' } } },
+  };
   paths['/api/metrics'] = {
     get: {
       operationId: 'metrics',
