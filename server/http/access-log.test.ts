@@ -113,6 +113,26 @@ test('with the access log on, every request has one info line with its outcome',
   }
 });
 
+test('a waiting acquire whose client leaves is one line: status 499, client_closed', async () => {
+  const { s, log } = await server({ all: true });
+  const a = await s.openSession('a');
+  const b = await s.openSession('b');
+  const route = 'lease://acme/logs/leaver';
+  assert.equal((await s.call('POST', leasePath(route, 'acquire'), { session_id: a.sessionId, request_id: rid() })).status, 200);
+  const ac = new AbortController();
+  const waiting = s.call('POST', leasePath(route, 'acquire'), { session_id: b.sessionId, request_id: rid(), wait_ms: 30_000 }, { signal: ac.signal }).catch(() => 'aborted');
+  for (let i = 0; i < 200 && (await s.call('GET', leasePath(route))).body.lease.waiters !== 1; i++) await new Promise((r) => setTimeout(r, 10));
+  ac.abort();
+  assert.equal(await waiting, 'aborted');
+  let line: Line | undefined;
+  for (let i = 0; i < 200 && !line; i++) {
+    line = log.lines.find((l) => l.code === 'client_closed');
+    if (!line) await new Promise((r) => setTimeout(r, 10));
+  }
+  assert.deepEqual([line?.level, line?.operation, line?.route, line?.status], ['info', 'lease_acquire', route, 499]);
+  assert.equal(log.withCid(line!.correlation_id).length, 1);
+});
+
 test('a slow request is a warn line without the access log; a waiting acquire is never slow', async () => {
   const { s, log, state } = await server({ all: false, slowMs: 150 });
   const a = await s.openSession('a');
