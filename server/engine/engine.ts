@@ -161,6 +161,7 @@ export class LeaseEngine {
     });
     this.cluster = store.bus
       ? new Cluster(store.bus, this.events, this.feed, {
+          logger: opts.logger,
           ...opts.cluster,
           granted: (n) => this.remoteGrant(n),
           refused: (n) => this.remoteRefusal(n),

@@ -24,7 +24,7 @@ export function ensureServerBuilt(): void {
 export interface ServerProcess {
   proc: ChildProcess;
   url: string;
-  /** Everything the process printed so far (stdout and stderr). */
+  /** What the process printed so far (stdout and stderr; the last MiB). */
   output(): string;
 }
 
@@ -57,7 +57,7 @@ function launch(args: string[], env: Record<string, string>): { proc: ChildProce
   let out = '';
   const keep = (d: Buffer) => {
     file?.write(d);
-    out = (out + d.toString()).slice(-65_536);
+    out = (out + d.toString()).slice(-1_048_576);
   };
   proc.once('close', () => file?.end());
   proc.stdout!.on('data', keep);
