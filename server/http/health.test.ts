@@ -8,6 +8,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from '../testing/harness';
 import { StoreUnavailableError, type Store } from '../store/types';
+import { HealthLive, HealthNotReady, HealthReady } from './answers';
 
 const servers: TestServer[] = [];
 after(async () => {
@@ -36,6 +37,8 @@ test('live and ready answer 200 without a token, with plain bodies and a correla
   const ready = await s.call('GET', '/api/v1/health/ready', undefined, { token: null });
   assert.equal(ready.status, 200);
   assert.deepEqual(ready.body, { status: 'ready', store: s.app.store.kind, checks: { store: 'ok', schema: 'ok', draining: false } });
+  assert.deepEqual(HealthReady.parse(ready.body), ready.body, 'the documented schema');
+  assert.deepEqual(HealthLive.parse(live.body), live.body, 'the documented schema');
   const head = await s.call('HEAD', '/api/v1/health/ready', undefined, { token: null });
   assert.deepEqual([head.status, head.text], [200, '']);
   const post = await s.call('POST', '/api/v1/health/live', {}, { token: null });
@@ -51,6 +54,7 @@ test('a store outage: ready is 503 unavailable while live stays 200', async () =
   const health = await s.call('GET', '/api/v1/health', undefined, { token: null });
   state.down = false;
   assert.deepEqual([ready.status, ready.body.status, ready.body.checks], [503, 'unavailable', { store: 'unavailable', schema: 'unknown', draining: false }]);
+  assert.deepEqual(HealthNotReady.parse(ready.body), ready.body, 'the documented schema');
   assert.equal(live.status, 200, 'a store outage is no reason to restart the process');
   assert.deepEqual([health.status, health.body.status], [503, 'unavailable'], 'the existing health route is unchanged');
   assert.equal((await s.call('GET', '/api/v1/health/ready', undefined, { token: null })).status, 200, 'ready again once the store answers');
@@ -63,6 +67,7 @@ test('draining: ready answers 503 at once while the API, live and the existing h
   assert.equal(s.app.draining, true);
   const ready = await s.call('GET', '/api/v1/health/ready', undefined, { token: null });
   assert.deepEqual([ready.status, ready.body.status, ready.body.checks.draining, ready.body.checks.store], [503, 'draining', true, 'ok']);
+  assert.deepEqual(HealthNotReady.parse(ready.body), ready.body, 'the documented schema');
   assert.equal(ready.headers.connection, 'close', 'clients are asked to reconnect elsewhere');
   assert.equal((await s.call('GET', '/api/v1/health/live', undefined, { token: null })).status, 200);
   const health = await s.call('GET', '/api/v1/health', undefined, { token: null });

@@ -9,7 +9,9 @@
  * Plain bodies (not the envelope), like `GET /api/v1/health`.
  */
 
+import type { z } from 'zod';
 import type { LeaseEngine } from '../engine/engine';
+import type { HealthLive, HealthNotReady, HealthReady } from './answers';
 
 export const LIVE_PATH = '/api/v1/health/live';
 export const READY_PATH = '/api/v1/health/ready';
@@ -19,10 +21,9 @@ export interface DrainState {
   draining: boolean;
 }
 
-export interface ProbeAnswer {
-  status: number;
-  body: { status: 'ok' | 'ready' | 'draining' | 'unavailable'; [field: string]: unknown };
-}
+export type ProbeAnswer =
+  | { status: 200; body: z.output<typeof HealthLive> | z.output<typeof HealthReady> }
+  | { status: 503; body: z.output<typeof HealthNotReady> };
 
 /** Answer a liveness or readiness probe. Never throws. */
 export async function probe(path: typeof LIVE_PATH | typeof READY_PATH, engine: LeaseEngine, drain: DrainState): Promise<ProbeAnswer> {
@@ -36,7 +37,7 @@ export async function probe(path: typeof LIVE_PATH | typeof READY_PATH, engine: 
     reachable = false;
   }
   const draining = drain.draining;
-  const checks = { store: reachable ? 'ok' : 'unavailable', schema: reachable ? (schema ? 'ok' : 'mismatch') : 'unknown', draining };
+  const checks = { store: reachable ? ('ok' as const) : ('unavailable' as const), schema: reachable ? (schema ? ('ok' as const) : ('mismatch' as const)) : ('unknown' as const), draining };
   if (draining) return { status: 503, body: { status: 'draining', store, checks } };
   if (!reachable || !schema) return { status: 503, body: { status: 'unavailable', store, checks } };
   return { status: 200, body: { status: 'ready', store, checks } };
