@@ -4,6 +4,7 @@
  * handler in production; nothing in API-only mode and in tests).
  */
 
+import { mkdirSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { LeaseEngine, type EngineOptions } from './engine/engine';
@@ -11,9 +12,11 @@ import { createApiHandler } from './http/api';
 import { AccessLog } from './http/access-log';
 import type { DrainState } from './http/health';
 import { silentLogger, type Logger } from './engine/logger';
+import { isOriginForm, refuseRawRequest, refuseRequestTarget } from './http/request-target';
 import { MetricsCollector, type CollectorOptions } from './metrics/collector';
 import { PgStore } from './store/postgres/pg-store';
 import { SqliteStore } from './store/sqlite/sqlite-store';
+import type { Clock } from './store/millis';
 import type { Store } from './store/types';
 
 export interface AppServerOptions {
@@ -25,7 +28,7 @@ export interface AppServerOptions {
   host?: string;
   port?: number;
   synchronous?: 'normal' | 'full';
-  clock?: () => number;
+  clock?: Clock;
   engine?: EngineOptions;
   corsOrigins?: string[];
   publicOrigin?: string;
@@ -67,8 +70,11 @@ export interface AppServer {
 
 /** Open the store, start the engine (expiring what fell due while down), then listen. */
 export async function startAppServer(opts: AppServerOptions): Promise<AppServer> {
+  // The data directory holds the SQLite database, or on PostgreSQL the
+  // instance's own files (the bootstrap token): created for either store.
+  mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
   const base: Store = opts.databaseUrl
-    ? await PgStore.open({ url: opts.databaseUrl, poolSize: opts.poolSize, instanceId: opts.instanceId })
+    ? await PgStore.open({ url: opts.databaseUrl, poolSize: opts.poolSize, clock: opts.clock, instanceId: opts.instanceId })
     : new SqliteStore({ dataDir: opts.dataDir, synchronous: opts.synchronous, clock: opts.clock });
   const store = opts.wrapStore ? opts.wrapStore(base) : base;
   const logger = opts.logger ?? silentLogger;
@@ -103,7 +109,8 @@ export async function startAppServer(opts: AppServerOptions): Promise<AppServer>
   const server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
     // Draining: each answer asks its client to reconnect (to another instance, through the balancer).
     if (drain.draining) res.shouldKeepAlive = false;
-    if (req.url === '/api' || req.url?.startsWith('/api/')) {
+    if (!isOriginForm(req.url)) refuseRequestTarget(req, res);
+    else if (req.url === '/api' || req.url?.startsWith('/api/')) {
       inFlight++;
       res.once('close', () => {
         if (--inFlight === 0) idle?.();
@@ -111,6 +118,8 @@ export async function startAppServer(opts: AppServerOptions): Promise<AppServer>
       api(req, res);
     } else fallback(req, res);
   });
+  server.on('clientError', refuseRawRequest);
+  server.on('connect', (_req: IncomingMessage, socket) => refuseRawRequest(undefined, socket));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(opts.port ?? 0, opts.host ?? '127.0.0.1', () => resolve());
