@@ -61,15 +61,28 @@ async function main(instance: string): Promise<void> {
     version: VERSION,
     logger,
     accessLog: { all: config.LEASEHOLD_ACCESS_LOG === 'on', slowMs: config.LEASEHOLD_SLOW_REQUEST_MS },
+    http: {
+      maxConnections: config.LEASEHOLD_MAX_CONNECTIONS,
+      headersTimeoutMs: config.LEASEHOLD_HEADERS_TIMEOUT_MS,
+      requestTimeoutMs: config.LEASEHOLD_REQUEST_TIMEOUT_MS,
+      keepAliveTimeoutMs: config.LEASEHOLD_KEEPALIVE_TIMEOUT_MS,
+    },
     metrics: { enabled: config.LEASEHOLD_METRICS === 'on', public: config.LEASEHOLD_METRICS_PUBLIC },
     engine: {
       limits: { idempotencyTtlMs: config.LEASEHOLD_IDEMPOTENCY_TTL_S * 1000 },
       bootstrapSecret: config.LEASEHOLD_BOOTSTRAP_TOKEN,
       secret: config.LEASEHOLD_SECRET,
-      feed: { maxStreams: config.LEASEHOLD_MAX_STREAMS, heartbeatMs: config.LEASEHOLD_FEED_HEARTBEAT_MS },
+      feed: {
+        maxStreams: config.LEASEHOLD_MAX_STREAMS,
+        streamsPerFamily: config.LEASEHOLD_MAX_STREAMS_PER_FAMILY,
+        streamsPerToken: config.LEASEHOLD_MAX_STREAMS_PER_TOKEN,
+        heartbeatMs: config.LEASEHOLD_FEED_HEARTBEAT_MS,
+      },
+      embedTokensPerCreator: config.LEASEHOLD_MAX_EMBED_TOKENS_PER_CREATOR,
       audit: {
         retentionMs: config.LEASEHOLD_AUDIT_RETENTION_DAYS * 86_400_000,
         maxRows: config.LEASEHOLD_AUDIT_MAX_ROWS,
+        maxRowsPerFamily: config.LEASEHOLD_AUDIT_MAX_ROWS_PER_FAMILY,
       },
     },
     fallback,
@@ -83,6 +96,8 @@ async function main(instance: string): Promise<void> {
     writeFileSync(file, `${app.bootstrapToken}\n`, { mode: 0o600 });
     logger.warn('bootstrap admin token created (shown once on a terminal, kept in its file)', { file });
     if (process.stdout.isTTY) process.stdout.write(`\n  bootstrap admin token (shown once, also in ${file}):\n\n  ${app.bootstrapToken}\n\n`);
+  } else if (app.bootstrapCreated) {
+    logger.info('bootstrap admin token created from LEASEHOLD_BOOTSTRAP_TOKEN (not shown)');
   }
   const store = config.LEASEHOLD_DATABASE_URL ? 'postgres' : 'sqlite';
   const where = store === 'postgres' ? `postgres, instance ${instance}` : `sqlite in ${config.LEASEHOLD_DATA_DIR}`;
