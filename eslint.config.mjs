@@ -9,6 +9,7 @@ const framework = [
   { name: 'react', message: 'The engine and store are free of React.' },
   { name: 'node:http', message: 'HTTP belongs in server/http.' },
   { name: 'http', message: 'HTTP belongs in server/http.' },
+  { name: 'pino', message: 'The engine and store log through the injected Logger (server/engine/logger.ts); server/log.ts owns pino.' },
 ];
 
 const libBoundary = {

@@ -50,6 +50,7 @@ export type { ListPage, ListQuery };
 /** The caller of system events (expiry): no token, no request. */
 const SYSTEM: Principal = { tokenId: '', name: 'system', family: '', grants: [], root: false, kind: 'api', expiresAt: null };
 import { waitQueueFor, type WaitQueue, type Waiter } from './waiters';
+import type { Logger } from './logger';
 
 export interface Outcome<T> {
   answer: T;
@@ -92,6 +93,8 @@ export interface EngineOptions {
   feed?: Partial<FeedLimits>;
   /** Shared stores: cross-instance publication. */
   cluster?: ClusterOptions;
+  /** Where the engine reports what an operator should see (silent when absent). */
+  logger?: Logger;
   /** Live (unexpired, unrevoked) embed tokens one token may have minted at once (default 1,000). */
   embedTokensPerCreator?: number;
 }
@@ -160,7 +163,7 @@ export class LeaseEngine {
     this.waiters = waitQueueFor(store);
     this.ctx = { store, waiters: this.waiters, limits: { ...DEFAULT_LIMITS, ...opts.limits }, instanceId: store.bus?.instanceId };
     this.tokens = new TokenAuthority(store);
-    this.audit = new AuditLog(store, opts.audit);
+    this.audit = new AuditLog(store, { logger: opts.logger, ...opts.audit });
     this.startedAt = store.now();
     this.feed = new FeedHub(this.events, {
       limits: opts.feed,
@@ -171,6 +174,7 @@ export class LeaseEngine {
     });
     this.cluster = store.bus
       ? new Cluster(store.bus, this.events, this.feed, {
+          logger: opts.logger,
           ...opts.cluster,
           granted: (n) => this.remoteGrant(n),
           refused: (n) => this.remoteRefusal(n),

@@ -388,6 +388,10 @@ class SqliteTx implements Tx {
     };
   }
 
+  async schemaCurrent(): Promise<boolean> {
+    return this.db.pragma('user_version', { simple: true }) === MIGRATIONS.length;
+  }
+
   async revision(family: string): Promise<number> {
     return (this.s.revision.get(family) as number | undefined) ?? 0;
   }
