@@ -88,15 +88,16 @@ async function main(instance: string): Promise<void> {
     },
     fallback,
   });
-  // A generated bootstrap token is a secret: it goes to its 0600 file and, for
-  // a person at a terminal, to the screen, never into the log (a log
-  // pipeline keeps and ships what it is given). One set through
-  // LEASEHOLD_BOOTSTRAP_TOKEN is already known to whoever set it.
+  // A generated bootstrap token is shown once, on this first start, whatever
+  // stdout is (the README's first command promises it, and whoever started
+  // the server needs it to sign in), and kept in its 0600 file; it is never a
+  // log line's field. An operator who must keep secrets out of stdout sets
+  // LEASEHOLD_BOOTSTRAP_TOKEN, which is never printed (docs/operations.md).
   if (app.bootstrapToken && config.LEASEHOLD_BOOTSTRAP_TOKEN === undefined) {
     const file = join(config.LEASEHOLD_DATA_DIR, 'admin-token');
     writeFileSync(file, `${app.bootstrapToken}\n`, { mode: 0o600 });
-    logger.warn('bootstrap admin token created (shown once on a terminal, kept in its file)', { file });
-    if (process.stdout.isTTY) process.stdout.write(`\n  bootstrap admin token (shown once, also in ${file}):\n\n  ${app.bootstrapToken}\n\n`);
+    logger.warn('bootstrap admin token created (shown once below, kept in its file)', { file });
+    process.stdout.write(`\n  bootstrap admin token (shown once, also in ${file}):\n\n  ${app.bootstrapToken}\n\n`);
   } else if (app.bootstrapCreated) {
     logger.info('bootstrap admin token created from LEASEHOLD_BOOTSTRAP_TOKEN (not shown)');
   }
