@@ -400,7 +400,7 @@ export function openApiDocument(version: string): Json {
         'Every answer is an envelope: `status` (`success` or `error`), `code`, `correlation_id` (also the `X-Correlation-Id` header), then the call’s fields. ' +
         'Errors add `message`, `retryable` and, when known, `retry_after_ms`. Answers may gain fields: clients ignore unknown ones. ' +
         'Times are RFC 3339 UTC with milliseconds; durations are integer milliseconds.',
-      license: { name: 'Proprietary', identifier: 'LicenseRef-Leasehold-Proprietary' },
+      license: { name: 'MIT', identifier: 'MIT' },
     },
     servers: [
       {
