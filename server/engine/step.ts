@@ -14,6 +14,7 @@ import type { LeaseholdError } from './errors';
 import type { AcquireResult } from './leases';
 import type { WaiterQueues, Waiter } from './waiters';
 import type { LeaseRow } from '../store/types';
+import type { PolicyCache } from './policies';
 
 export interface Limits {
   /** Default routes examined per LIST page. */
@@ -58,6 +59,8 @@ export interface Step {
   readonly notices: WaiterNotice[];
   /** What the step learned about its subject, for its audit event. */
   readonly facts: AuditFacts;
+  /** An operator's cap on the lock-delay of the leases this step ends (lock-delay.ts). */
+  delayCapMs?: number;
 }
 
 export interface EngineContext {
@@ -71,6 +74,10 @@ export interface EngineContext {
    * instance's waiting clients.
    */
   readonly instanceId?: string;
+  /** The family's policies (policies.ts); absent: global bounds only. */
+  readonly policies?: PolicyCache;
+  /** Counts an acquire refused by lock-delay (metrics). */
+  readonly onDelayRefusal?: () => void;
 }
 
 export function newStep(tx: Tx): Step {

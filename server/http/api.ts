@@ -198,7 +198,7 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
       if (e.code === 'invalid_credential') engine.audit.count('invalid_credential');
       const headers = { ...extra };
       if (e.retryAfterMs !== undefined) headers['Retry-After'] = String(Math.max(1, Math.ceil(e.retryAfterMs / 1000)));
-      send(req, res, STATUS_OF[e.code], errorBody(e.code, e.message, cid, e.retryable, e.retryAfterMs), cid, headers);
+      send(req, res, STATUS_OF[e.code], errorBody(e.code, e.message, cid, e.retryable, e.retryAfterMs, e.lockDelayUntil), cid, headers);
       return;
     }
     log(`[${cid}] unexpected error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);

@@ -20,6 +20,7 @@ import {
   type LoginRow,
   type NewAuditRow,
   type SessionRow,
+  type PolicyTx,
   type SharedWaiters,
   type StepScope,
   type TokenRow,
@@ -28,6 +29,7 @@ import {
 import { CHANNEL, LOCK_TOKENS } from './pg-connection';
 import { toStoreError } from './pg-errors';
 import { PgWaiters } from './pg-waiters';
+import { PgPolicies } from './pg-policies';
 
 const LEASE_COLS = `family, route, lease_id AS "leaseId", fencing_token AS "fencingToken",
   session_hash AS "sessionHash", owner_id AS "ownerId", incarnation, acquired_at AS "acquiredAt",
@@ -64,6 +66,7 @@ const SCAN_CHUNK = 500;
 export class PgTx implements Tx {
   now = 0;
   readonly waiters: SharedWaiters = new PgWaiters(this);
+  readonly policies: PolicyTx = new PgPolicies(this);
   private messages: string[] = [];
   private locked: { family: string; revision: number; dirty: boolean; hasWaiters: boolean } | undefined;
   /** Rows read in the first round trip (`prefetch`): each answers its first read, and any write to it drops it. */

@@ -1,3 +1,5 @@
+import { PG_POLICY_MIGRATION } from './pg-policies';
+
 /**
  * PostgreSQL schema, versioned in `leasehold_schema`. Each entry migrates
  * from the previous version; they run at start, in one transaction, under
@@ -136,4 +138,5 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX waiters_session ON waiters (session_hash);
   CREATE INDEX waiters_instance ON waiters (instance);
   `,
+  PG_POLICY_MIGRATION,
 ];

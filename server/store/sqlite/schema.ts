@@ -1,3 +1,5 @@
+import { POLICY_MIGRATION } from './policies';
+
 /**
  * SQLite schema, versioned by `PRAGMA user_version`. Each entry migrates from
  * the previous version; they run in one transaction at open.
@@ -127,4 +129,5 @@ export const MIGRATIONS: readonly string[] = [
   -- Embed tokens are minted per page load; expired ones are deleted by the sweep.
   CREATE INDEX tokens_embed_expiry ON tokens (expires_at) WHERE kind = 'embed';
   `,
+  POLICY_MIGRATION,
 ];
