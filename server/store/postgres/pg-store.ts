@@ -154,7 +154,7 @@ export class PgStore implements Store {
       }
       const now = Number(results[results.length - 1]!.rows[0].now);
       tx.now = this.opts.clock ? this.opts.clock() : now;
-      this.offset = tx.now - (sent + Date.now()) / 2;
+      this.offset = Math.round(tx.now - (sent + Date.now()) / 2); // whole ms: times are bigint columns
       let value: T;
       try {
         value = await fn(tx);
