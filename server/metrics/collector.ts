@@ -129,6 +129,16 @@ export class MetricsCollector {
     total('leasehold_notifications_dropped_total', 'Change and renewal events discarded when a stream ended unread (overflow).', () => engine.feed.stats().dropped);
     total('leasehold_stream_overflows_total', 'Streams ended with overflow (slow_consumer or resync).', () => engine.feed.stats().overflows);
     total('leasehold_invalid_credentials_total', 'Requests refused as invalid_credential.', () => engine.audit.counts.invalid_credential);
+    total('leasehold_lock_delay_refusals_total', 'Acquires refused because their route was in lock-delay (docs/policies.md).', () => engine.delayRefusals);
+    const delayed: Gauge = new Gauge({
+      name: 'leasehold_routes_in_lock_delay',
+      help: 'Free routes in lock-delay now, every family (read from the store).',
+      registers,
+      collect: async () => {
+        // An unavailable store leaves the last value.
+        await engine.routesInDelay().then((n) => delayed.set(n), () => undefined);
+      },
+    });
     total('leasehold_audit_dropped_total', 'Audit events lost to a full buffer while the store was unavailable.', () => engine.audit.counts.dropped);
 
     this.summary = new SummaryRecorder(
