@@ -204,6 +204,17 @@ export class LeaseholdClient {
     }
   }
 
+  /** When a free route leaves lock-delay (epoch ms), or undefined if it is held or not in a delay (docs/policies.md). */
+  async lockDelayUntil(route: string): Promise<number | undefined> {
+    try {
+      await this.#transport.call<{ lease: LeaseView }>('GET', leasePath(route), { retry: 'safe' });
+      return undefined;
+    } catch (e) {
+      if (isLeaseholdError(e, 'lease_not_found')) return e.lockDelayUntil;
+      throw e;
+    }
+  }
+
   /** One page of LIST (CONTRACT.md §7). */
   async listPage(selector: string, opts: ListPageOptions = {}): Promise<LeasePage> {
     const query = { selector, owner_id: opts.ownerId, holder_incarnation: opts.holderIncarnation, limit: opts.limit, cursor: opts.cursor };
