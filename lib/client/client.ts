@@ -18,10 +18,12 @@ import type {
   Checkpoint,
   CreatedEmbedToken,
   CreatedToken,
+  EffectivePolicy,
   Health,
   LeasePage,
   LeaseView,
   MetricsSummary,
+  Policy,
   SessionPage,
   SessionView,
   TokenInfo,
@@ -61,23 +63,6 @@ export interface PolicyFields {
   maxLifetimeMs?: number | null;
   lockDelayMs?: number | null;
   maxWaiters?: number | null;
-}
-
-export interface Policy {
-  selector: string;
-  ttl_min_ms: number | null;
-  ttl_max_ms: number | null;
-  ttl_default_ms: number | null;
-  max_lifetime_ms: number | null;
-  lock_delay_ms: number | null;
-  max_waiters: number | null;
-  updated_at: string;
-  updated_by: string;
-}
-
-export interface EffectivePolicy {
-  policy: Policy | null;
-  limits: { ttl_min_ms: number; ttl_max_ms: number; ttl_default_ms: number; max_lifetime_ms: number; lock_delay_ms: number; max_waiters: number };
 }
 
 /** `client.policies`: per-pattern TTL bounds, lifetime caps, lock-delay and waiter caps. */
