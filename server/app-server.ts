@@ -38,16 +38,37 @@ export interface AppServerOptions {
    * `enabled` is false; off, nothing subscribes and nothing is measured.
    */
   metrics?: { enabled?: boolean; public?: boolean } & CollectorOptions;
+  /** Connection limits and timeouts (docs/operations.md, "Threat model"). */
+  http?: Partial<HttpLimits>;
   /** Tests only: decorate the real store (to delay or fail its steps). */
   wrapStore?: (store: Store) => Store;
 }
+
+/** What one client may hold of the server's sockets, and for how long. */
+export interface HttpLimits {
+  /** Open connections at most (`LEASEHOLD_MAX_CONNECTIONS`); beyond it a new connection is closed at once. */
+  maxConnections: number;
+  /** The request head must arrive within this (`LEASEHOLD_HEADERS_TIMEOUT_MS`), else 408 and the socket is closed. */
+  headersTimeoutMs: number;
+  /** The whole request must arrive within this (`LEASEHOLD_REQUEST_TIMEOUT_MS`); responses (SSE streams) are not limited. */
+  requestTimeoutMs: number;
+  /** Idle keep-alive connections are closed after this (`LEASEHOLD_KEEPALIVE_TIMEOUT_MS`). */
+  keepAliveTimeoutMs: number;
+  /** How often the two request timeouts are checked (Node's default is 30 s; at most a quarter of the headers timeout here). */
+  checkIntervalMs?: number;
+}
+
+export const DEFAULT_HTTP_LIMITS: HttpLimits = { maxConnections: 10_000, headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, keepAliveTimeoutMs: 65_000 };
 
 export interface AppServer {
   server: Server;
   engine: LeaseEngine;
   store: Store;
   url: string;
+  /** The bootstrap admin token when this start generated it (never one given by LEASEHOLD_BOOTSTRAP_TOKEN). */
   bootstrapToken: string | undefined;
+  /** This start created the bootstrap admin token (generated or given). */
+  bootstrapCreated: boolean;
   /** The metrics collector, when metrics are on. */
   metrics: MetricsCollector | undefined;
   /** Close the listener and every connection, then the engine and store. */
@@ -65,8 +86,9 @@ export async function startAppServer(opts: AppServerOptions): Promise<AppServer>
   const store = opts.wrapStore ? opts.wrapStore(base) : base;
   const engine = new LeaseEngine(store, opts.engine);
   let bootstrapToken: string | undefined;
+  let bootstrapCreated = false;
   try {
-    ({ bootstrapToken } = await engine.start());
+    ({ bootstrapToken, bootstrapCreated } = await engine.start());
   } catch (e) {
     await engine.stop().catch(() => undefined);
     throw e;
@@ -88,16 +110,29 @@ export async function startAppServer(opts: AppServerOptions): Promise<AppServer>
     });
   let inFlight = 0;
   let idle: (() => void) | undefined;
-  const server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
-    if (!isOriginForm(req.url)) refuseRequestTarget(req, res);
-    else if (req.url === '/api' || req.url?.startsWith('/api/')) {
-      inFlight++;
-      res.once('close', () => {
-        if (--inFlight === 0) idle?.();
-      });
-      api(req, res);
-    } else fallback(req, res);
-  });
+  const limits = { ...DEFAULT_HTTP_LIMITS, ...opts.http };
+  const hsts = opts.publicOrigin?.startsWith('https:') === true;
+  const server = createServer(
+    {
+      keepAliveTimeout: limits.keepAliveTimeoutMs,
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      connectionsCheckingInterval: limits.checkIntervalMs ?? Math.max(250, Math.min(30_000, Math.floor(limits.headersTimeoutMs / 4))),
+    },
+    (req, res) => {
+      // Browsers on https keep to https for a year (on every answer: pages, assets, the API).
+      if (hsts) res.setHeader('Strict-Transport-Security', 'max-age=31536000');
+      if (!isOriginForm(req.url)) refuseRequestTarget(req, res);
+      else if (req.url === '/api' || req.url?.startsWith('/api/')) {
+        inFlight++;
+        res.once('close', () => {
+          if (--inFlight === 0) idle?.();
+        });
+        api(req, res);
+      } else fallback(req, res);
+    },
+  );
+  server.maxConnections = limits.maxConnections;
   server.on('clientError', refuseRawRequest);
   server.on('connect', (_req: IncomingMessage, socket) => refuseRawRequest(undefined, socket));
   await new Promise<void>((resolve, reject) => {
@@ -113,6 +148,7 @@ export async function startAppServer(opts: AppServerOptions): Promise<AppServer>
     store,
     url: `http://${host}:${addr.port}`,
     bootstrapToken,
+    bootstrapCreated,
     metrics,
     close() {
       // Stop accepting, answer waiting acquires, let in-flight answers finish

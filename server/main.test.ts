@@ -6,7 +6,7 @@
 
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { call, leasePath, rid, tempDir } from './testing/harness';
 import { killServers, runServerToExit, spawnServer, stopServer } from './testing/process';
@@ -41,6 +41,17 @@ test('first start prints the bootstrap admin token once and writes it to a 0600 
   assert.equal(second.output().includes(token), false, 'a restart never shows the token again');
   assert.equal((await call(second.url, 'GET', '/api/v1/auth/whoami', undefined, { token })).status, 200);
   await stopServer(second.proc);
+});
+
+test('a bootstrap token given by LEASEHOLD_BOOTSTRAP_TOKEN is never printed nor written to a file', async () => {
+  const d = dir();
+  const given = `lh_given_${Math.random().toString(36).slice(2)}_operator`;
+  const s = await spawnServer({ LEASEHOLD_DATA_DIR: d, LEASEHOLD_BOOTSTRAP_TOKEN: given });
+  assert.equal((await call(s.url, 'GET', '/api/v1/auth/whoami', undefined, { token: given })).status, 200, 'the given token works');
+  assert.equal(s.output().includes(given), false, 'the given token is not on stdout or stderr');
+  assert.match(s.output(), /created from LEASEHOLD_BOOTSTRAP_TOKEN \(not shown\)/);
+  assert.equal(existsSync(join(d, 'admin-token')), false, 'no admin-token file holds it');
+  await stopServer(s.proc);
 });
 
 test('postgres: a data directory that does not exist yet is created, and the bootstrap token written there', async () => {

@@ -44,15 +44,28 @@ async function main(): Promise<void> {
     corsOrigins: config.corsOrigins,
     publicOrigin: config.LEASEHOLD_PUBLIC_ORIGIN,
     version: VERSION,
+    http: {
+      maxConnections: config.LEASEHOLD_MAX_CONNECTIONS,
+      headersTimeoutMs: config.LEASEHOLD_HEADERS_TIMEOUT_MS,
+      requestTimeoutMs: config.LEASEHOLD_REQUEST_TIMEOUT_MS,
+      keepAliveTimeoutMs: config.LEASEHOLD_KEEPALIVE_TIMEOUT_MS,
+    },
     metrics: { enabled: config.LEASEHOLD_METRICS === 'on', public: config.LEASEHOLD_METRICS_PUBLIC },
     engine: {
       limits: { idempotencyTtlMs: config.LEASEHOLD_IDEMPOTENCY_TTL_S * 1000 },
       bootstrapSecret: config.LEASEHOLD_BOOTSTRAP_TOKEN,
       secret: config.LEASEHOLD_SECRET,
-      feed: { maxStreams: config.LEASEHOLD_MAX_STREAMS, heartbeatMs: config.LEASEHOLD_FEED_HEARTBEAT_MS },
+      feed: {
+        maxStreams: config.LEASEHOLD_MAX_STREAMS,
+        streamsPerFamily: config.LEASEHOLD_MAX_STREAMS_PER_FAMILY,
+        streamsPerToken: config.LEASEHOLD_MAX_STREAMS_PER_TOKEN,
+        heartbeatMs: config.LEASEHOLD_FEED_HEARTBEAT_MS,
+      },
+      embedTokensPerCreator: config.LEASEHOLD_MAX_EMBED_TOKENS_PER_CREATOR,
       audit: {
         retentionMs: config.LEASEHOLD_AUDIT_RETENTION_DAYS * 86_400_000,
         maxRows: config.LEASEHOLD_AUDIT_MAX_ROWS,
+        maxRowsPerFamily: config.LEASEHOLD_AUDIT_MAX_ROWS_PER_FAMILY,
         log: (line) => console.warn(`leasehold: ${line}`),
       },
     },
@@ -62,6 +75,8 @@ async function main(): Promise<void> {
     const file = join(config.LEASEHOLD_DATA_DIR, 'admin-token');
     writeFileSync(file, `${app.bootstrapToken}\n`, { mode: 0o600 });
     console.log(`leasehold: bootstrap admin token (shown once, also in ${file}):\n\n  ${app.bootstrapToken}\n`);
+  } else if (app.bootstrapCreated) {
+    console.log('leasehold: bootstrap admin token created from LEASEHOLD_BOOTSTRAP_TOKEN (not shown)');
   }
   const where = config.LEASEHOLD_DATABASE_URL ? `postgres, instance ${app.engine.cluster?.instanceId}` : `sqlite in ${config.LEASEHOLD_DATA_DIR}`;
   const metrics = config.LEASEHOLD_METRICS === 'on' ? (config.LEASEHOLD_METRICS_PUBLIC ? 'on (public)' : 'on') : 'off';

@@ -80,6 +80,10 @@ export interface TokenInfo {
   readonly root: boolean;
   readonly created_at: string;
   readonly expires_at: string | null;
+  /** `embed`: a read-only inventory token minted for the embeddable widget. */
+  readonly kind: 'api' | 'embed';
+  /** The token that minted this one: revoking that one revokes this one too. */
+  readonly created_by: string | null;
 }
 
 export interface CreatedToken {

@@ -8,9 +8,15 @@
  * once when 1,000 are waiting): a crash loses at most the events of the last
  * flush interval, never an admin action's.
  *
- * `lease_conflict` (polling would flood the log) and `invalid_credential`
- * (it has no family) are counted, not audited, and logged at most once per
- * interval. An event never holds a secret, a session id, a body or a
+ * `lease_conflict` (polling would flood the log), `invalid_credential`
+ * and every other refusal of a caller who is not authenticated (they have no
+ * family, and writing them would let anyone fill the trail) are counted, not
+ * audited, and logged at most once per interval.
+ *
+ * Retention (docs/operations.md, "Threat model"): each family keeps at most
+ * `maxRowsPerFamily` events, so one tenant's volume never prunes another's
+ * history; all families together at most `maxRows` (the global ceiling);
+ * and nothing older than `retentionMs`. An event never holds a secret, a session id, a body or a
  * metadata value: its fields are the closed list below.
  */
 
@@ -107,17 +113,20 @@ export interface AuditSpec {
 export interface AuditOptions {
   /** Events older than this are pruned (ms). */
   retentionMs: number;
-  /** At most this many events are kept. */
+  /** At most this many events are kept, all families together (the global ceiling). */
   maxRows: number;
+  /** At most this many events are kept per family (its quota). */
+  maxRowsPerFamily: number;
   flushIntervalMs?: number;
   pruneIntervalMs?: number;
   /** Where counted-not-audited refusals are logged (rate limited). */
   log?: (line: string) => void;
 }
 
-export const DEFAULT_AUDIT: AuditOptions = { retentionMs: 30 * 86_400_000, maxRows: 10_000_000 };
+export const DEFAULT_AUDIT: AuditOptions = { retentionMs: 30 * 86_400_000, maxRows: 10_000_000, maxRowsPerFamily: 1_000_000 };
 
-/** Codes counted instead of audited row by row. */
+/** Refusals counted instead of audited row by row. */
+type Counted = 'lease_conflict' | 'invalid_credential' | 'anonymous_refusal';
 const COUNTED = new Set(['lease_conflict', 'invalid_credential']);
 /**
  * Buffered events kept while the store is unavailable; beyond it new events
@@ -139,9 +148,13 @@ export class AuditLog {
   private pruneTimer: ReturnType<typeof setInterval> | undefined;
   private pruning = false;
   private lastLog = 0;
-  private unlogged = { lease_conflict: 0, invalid_credential: 0 };
-  /** Totals since start: refusals counted instead of audited, and events lost to a full buffer. */
-  readonly counts = { lease_conflict: 0, invalid_credential: 0, dropped: 0 };
+  private unlogged: Record<Counted, number> = { lease_conflict: 0, invalid_credential: 0, anonymous_refusal: 0 };
+  /**
+   * Totals since start: refusals counted instead of audited (`anonymous_refusal`:
+   * any refusal of a caller with no token, e.g. a cross-site logout), and
+   * events lost to a full buffer.
+   */
+  readonly counts = { lease_conflict: 0, invalid_credential: 0, anonymous_refusal: 0, dropped: 0 };
   readonly opts: Required<Omit<AuditOptions, 'log'>> & Pick<AuditOptions, 'log'>;
 
   constructor(
@@ -190,7 +203,9 @@ export class AuditLog {
 
   /** Record an operation's outcome: buffered, or only counted for the codes that are. */
   note(spec: AuditSpec, result: string, facts: AuditFacts = {}): void {
-    if (COUNTED.has(result)) this.count(result as keyof AuditLog['unlogged']);
+    if (COUNTED.has(result)) this.count(result as Counted);
+    // No token, no family: never a row (anyone could fill the trail with them).
+    else if (spec.caller.tokenId === '') this.count('anonymous_refusal');
     else this.record(this.row(spec, result, facts));
   }
 
@@ -205,13 +220,16 @@ export class AuditLog {
   }
 
   /** Count a refusal that is not audited row by row, logging a summary at most every 10 s. */
-  count(code: 'lease_conflict' | 'invalid_credential'): void {
+  count(code: Counted): void {
     this.counts[code]++;
     this.unlogged[code]++;
     const now = this.store.now();
     if (this.opts.log && now - this.lastLog >= LOG_EVERY_MS) {
-      this.opts.log(`audit: not audited row by row since the last report: ${this.unlogged.lease_conflict} lease_conflict, ${this.unlogged.invalid_credential} invalid_credential`);
-      this.unlogged = { lease_conflict: 0, invalid_credential: 0 };
+      const u = this.unlogged;
+      this.opts.log(
+        `audit: not audited row by row since the last report: ${u.lease_conflict} lease_conflict, ${u.invalid_credential} invalid_credential, ${u.anonymous_refusal} refusals of unauthenticated callers`,
+      );
+      this.unlogged = { lease_conflict: 0, invalid_credential: 0, anonymous_refusal: 0 };
       this.lastLog = now;
     }
   }
@@ -260,7 +278,20 @@ export class AuditLog {
    */
   async prune(maxSteps = PRUNE_STEPS_PER_TICK): Promise<number> {
     let total = 0;
-    for (let i = 0; i < maxSteps; i++) {
+    let steps = 0;
+    // Each family's quota first (one family's volume only ever prunes its own history)…
+    const counts = await this.store.atomic((tx) => tx.auditCounts());
+    for (const [family, rows] of counts) {
+      if (rows <= this.opts.maxRowsPerFamily) continue;
+      while (steps < maxSteps) {
+        steps++;
+        const n = await this.store.atomic((tx) => tx.pruneAuditFamily(family, this.opts.maxRowsPerFamily, PRUNE_BATCH));
+        total += n;
+        if (n < PRUNE_BATCH) break;
+      }
+    }
+    // …then the retention age and the global ceiling, oldest first across families.
+    for (let i = 0; i < Math.max(1, maxSteps - steps); i++) {
       const n = await this.store.atomic((tx) => tx.pruneAudit(addMs(tx.now, -this.opts.retentionMs), this.opts.maxRows, PRUNE_BATCH));
       total += n;
       if (n < PRUNE_BATCH) break;

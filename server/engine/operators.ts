@@ -21,6 +21,12 @@ export interface ForceEndInput {
   digest: string;
   /** The operator's cap on the lock-delay (0 skips it), for this route and every lease a closed session frees. */
   lockDelayMs?: number;
+  /**
+   * With `closeSession`: throws (`access_denied`) unless the caller may end
+   * the lease of this route too. Every route the holder's session holds is
+   * checked before anything changes.
+   */
+  mayEnd?: (route: string) => void;
 }
 
 export interface ForceReleased {
@@ -48,6 +54,11 @@ export async function forceEndStep(ctx: EngineContext, step: Step, family: strin
   step.facts.ownerId = l.ownerId;
   step.facts.incarnation = l.incarnation;
   step.facts.fencingToken = l.fencingToken;
+  // Closing the session ends every lease it holds: the caller needs admin on
+  // each of them, or nothing changes (a route admin cannot end leases beyond its grant).
+  if (input.kind === 'revoked' && input.closeSession && input.mayEnd) {
+    for (const other of await step.tx.sessionLeases(l.sessionHash)) input.mayEnd(other.route);
+  }
   if (l.fencingToken !== input.expectedFencingToken) {
     fail('lease_mismatch', `the current lease has fencing token ${l.fencingToken}, not ${input.expectedFencingToken}`);
   }

@@ -101,6 +101,8 @@ export const TokenInfo = z
     root: z.boolean(),
     created_at: time,
     expires_at: time.nullable(),
+    kind: z.enum(['api', 'embed']).describe('`embed`: a read-only inventory token minted for the embeddable widget'),
+    created_by: z.string().nullable().describe('The token that minted this one: revoking that one revokes this one too (null for the bootstrap token)'),
   })
   .meta({ id: 'TokenInfo' });
 

@@ -129,6 +129,11 @@ export class MetricsCollector {
     total('leasehold_notifications_dropped_total', 'Change and renewal events discarded when a stream ended unread (overflow).', () => engine.feed.stats().dropped);
     total('leasehold_stream_overflows_total', 'Streams ended with overflow (slow_consumer or resync).', () => engine.feed.stats().overflows);
     total('leasehold_invalid_credentials_total', 'Requests refused as invalid_credential.', () => engine.audit.counts.invalid_credential);
+    total(
+      'leasehold_anonymous_refusals_total',
+      'Refusals of callers with no token (e.g. a cross-site login or logout): counted and logged at most every 10 s, never audited row by row.',
+      () => engine.audit.counts.anonymous_refusal,
+    );
     total('leasehold_lock_delay_refusals_total', 'Acquires refused because their route was in lock-delay (docs/policies.md).', () => engine.delayRefusals);
     const delayed: Gauge = new Gauge({
       name: 'leasehold_routes_in_lock_delay',
