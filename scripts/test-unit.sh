@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Unit and HTTP tests: node's test runner (through tsx), in two passes.
 #
-# 1. SQLite: every *.test.ts in lib/, components/, server/ and tests/
+# 1. SQLite: every *.test.ts in lib/, components/, server/, cli/ and tests/
 #    (engine and store suites run on both stores themselves).
 # 2. PostgreSQL: the HTTP-level files again (server/http, the SDK tests
-#    against a real server, the SIGKILL durability test) with
+#    against a real server, the command line, the SIGKILL durability test) with
 #    LEASEHOLD_TEST_STORE=postgres: each test server is two instances on one
 #    fresh database, requests spread over both (docs/design.md "Testing on
 #    both stores").
@@ -18,8 +18,8 @@ shopt -s globstar nullglob
 cd "$(dirname "$0")/.."
 
 passes="${LEASEHOLD_TEST_PASSES:-sqlite postgres}"
-all=(lib/**/*.test.ts components/**/*.test.ts server/**/*.test.ts tests/**/*.test.ts)
-http=(server/http/*.test.ts tests/sdk/*.test.ts server/durability.test.ts)
+all=(lib/**/*.test.ts components/**/*.test.ts server/**/*.test.ts cli/**/*.test.ts tests/**/*.test.ts)
+http=(server/http/*.test.ts tests/sdk/*.test.ts tests/cli/*.test.ts server/durability.test.ts)
 
 tap="$(mktemp -t leasehold-unit-XXXXXX.tap)"
 trap 'rm -f "$tap"' EXIT

@@ -1,5 +1,5 @@
 /**
- * The environment, read and validated once at start (CONTRACT.md §14). An
+ * The environment, read and validated once at start (docs/semantics.md §14). An
  * invalid value stops the server with a message naming the variable.
  */
 

@@ -1,5 +1,5 @@
 /**
- * The audit trail (CONTRACT.md §11).
+ * The audit trail (docs/semantics.md §11).
  *
  * Two ways in. An admin action (force-release, revoke) writes its event in
  * the same atomic step as its state change, so there is no success without
@@ -40,7 +40,7 @@ export const AUDIT_EVENT_TYPES = [
 
 export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number];
 
-/** What the API shows of one event (HTTP.md `AuditEvent`, plus `subject_token_id`). */
+/** What the API shows of one event (docs/semantics.md §11, plus `subject_token_id`). */
 export interface AuditEvent {
   id: string;
   time: string;

@@ -92,7 +92,7 @@ export interface LoginRow {
   expiresAt: Millis;
 }
 
-/** One audit event (CONTRACT.md §11). `seq` is assigned by the store, increasing. */
+/** One audit event (docs/semantics.md §11). `seq` is assigned by the store, increasing. */
 export interface AuditRow {
   seq: number;
   time: Millis;
