@@ -18,6 +18,7 @@ interface ActionOptions extends CommonOptions {
   token?: number;
   yes?: boolean;
   closeSession?: boolean;
+  skipLockDelay?: boolean;
 }
 
 type Act = (client: LeaseholdClient, route: string, expected: number, opts: ActionOptions) => Promise<Record<string, unknown>>;
@@ -31,6 +32,7 @@ function operatorCommand(program: Command, name: string, description: string, ac
         .argument('<route>', 'e.g. lease://acme/renderers/doc-1')
         .addOption(reasonOption())
         .option('--token <n>', 'the fencing token you expect (default: the one shown)', positiveInt)
+        .option('--skip-lock-delay', "no lock-delay after this end (the old holder is known dead): the route is free at once (docs/policies.md)")
         .option('-y, --yes', 'do not ask for confirmation'),
     ),
     'print the result as JSON',
@@ -62,16 +64,21 @@ async function confirm(name: string, lease: LeaseView, expected: number): Promis
   if (answer?.trim() !== resource) throw new CliError('not confirmed; nothing was done', EXIT.error);
 }
 
+/** `--skip-lock-delay` sends `lock_delay_ms: 0`; without it the policy's delay applies. */
+function lockDelay(opts: ActionOptions): { lockDelayMs?: number } {
+  return opts.skipLockDelay ? { lockDelayMs: 0 } : {};
+}
+
 export function registerOperator(program: Command): void {
   example(
     operatorCommand(program, 'force-release', 'free a stuck lease (admin): shows it, asks for confirmation, and sends the token shown', (client, route, expected, opts) =>
-      client.forceRelease(route, { reason: opts.reason, expectedFencingToken: expected }),
+      client.forceRelease(route, { reason: opts.reason, expectedFencingToken: expected, ...lockDelay(opts) }),
     ),
     "leasehold force-release lease://acme/renderers/doc-1 --reason 'renderer hung after drain, OPS-1234'",
   );
   example(
     operatorCommand(program, 'revoke', 'revoke a lease for security reasons (admin), optionally closing the holder\'s session', (client, route, expected, opts) =>
-      client.revoke(route, { reason: opts.reason, expectedFencingToken: expected, ...(opts.closeSession ? { closeSession: true } : {}) }),
+      client.revoke(route, { reason: opts.reason, expectedFencingToken: expected, ...lockDelay(opts), ...(opts.closeSession ? { closeSession: true } : {}) }),
     ).option('--close-session', "also close the holder's session (every lease it holds is released)"),
     "leasehold revoke lease://acme/renderers/doc-1 --reason 'credential leaked, SEC-77' --close-session",
   );
