@@ -167,7 +167,7 @@ export class AuditLog {
 
   /** The event for an operation's outcome, built from its spec and facts. */
   row(spec: AuditSpec, result: string, facts: AuditFacts): NewAuditRow {
-    const now = this.store.now();
+    const now = Math.floor(this.store.now()); // whole ms: the PostgreSQL column is bigint
     const req = spec.caller.request;
     const denied = result === 'access_denied';
     return {

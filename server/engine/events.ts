@@ -37,6 +37,17 @@ export interface LeaseRenewed {
   remote?: true;
 }
 
+/** A release request (docs/release-requests.md): no membership change, no revision; sent to every matching registration. */
+export interface ReleaseRequestedEvent {
+  type: 'release_requested';
+  family: string;
+  route: string;
+  fencingToken: number;
+  reason: string;
+  requestedAt: number;
+  remote?: true;
+}
+
 export interface SessionEvent {
   type: 'session_opened' | 'session_closed' | 'session_expired';
   family: string;
@@ -72,7 +83,7 @@ export interface CensusEvent {
   remote?: true;
 }
 
-export type EngineEvent = LeaseChange | LeaseRenewed | SessionEvent | CredentialEvent | ListedEvent | CensusEvent;
+export type EngineEvent = LeaseChange | LeaseRenewed | ReleaseRequestedEvent | SessionEvent | CredentialEvent | ListedEvent | CensusEvent;
 
 export type Listener = (event: EngineEvent) => void;
 

@@ -92,6 +92,7 @@ export const reason = z
   .refine((s) => !/[^\P{Cc}\n\t]/u.test(s), 'must not contain control characters other than line breaks and tabs');
 
 export const ForceReleaseBody = z.strictObject({ request_id: requestId, reason, expected_fencing_token: fencingToken });
+export const ReleaseRequestBody = z.strictObject({ request_id: requestId, reason, expected_fencing_token: fencingToken });
 export const RevokeBody = z.strictObject({ request_id: requestId, reason, expected_fencing_token: fencingToken, close_session: z.boolean().optional() });
 
 /** The selector is checked against the grammar (`invalid_selector`) by the engine, with the permission. */

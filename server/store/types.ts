@@ -44,6 +44,8 @@ export interface LeaseRow {
   revision: number;
   /** The metadata object as canonical JSON text, or null. */
   metadata: string | null;
+  /** The pending release request as JSON text (docs/release-requests.md), or null; ends with the row. */
+  releaseRequest?: string | null;
 }
 
 export interface CheckpointRow {
@@ -115,7 +117,7 @@ export interface AuditRow {
 export type NewAuditRow = Omit<AuditRow, 'seq'>;
 
 /** Audit event types written rarely (operators, tokens, denials): the store indexes them by type. */
-export const RARE_AUDIT_EVENT_TYPES = ['lease_force_release', 'lease_revoke', 'token_create', 'token_revoke', 'embed_token_create', 'access_denied'] as const;
+export const RARE_AUDIT_EVENT_TYPES = ['lease_force_release', 'lease_revoke', 'lease_release_request', 'token_create', 'token_revoke', 'embed_token_create', 'access_denied'] as const;
 export const RARE_AUDIT_TYPES: ReadonlySet<string> = new Set(RARE_AUDIT_EVENT_TYPES);
 
 /** A page of audit events, newest first (time, then seq), read after a keyset position. */
@@ -206,6 +208,8 @@ export interface Tx {
   /** Compare-and-delete: remove only the lease with this exact lease_id and token. */
   deleteLease(family: string, route: string, leaseId: string, fencingToken: number): Promise<boolean>;
   sessionLeases(idHash: string): Promise<LeaseRow[]>;
+  /** Set the pending release request (JSON text) of the lease with this exact lease_id and token; false if it is not there. */
+  setReleaseRequest(family: string, route: string, leaseId: string, fencingToken: number, request: string): Promise<boolean>;
   /** Leases whose expiry is at or before `now`, earliest first (of one family when given). */
   dueLeases(now: number, limit: number, family?: string): Promise<LeaseRow[]>;
   scanLeases(scan: LeaseScan): Promise<LeaseScanResult>;

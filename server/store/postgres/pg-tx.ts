@@ -32,7 +32,7 @@ import { PgWaiters } from './pg-waiters';
 const LEASE_COLS = `family, route, lease_id AS "leaseId", fencing_token AS "fencingToken",
   session_hash AS "sessionHash", owner_id AS "ownerId", incarnation, acquired_at AS "acquiredAt",
   renewed_at AS "renewedAt", expires_at AS "expiresAt", max_expires_at AS "maxExpiresAt",
-  ttl_ms AS "ttlMs", renewal_count AS "renewalCount", revision, metadata`;
+  ttl_ms AS "ttlMs", renewal_count AS "renewalCount", revision, metadata, release_request AS "releaseRequest"`;
 const SESSION_COLS = `family, id_hash AS "idHash", incarnation, owner_id AS "ownerId", ttl_ms AS "ttlMs",
   created_at AS "createdAt", expires_at AS "expiresAt"`;
 const TOKEN_COLS = `id, secret_hash AS "secretHash", name, family, grants, root, kind,
@@ -268,6 +268,13 @@ export class PgTx implements Tx {
     this.early.delete(leaseKey(family, route));
     const n = await this.changed('ldel', `DELETE FROM leases WHERE family = $1 AND route = $2 AND lease_id = $3 AND fencing_token = $4`, [
       family, route, leaseId, fencingToken,
+    ]);
+    return n === 1;
+  }
+  async setReleaseRequest(family: string, route: string, leaseId: string, fencingToken: number, request: string): Promise<boolean> {
+    this.early.delete(leaseKey(family, route));
+    const n = await this.changed('lrr', `UPDATE leases SET release_request = $1 WHERE family = $2 AND route = $3 AND lease_id = $4 AND fencing_token = $5`, [
+      request, family, route, leaseId, fencingToken,
     ]);
     return n === 1;
   }

@@ -136,4 +136,9 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX waiters_session ON waiters (session_hash);
   CREATE INDEX waiters_instance ON waiters (instance);
   `,
+  `
+  -- A lease's pending release request (docs/release-requests.md), JSON text;
+  -- it lives in the lease's row, so it ends with the lease however it ends.
+  ALTER TABLE leases ADD COLUMN release_request text;
+  `,
 ];

@@ -127,4 +127,9 @@ export const MIGRATIONS: readonly string[] = [
   -- Embed tokens are minted per page load; expired ones are deleted by the sweep.
   CREATE INDEX tokens_embed_expiry ON tokens (expires_at) WHERE kind = 'embed';
   `,
+  `
+  -- A lease's pending release request (docs/release-requests.md), JSON text;
+  -- it lives in the lease's row, so it ends with the lease however it ends.
+  ALTER TABLE leases ADD COLUMN release_request TEXT;
+  `,
 ];
