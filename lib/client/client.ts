@@ -23,6 +23,7 @@ import type {
   LeaseView,
   MetricsSummary,
   SessionPage,
+  ReleaseRequest,
   SessionView,
   TokenInfo,
   Whoami,
@@ -171,6 +172,17 @@ export class LeaseholdClient {
     const body = { request_id: newRequestId(), reason: opts.reason, expected_fencing_token: opts.expectedFencingToken };
     const { data } = await this.#transport.call<{ route: string; fencing_token: number }>('POST', leasePath(route, 'force-release'), { body, retry: 'idempotent' });
     return { route: data.route, fencing_token: data.fencing_token };
+  }
+
+  /**
+   * Ask the holder to release (`write` or `admin`; docs/release-requests.md):
+   * the lease then carries the request and its holder's handle signals
+   * `releaseRequested`. Nothing else changes.
+   */
+  async requestRelease(route: string, opts: OperatorActionOptions): Promise<{ route: string; fencing_token: number; release_request: ReleaseRequest }> {
+    const body = { request_id: newRequestId(), reason: opts.reason, expected_fencing_token: opts.expectedFencingToken };
+    const { data } = await this.#transport.call<{ route: string; fencing_token: number; release_request: ReleaseRequest }>('POST', leasePath(route, 'release-request'), { body, retry: 'idempotent' });
+    return { route: data.route, fencing_token: data.fencing_token, release_request: data.release_request };
   }
 
   /** Revoke a lease for security reasons (admin), optionally closing the holder's session. */

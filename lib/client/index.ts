@@ -7,7 +7,7 @@ export type { ClientErrorCode, LeaseholdErrorCode } from './errors';
 export type { ErrorCode } from '../error-codes';
 export { Session } from './session';
 export type { AcquireOptions, OpenSessionOptions, SessionState } from './session';
-export { LeaseHandle } from './lease-handle';
+export { LeaseHandle, ReleaseRequestedEvent } from './lease-handle';
 export type { LeaseState } from './lease-handle';
 export { Subscription } from './subscription';
 export type { ChangeEvent, ClosedEvent, HelloEvent, OverflowEvent, RenewedEvent, StreamEnd, StreamEvent, SubscribeOptions, SubscribedEvent } from './subscription';

@@ -28,6 +28,7 @@ function lease(route: string, owner: string, token: number, expiresInMs: number)
     revision: token,
     metadata: null,
     waiters: 0,
+    release_request: null,
   };
 }
 
