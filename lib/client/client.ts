@@ -60,6 +60,8 @@ export interface AuditQuery {
   until?: string;
   limit?: number;
   cursor?: string;
+  /** `oldest`: oldest first, for one exact route (default newest first). */
+  order?: 'newest' | 'oldest';
 }
 
 export interface CreateTokenOptions {
@@ -194,7 +196,7 @@ export class LeaseholdClient {
   }
 
   async listAudit(query: AuditQuery = {}): Promise<AuditPage> {
-    const q = { route: query.route, event_type: query.eventType, since: query.since, until: query.until, limit: query.limit, cursor: query.cursor };
+    const q = { route: query.route, event_type: query.eventType, since: query.since, until: query.until, limit: query.limit, cursor: query.cursor, order: query.order };
     const { data } = await this.#transport.call<AuditPage>('GET', '/api/v1/audit', { query: q, retry: 'safe' });
     return { items: data.items, next_cursor: data.next_cursor };
   }

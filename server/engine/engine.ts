@@ -107,6 +107,8 @@ export interface AuditQuery {
   until?: number;
   limit: number;
   cursor?: string;
+  /** Oldest first (an exact route only; `invalid_request` otherwise). */
+  oldestFirst?: boolean;
 }
 
 export interface AuditPage {
@@ -623,10 +625,12 @@ export class LeaseEngine {
     });
     const triple = q.selector.triple;
     const routeless = triple.every((t) => t === null);
+    const oldestFirst = q.oldestFirst === true;
+    if (oldestFirst && triple.some((t) => t === null)) fail('invalid_request', 'order=oldest needs one exact route');
     const binding = {
       kind: 'audit',
       family: p.family,
-      query: JSON.stringify([triple, q.eventType ?? null, q.since ?? null, q.until ?? null]),
+      query: JSON.stringify([triple, q.eventType ?? null, q.since ?? null, q.until ?? null, ...(oldestFirst ? ['oldest'] : [])]),
       epoch: this.store.epoch(),
     };
     const before = q.cursor ? this.codec().decode(q.cursor, binding) : null;
@@ -642,6 +646,7 @@ export class LeaseEngine {
         since: q.since,
         until: q.until,
         before: before as [number, number] | null,
+        oldestFirst,
         limit: q.limit + 1,
         budget: this.ctx.limits.listBudget,
       }),

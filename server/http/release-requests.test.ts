@@ -162,6 +162,37 @@ for (const backend of ['sqlite', 'postgres'] as const) {
       for (const s of [matching, elsewhere, foreign]) s.c.close();
     });
 
+    test('the audit API reads one route oldest first over a window, page by page, for the timeline', async () => {
+      const route = 'lease://rrhist/a/x';
+      const since = new Date().toISOString();
+      for (let i = 0; i < 3; i++) {
+        const h = await hold(route, `tenure-${i}`);
+        await ask(route, h.token);
+        await a.call('POST', leasePath(route, 'release'), proof(h));
+      }
+      await hold('lease://rrhist/a/other'); // another route's events are never read
+      const q = (extra: string) => b.call('GET', `/api/v1/audit?route=${encodeURIComponent(route)}&since=${since}${extra}`);
+      const newest = (await q('&limit=1000')).body.items as Array<{ id: string; event_type: string }>;
+      const oldest: Array<{ id: string; event_type: string }> = [];
+      let cursor: string | null = null;
+      do {
+        const r = await q(`&order=oldest&limit=4${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+        assert.equal(r.status, 200, r.text);
+        oldest.push(...r.body.items);
+        cursor = r.body.next_cursor;
+      } while (cursor);
+      assert.deepEqual(oldest.map((e) => e.id), newest.map((e) => e.id).reverse());
+      assert.deepEqual(
+        oldest.filter((e) => e.event_type !== 'session_open').map((e) => e.event_type).slice(0, 3),
+        ['lease_acquire', 'lease_release_request', 'lease_release'],
+      );
+      const until = (await q('&order=oldest&limit=1')).body.items[0];
+      const none = await b.call('GET', `/api/v1/audit?route=${encodeURIComponent(route)}&order=oldest&until=${since}`);
+      assert.deepEqual(none.body.items.filter((e: { id: string }) => e.id === until.id), [], 'until is exclusive of the window');
+      const wild = await b.call('GET', `/api/v1/audit?route=${encodeURIComponent('lease://rrhist/**')}&order=oldest`);
+      assert.deepEqual([wild.status, wild.body.code], [400, 'invalid_request']);
+    });
+
     test('the request ends with the lease: release, force-release, revoke, session close, lease expiry, session expiry', async () => {
       const ends: Array<[string, (route: string, h: Awaited<ReturnType<typeof hold>>) => Promise<void>, { sessionTtlMs?: number; ttlMs?: number }?]> = [
         ['release', async (route, h) => void (await a.call('POST', leasePath(route, 'release'), proof(h)))],

@@ -465,12 +465,12 @@ export const ROUTES: AnyRoute[] = [
     method: 'GET',
     path: '/api/v1/audit',
     operation: 'audit_list',
-    summary: 'Read the audit trail, newest first',
+    summary: 'Read the audit trail, newest first (or oldest first for one exact route: `order=oldest`)',
     auth: true,
     body: S.EmptyBody,
     query: S.AuditQuery,
     success: { status: 200, code: 'audit_listed' },
-    errors: ['invalid_selector', 'cursor_invalid'],
+    errors: ['invalid_selector', 'cursor_invalid', 'invalid_request'],
     permit: (req) => authorize(req.principal, querySelector(req.query, 'route', 'lease://**').triple, 'admin'),
     handle: (req, e) =>
       e.listAudit(req.principal, {
@@ -480,6 +480,7 @@ export const ROUTES: AnyRoute[] = [
         until: queryTime(req.query.until),
         limit: (req.query.limit as number | undefined) ?? 100,
         cursor: req.query.cursor as string | undefined,
+        oldestFirst: req.query.order === 'oldest',
       }),
   },
   {

@@ -133,6 +133,8 @@ export const AuditQuery = z.strictObject({
   until: z.iso.datetime({ offset: true }).optional(),
   limit: limit.optional(),
   cursor: z.string().min(1).max(4096).optional(),
+  /** `oldest`: oldest first, for one exact route (the lease timeline); default newest first. */
+  order: z.enum(['newest', 'oldest']).optional(),
 });
 
 /** The summary's window: 1 to 900 seconds (the history's length). */

@@ -131,8 +131,10 @@ export interface AuditScan {
   since?: number;
   /** Exclusive upper bound on time. */
   until?: number;
-  /** Only events strictly older than this (time, seq) position. */
+  /** Only events strictly older than this (time, seq) position (newer, with `oldestFirst`). */
   before: [number, number] | null;
+  /** One exact route only: oldest first, along its route index (the lease timeline, docs/release-requests.md). */
+  oldestFirst?: boolean;
   /** Stop after this many matches. */
   limit: number;
   /** Stop after examining this many stored events. */

@@ -499,7 +499,8 @@ export class PgTx implements Tx {
     else if (rare) range.push('rare', `event_type = ${p(scan.eventType)}`);
     if (scan.since !== undefined) range.push(`time >= ${p(scan.since)}`);
     if (scan.until !== undefined) range.push(`time < ${p(scan.until)}`);
-    if (scan.before !== null) range.push(`(time, seq) < (${p(scan.before[0])}, ${p(scan.before[1])})`);
+    const asc = exact && scan.oldestFirst === true;
+    if (scan.before !== null) range.push(`(time, seq) ${asc ? '>' : '<'} (${p(scan.before[0])}, ${p(scan.before[1])})`);
     const rangeParams = params.length;
     const filter: string[] = [];
     if (!all) {
@@ -510,7 +511,7 @@ export class PgTx implements Tx {
     } else if (!scan.routeless) filter.push('route IS NOT NULL');
     if (scan.eventType !== undefined && !rare) filter.push(`event_type = ${p(scan.eventType)}`);
     const bounded = !exact && !rare;
-    const order = 'ORDER BY time DESC, seq DESC';
+    const order = asc ? 'ORDER BY time, seq' : 'ORDER BY time DESC, seq DESC';
     const where = (extra: string[]) => [...range, ...extra].join(' AND ');
     let sql: string;
     if (bounded) {

@@ -592,8 +592,9 @@ class SqliteTx implements Tx {
       range.push('time < ?');
       rangeParams.push(scan.until);
     }
+    const asc = exact && scan.oldestFirst === true;
     if (scan.before !== null) {
-      range.push('(time, seq) < (?, ?)');
+      range.push(asc ? '(time, seq) > (?, ?)' : '(time, seq) < (?, ?)');
       rangeParams.push(...scan.before);
     }
     if (!all) {
@@ -607,7 +608,7 @@ class SqliteTx implements Tx {
       filterParams.push(scan.eventType);
     }
     const index = exact ? 'audit_by_route' : rare ? 'audit_rare' : 'audit_by_time';
-    const order = 'ORDER BY time DESC, seq DESC';
+    const order = asc ? 'ORDER BY time, seq' : 'ORDER BY time DESC, seq DESC';
     const inner = `SELECT ${AUDIT_COLS} FROM audit INDEXED BY ${index} WHERE ${range.join(' AND ')} ${order}`;
     const sql = bounded
       ? `SELECT * FROM (${inner} LIMIT ?) ${filter.length ? `WHERE ${filter.join(' AND ')}` : ''} ${order} LIMIT ?`
