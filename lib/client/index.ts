@@ -10,7 +10,7 @@ export type { AcquireOptions, OpenSessionOptions, SessionState } from './session
 export { LeaseHandle, ReleaseRequestedEvent } from './lease-handle';
 export type { LeaseState } from './lease-handle';
 export { Subscription } from './subscription';
-export type { ChangeEvent, ClosedEvent, HelloEvent, OverflowEvent, RenewedEvent, StreamEnd, StreamEvent, SubscribeOptions, SubscribedEvent } from './subscription';
+export type { ChangeEvent, ClosedEvent, HelloEvent, OverflowEvent, ReleaseRequestNotice, RenewedEvent, StreamEnd, StreamEvent, SubscribeOptions, SubscribedEvent } from './subscription';
 export { InventoryObserver } from './observer';
 export type { InventorySnapshot, ObserveOptions, ObservedChange, ObserverHooks, ObserverPhase, ObserverState, ObserverStats } from './observer';
 export { defaultReconcileIntervalMs, RECONCILE_JITTER, RECONCILE_MAX_MS, RECONCILE_MIN_MS } from './reconcile';
