@@ -120,7 +120,7 @@ function ActionForm({
   const length = [...trimmed].length;
   const badCharacter = FORBIDDEN_CONTROL.test(trimmed);
   const reasonOk = length >= REASON_MIN && length <= REASON_MAX && !badCharacter;
-  const nameOk = kind === 'force-release' || typedName === resource;
+  const nameOk = kind !== 'revoke' || typedName === resource;
 
   const act = useMutation({
     mutationFn: async (): Promise<ActionDone> => {
