@@ -8,6 +8,7 @@
  * event, and decides what to do.
  */
 
+import { addMs } from '../store/millis';
 import type { LeaseRow } from '../store/types';
 import { fail } from './errors';
 import { findReplay, recordAnswer, type IdemKey } from './idempotency';
@@ -81,7 +82,7 @@ export async function releaseRequestStep(ctx: EngineContext, step: Step, family:
   await step.tx.setReleaseRequest(family, route, l.leaseId, l.fencingToken, JSON.stringify(stored));
   step.events.push({ type: 'release_requested', family, route, fencingToken: l.fencingToken, reason: input.reason, requestedAt: step.now });
   const answer: ReleaseRequested = { route, fencing_token: l.fencingToken, release_request: { requested_at: iso(step.now), reason: input.reason, token_id: tokenId } };
-  await recordAnswer(step, key, input.digest, answer, step.now + ctx.limits.idempotencyTtlMs);
+  await recordAnswer(step, key, input.digest, answer, addMs(step.now, ctx.limits.idempotencyTtlMs));
   return answer;
 }
 

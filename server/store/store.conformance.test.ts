@@ -4,6 +4,7 @@
  * engine-level behaviour runs on both backends too (server/engine/*.test.ts).
  */
 
+import { millis } from './millis';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
@@ -17,7 +18,7 @@ import { BACKENDS, createTestDatabase, type Backend, type TestDatabase } from '.
 function lease(route: string, token: number, over: Partial<LeaseRow> = {}): LeaseRow {
   return {
     family: 'default', route, leaseId: `ls_${token}`, fencingToken: token, sessionHash: 'h1', ownerId: 'o', incarnation: 'hi_1',
-    acquiredAt: 1, renewedAt: 1, expiresAt: 10_000, maxExpiresAt: 20_000, ttlMs: 5_000, renewalCount: 0, revision: token, metadata: null, ...over,
+    acquiredAt: millis(1), renewedAt: millis(1), expiresAt: millis(10_000), maxExpiresAt: millis(20_000), ttlMs: 5_000, renewalCount: 0, revision: token, metadata: null, ...over,
   };
 }
 
@@ -74,8 +75,8 @@ for (const backend of BACKENDS) {
       const big = 2 ** 53 - 1;
       const value = '{"b":[1,2.5,"\\u00e9\\ud83d\\ude00"],"a":null,"n":-0.000001}';
       await store.atomic(async (tx) => {
-        await tx.insertLease(lease('lease://a/b/c', big, { expiresAt: big, metadata: '{"k":"v","n":1}' }));
-        await tx.putCheckpoint({ family: 'default', route: 'lease://a/b/c', value, fencingToken: big, leaseId: 'ls', writtenAt: big, version: 1 });
+        await tx.insertLease(lease('lease://a/b/c', big, { expiresAt: millis(big), metadata: '{"k":"v","n":1}' }));
+        await tx.putCheckpoint({ family: 'default', route: 'lease://a/b/c', value, fencingToken: big, leaseId: 'ls', writtenAt: millis(big), version: 1 });
       });
       const [l, c] = await store.atomic(async (tx) => [await tx.getLease('default', 'lease://a/b/c'), await tx.getCheckpoint('default', 'lease://a/b/c')] as const);
       assert.equal(l!.fencingToken, big);
@@ -94,7 +95,7 @@ for (const backend of BACKENDS) {
       });
       const sel = parseSelector('lease://r/a/*');
       assert.ok(sel.ok);
-      const scan = await store.atomic((tx) => tx.scanLeases({ family: 'default', triple: sel.value.triple, after: null, want: 100, budget: 100, now: 0 }));
+      const scan = await store.atomic((tx) => tx.scanLeases({ family: 'default', triple: sel.value.triple, after: null, want: 100, budget: 100, now: millis(0) }));
       const bytes = [...routes].sort((x, y) => Buffer.compare(Buffer.from(x), Buffer.from(y)));
       assert.deepEqual(scan.rows.map((r) => r.route), bytes);
       assert.equal(scan.exhausted, true);
@@ -102,7 +103,7 @@ for (const backend of BACKENDS) {
       const seen: string[] = [];
       let after: string | null = null;
       for (let i = 0; i < 10; i++) {
-        const page = await store.atomic((tx) => tx.scanLeases({ family: 'default', triple: sel.value.triple, after, want: 2, budget: 3, now: 0 }));
+        const page = await store.atomic((tx) => tx.scanLeases({ family: 'default', triple: sel.value.triple, after, want: 2, budget: 3, now: millis(0) }));
         seen.push(...page.rows.map((r) => r.route));
         if (page.exhausted) break;
         after = page.lastExamined;
@@ -118,11 +119,11 @@ for (const backend of BACKENDS) {
     });
 
     test('idempotency records replace, expire and prune; meta is set once', async () => {
-      const rec = { family: 'default', op: 'acquire', route: 'lease://a/b/c', requestId: 'r1', digest: 'd1', status: 0, answer: '{"x":1}', expiresAt: 100 };
+      const rec = { family: 'default', op: 'acquire', route: 'lease://a/b/c', requestId: 'r1', digest: 'd1', status: 0, answer: '{"x":1}', expiresAt: millis(100) };
       await store.atomic((tx) => tx.putIdempotency(rec));
       await store.atomic((tx) => tx.putIdempotency({ ...rec, digest: 'd2' }));
       assert.equal((await store.atomic((tx) => tx.getIdempotency('default', 'acquire', 'lease://a/b/c', 'r1')))!.digest, 'd2');
-      assert.equal(await store.atomic((tx) => tx.pruneIdempotency(100, 10)), 1);
+      assert.equal(await store.atomic((tx) => tx.pruneIdempotency(millis(100), 10)), 1);
       assert.equal(await store.atomic((tx) => tx.getIdempotency('default', 'acquire', 'lease://a/b/c', 'r1')), undefined);
       assert.equal(await store.atomic((tx) => tx.initMeta('secret', 'one')), 'one');
       assert.equal(await store.atomic((tx) => tx.initMeta('secret', 'two')), 'one');
@@ -130,21 +131,21 @@ for (const backend of BACKENDS) {
 
     test('due leases and sessions by family, and the families with something due', async () => {
       await store.atomic(async (tx) => {
-        await tx.insertLease(lease('lease://a/b/1', 1, { expiresAt: 50 }));
-        await tx.insertLease(lease('lease://a/b/2', 2, { family: 'other', expiresAt: 40 }));
-        await tx.insertLease(lease('lease://a/b/3', 3, { expiresAt: 500 }));
-        await tx.insertSession({ family: 'third', idHash: 's1', incarnation: 'hi_s1', ownerId: 'o', ttlMs: 10, createdAt: 0, expiresAt: 60 });
+        await tx.insertLease(lease('lease://a/b/1', 1, { expiresAt: millis(50) }));
+        await tx.insertLease(lease('lease://a/b/2', 2, { family: 'other', expiresAt: millis(40) }));
+        await tx.insertLease(lease('lease://a/b/3', 3, { expiresAt: millis(500) }));
+        await tx.insertSession({ family: 'third', idHash: 's1', incarnation: 'hi_s1', ownerId: 'o', ttlMs: 10, createdAt: millis(0), expiresAt: millis(60) });
       });
-      assert.deepEqual(await store.atomic((tx) => tx.dueFamilies(100, 10)), ['default', 'other', 'third']);
-      assert.deepEqual((await store.atomic((tx) => tx.dueLeases(100, 10))).map((l) => l.route), ['lease://a/b/2', 'lease://a/b/1']);
-      assert.deepEqual((await store.atomic((tx) => tx.dueLeases(100, 10, 'default'))).map((l) => l.route), ['lease://a/b/1']);
-      assert.deepEqual((await store.atomic((tx) => tx.dueSessions(100, 10, 'default'))).length, 0);
-      assert.deepEqual((await store.atomic((tx) => tx.dueSessions(100, 10, 'third'))).map((s) => s.idHash), ['s1']);
+      assert.deepEqual(await store.atomic((tx) => tx.dueFamilies(millis(100), 10)), ['default', 'other', 'third']);
+      assert.deepEqual((await store.atomic((tx) => tx.dueLeases(millis(100), 10))).map((l) => l.route), ['lease://a/b/2', 'lease://a/b/1']);
+      assert.deepEqual((await store.atomic((tx) => tx.dueLeases(millis(100), 10, 'default'))).map((l) => l.route), ['lease://a/b/1']);
+      assert.deepEqual((await store.atomic((tx) => tx.dueSessions(millis(100), 10, 'default'))).length, 0);
+      assert.deepEqual((await store.atomic((tx) => tx.dueSessions(millis(100), 10, 'third'))).map((s) => s.idHash), ['s1']);
     });
 
     test('audit rows get increasing seqs, scan newest first, prune from the low end', async () => {
       const row = (time: number, route: string | null) => ({
-        time, eventType: 'lease_acquire', family: 'default', route, tokenId: null, subjectTokenId: null, ownerId: 'o', incarnation: null,
+        time: millis(time), eventType: 'lease_acquire', family: 'default', route, tokenId: null, subjectTokenId: null, ownerId: 'o', incarnation: null,
         result: 'lease_acquired', fencingToken: 1, reason: null, correlationId: 'c', latencyMs: 2,
       });
       await store.atomic((tx) => tx.insertAudit([row(1, 'lease://a/b/c'), row(2, 'lease://a/x/c'), row(3, null)]));
@@ -155,7 +156,7 @@ for (const backend of BACKENDS) {
       assert.ok(all.rows[0]!.seq > all.rows[1]!.seq);
       const some = await store.atomic((tx) => tx.scanAudit({ family: 'default', triple: sel.value.triple, routeless: false, before: null, limit: 10, budget: 100 }));
       assert.deepEqual(some.rows.map((r) => r.route), ['lease://a/b/c']);
-      assert.equal(await store.atomic((tx) => tx.pruneAudit(3, 1_000, 10)), 2);
+      assert.equal(await store.atomic((tx) => tx.pruneAudit(millis(3), 1_000, 10)), 2);
       const left = await store.atomic((tx) => tx.scanAudit({ family: 'default', triple: [null, null, null], routeless: true, before: null, limit: 10, budget: 100 }));
       assert.deepEqual(left.rows.map((r) => r.time), [3]);
     });
@@ -180,7 +181,7 @@ describe('PostgreSQL: two stores (instances) on one database', () => {
             await new Promise((r) => setTimeout(r, 1));
             const revision = await tx.bumpRevision('f');
             assert.equal(revision, before + 1, 'nobody bumped in between');
-            return { revision, now: tx.now };
+            return { revision, now: millis(tx.now) };
           },
           { family: 'f' },
         ),
