@@ -29,7 +29,8 @@ export const Metadata = z
 
 export const ReleaseRequestView = z
   .object({ requested_at: time, reason: z.string(), token_id: z.string().describe('The token that asked') })
-  .meta({ id: 'ReleaseRequest', description: 'A request that the holder release its lease (the newest replaces an earlier one)' });
+  // Inline, not a named component: a nullable reference (`anyOf` [$ref, null]) defeats some generated clients.
+  .describe('A request that the holder release its lease (the newest replaces an earlier one)');
 
 /** The session's pending release requests, in renew and keepalive answers. */
 const PendingReleaseRequests = z
