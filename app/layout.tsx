@@ -1,4 +1,5 @@
 import type { Metadata, Viewport } from 'next';
+import { headers } from 'next/headers';
 import Script from 'next/script';
 import type { ReactNode } from 'react';
 import { Providers } from '@/components/providers';
@@ -17,12 +18,18 @@ export const viewport: Viewport = {
   ],
 };
 
-export default function RootLayout({ children }: { children: ReactNode }) {
+/**
+ * Pages render per request: each gets the fresh nonce of its
+ * content-security policy (proxy.ts), which Next puts on its own scripts and
+ * this layout on the theme script.
+ */
+export default async function RootLayout({ children }: { children: ReactNode }) {
+  const nonce = (await headers()).get('x-nonce') ?? undefined;
   return (
     // The pre-paint script may add the `dark` class before React hydrates.
     <html lang="en" suppressHydrationWarning>
       <body className="min-h-dvh font-sans">
-        <Script id="theme" strategy="beforeInteractive">
+        <Script id="theme" strategy="beforeInteractive" nonce={nonce}>
           {themeScript}
         </Script>
         <Providers>{children}</Providers>

@@ -5,6 +5,7 @@ export const queryKeys = {
   leases: () => ['leases'] as const,
   leasePage: (q: { selector: string; cursor: string | null; limit: number; owner: string; holder: string }) => ['leases', 'page', q] as const,
   lease: (route: string) => ['leases', 'one', route] as const,
+  sessionLeases: (incarnation: string) => ['leases', 'session', incarnation] as const,
   checkpoint: (route: string) => ['checkpoint', route] as const,
   sessions: (q: { owner: string; cursor: string | null }) => ['sessions', q] as const,
   audit: (q: Record<string, string | null>) => ['audit', q] as const,

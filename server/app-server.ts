@@ -9,6 +9,9 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { LeaseEngine, type EngineOptions } from './engine/engine';
 import { createApiHandler } from './http/api';
+import { AccessLog } from './http/access-log';
+import type { DrainState } from './http/health';
+import { silentLogger, type Logger } from './engine/logger';
 import { isOriginForm, refuseRawRequest, refuseRequestTarget } from './http/request-target';
 import { MetricsCollector, type CollectorOptions } from './metrics/collector';
 import { PgStore } from './store/postgres/pg-store';
@@ -32,24 +35,56 @@ export interface AppServerOptions {
   version?: string;
   /** Serves everything outside /api/. */
   fallback?: (req: IncomingMessage, res: ServerResponse) => void;
-  log?: (line: string) => void;
+  /** Where the server's lines go (silent when absent). */
+  logger?: Logger;
+  /** Request lines: every request (`all`), else only server errors and those slower than `slowMs`. */
+  accessLog?: { all?: boolean; slowMs?: number };
+  /** PostgreSQL: this process's instance id (the one its log lines carry); else generated. */
+  instanceId?: string;
   /**
    * Metrics (`LEASEHOLD_METRICS`, `LEASEHOLD_METRICS_PUBLIC`): on unless
    * `enabled` is false; off, nothing subscribes and nothing is measured.
    */
   metrics?: { enabled?: boolean; public?: boolean } & CollectorOptions;
+  /** Connection limits and timeouts (docs/operations.md, "Threat model"). */
+  http?: Partial<HttpLimits>;
   /** Tests only: decorate the real store (to delay or fail its steps). */
   wrapStore?: (store: Store) => Store;
 }
+
+/** What one client may hold of the server's sockets, and for how long. */
+export interface HttpLimits {
+  /** Open connections at most (`LEASEHOLD_MAX_CONNECTIONS`); beyond it a new connection is closed at once. */
+  maxConnections: number;
+  /** The request head must arrive within this (`LEASEHOLD_HEADERS_TIMEOUT_MS`), else 408 and the socket is closed. */
+  headersTimeoutMs: number;
+  /** The whole request must arrive within this (`LEASEHOLD_REQUEST_TIMEOUT_MS`); responses (SSE streams) are not limited. */
+  requestTimeoutMs: number;
+  /** Idle keep-alive connections are closed after this (`LEASEHOLD_KEEPALIVE_TIMEOUT_MS`). */
+  keepAliveTimeoutMs: number;
+  /** How often the two request timeouts are checked (Node's default is 30 s; at most a quarter of the headers timeout here). */
+  checkIntervalMs?: number;
+}
+
+export const DEFAULT_HTTP_LIMITS: HttpLimits = { maxConnections: 10_000, headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, keepAliveTimeoutMs: 65_000 };
 
 export interface AppServer {
   server: Server;
   engine: LeaseEngine;
   store: Store;
   url: string;
+  /** The bootstrap admin token when this start generated it (never one given by LEASEHOLD_BOOTSTRAP_TOKEN). */
   bootstrapToken: string | undefined;
+  /** This start created the bootstrap admin token (generated or given). */
+  bootstrapCreated: boolean;
   /** The metrics collector, when metrics are on. */
   metrics: MetricsCollector | undefined;
+  /**
+   * The first half of a graceful shutdown: readiness answers 503 from now on
+   * and answers carry `Connection: close`, while everything is still served.
+   */
+  beginDrain(): void;
+  readonly draining: boolean;
   /** Close the listener and every connection, then the engine and store. */
   close(): Promise<void>;
 }
@@ -60,24 +95,29 @@ export async function startAppServer(opts: AppServerOptions): Promise<AppServer>
   // instance's own files (the bootstrap token): created for either store.
   mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
   const base: Store = opts.databaseUrl
-    ? await PgStore.open({ url: opts.databaseUrl, poolSize: opts.poolSize, clock: opts.clock })
+    ? await PgStore.open({ url: opts.databaseUrl, poolSize: opts.poolSize, clock: opts.clock, instanceId: opts.instanceId })
     : new SqliteStore({ dataDir: opts.dataDir, synchronous: opts.synchronous, clock: opts.clock });
   const store = opts.wrapStore ? opts.wrapStore(base) : base;
-  const engine = new LeaseEngine(store, opts.engine);
+  const logger = opts.logger ?? silentLogger;
+  const engine = new LeaseEngine(store, { logger, ...opts.engine });
   let bootstrapToken: string | undefined;
+  let bootstrapCreated = false;
   try {
-    ({ bootstrapToken } = await engine.start());
+    ({ bootstrapToken, bootstrapCreated } = await engine.start());
   } catch (e) {
     await engine.stop().catch(() => undefined);
     throw e;
   }
   const metrics = opts.metrics?.enabled === false ? undefined : new MetricsCollector(engine, opts.metrics);
   await metrics?.start();
+  const accessLog = new AccessLog({ logger, all: opts.accessLog?.all, slowMs: opts.accessLog?.slowMs });
+  const drain: DrainState = { draining: false };
   const api = createApiHandler(engine, {
     corsOrigins: opts.corsOrigins,
     publicOrigin: opts.publicOrigin,
     version: opts.version,
-    log: opts.log,
+    accessLog,
+    drain,
     metrics: metrics && { collector: metrics, public: opts.metrics?.public === true },
   });
   const fallback =
@@ -88,16 +128,31 @@ export async function startAppServer(opts: AppServerOptions): Promise<AppServer>
     });
   let inFlight = 0;
   let idle: (() => void) | undefined;
-  const server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
-    if (!isOriginForm(req.url)) refuseRequestTarget(req, res);
-    else if (req.url === '/api' || req.url?.startsWith('/api/')) {
-      inFlight++;
-      res.once('close', () => {
-        if (--inFlight === 0) idle?.();
-      });
-      api(req, res);
-    } else fallback(req, res);
-  });
+  const limits = { ...DEFAULT_HTTP_LIMITS, ...opts.http };
+  const hsts = opts.publicOrigin?.startsWith('https:') === true;
+  const server = createServer(
+    {
+      keepAliveTimeout: limits.keepAliveTimeoutMs,
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      connectionsCheckingInterval: limits.checkIntervalMs ?? Math.max(250, Math.min(30_000, Math.floor(limits.headersTimeoutMs / 4))),
+    },
+    (req, res) => {
+      // Browsers on https keep to https for a year (on every answer: pages, assets, the API).
+      if (hsts) res.setHeader('Strict-Transport-Security', 'max-age=31536000');
+      // Draining: each answer asks its client to reconnect (to another instance, through the balancer).
+      if (drain.draining) res.shouldKeepAlive = false;
+      if (!isOriginForm(req.url)) refuseRequestTarget(req, res);
+      else if (req.url === '/api' || req.url?.startsWith('/api/')) {
+        inFlight++;
+        res.once('close', () => {
+          if (--inFlight === 0) idle?.();
+        });
+        api(req, res);
+      } else fallback(req, res);
+    },
+  );
+  server.maxConnections = limits.maxConnections;
   server.on('clientError', refuseRawRequest);
   server.on('connect', (_req: IncomingMessage, socket) => refuseRawRequest(undefined, socket));
   await new Promise<void>((resolve, reject) => {
@@ -113,7 +168,14 @@ export async function startAppServer(opts: AppServerOptions): Promise<AppServer>
     store,
     url: `http://${host}:${addr.port}`,
     bootstrapToken,
+    bootstrapCreated,
     metrics,
+    beginDrain() {
+      drain.draining = true;
+    },
+    get draining() {
+      return drain.draining;
+    },
     close() {
       // Stop accepting, answer waiting acquires, let in-flight answers finish
       // (for at most 3 s), then commit what is pending and close the store,
@@ -130,6 +192,7 @@ export async function startAppServer(opts: AppServerOptions): Promise<AppServer>
           });
         }
         await engine.stop();
+        accessLog.close();
         server.closeAllConnections();
         await closed;
       })();

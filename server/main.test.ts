@@ -6,7 +6,7 @@
 
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { call, leasePath, rid, tempDir } from './testing/harness';
 import { killServers, runServerToExit, spawnServer, stopServer } from './testing/process';
@@ -25,14 +25,18 @@ function dir(): string {
   return d;
 }
 
-test('first start prints the bootstrap admin token once and writes it to a 0600 file', async () => {
+test('first start shows the generated bootstrap admin token once, writes it to a 0600 file, and keeps it out of every log line', async () => {
   const d = dir();
   const first = await spawnServer({ LEASEHOLD_DATA_DIR: d });
   const file = join(d, 'admin-token');
   const token = readFileSync(file, 'utf8').trim();
   assert.match(token, /^lh_/);
   assert.equal(statSync(file).mode & 0o777, 0o600);
-  assert.ok(first.output().includes(token), 'the token is shown on stdout');
+  const line = first.output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l)).find((l) => /bootstrap admin token/.test(l.message));
+  assert.equal(line?.file, file, 'the log says where the token is');
+  const lines = first.output().split('\n');
+  assert.equal(lines.filter((l) => l.includes(token)).length, 1, 'the token is shown exactly once');
+  assert.equal(lines.some((l) => l.startsWith('{') && l.includes(token)), false, 'no log line carries the token');
   const who = await call(first.url, 'GET', '/api/v1/auth/whoami', undefined, { token });
   assert.deepEqual([who.status, who.body.family, who.body.root, who.body.grants], [200, 'default', true, ['lease://**#admin']]);
   assert.equal(await stopServer(first.proc), 0);
@@ -41,6 +45,17 @@ test('first start prints the bootstrap admin token once and writes it to a 0600 
   assert.equal(second.output().includes(token), false, 'a restart never shows the token again');
   assert.equal((await call(second.url, 'GET', '/api/v1/auth/whoami', undefined, { token })).status, 200);
   await stopServer(second.proc);
+});
+
+test('a bootstrap token given by LEASEHOLD_BOOTSTRAP_TOKEN is never printed nor written to a file', async () => {
+  const d = dir();
+  const given = `lh_given_${Math.random().toString(36).slice(2)}_operator`;
+  const s = await spawnServer({ LEASEHOLD_DATA_DIR: d, LEASEHOLD_BOOTSTRAP_TOKEN: given });
+  assert.equal((await call(s.url, 'GET', '/api/v1/auth/whoami', undefined, { token: given })).status, 200, 'the given token works');
+  assert.equal(s.output().includes(given), false, 'the given token is not on stdout or stderr');
+  assert.match(s.output(), /created from LEASEHOLD_BOOTSTRAP_TOKEN \(not shown\)/);
+  assert.equal(existsSync(join(d, 'admin-token')), false, 'no admin-token file holds it');
+  await stopServer(s.proc);
 });
 
 test('postgres: a data directory that does not exist yet is created, and the bootstrap token written there', async () => {
@@ -74,6 +89,11 @@ for (const [name, value] of [
   ['LEASEHOLD_PUBLIC_ORIGIN', 'not a url'],
   ['LEASEHOLD_METRICS', 'yes'],
   ['LEASEHOLD_METRICS_PUBLIC', 'on'],
+  ['LEASEHOLD_LOG_FORMAT', 'xml'],
+  ['LEASEHOLD_LOG_LEVEL', 'loud'],
+  ['LEASEHOLD_ACCESS_LOG', 'yes'],
+  ['LEASEHOLD_SLOW_REQUEST_MS', '0'],
+  ['LEASEHOLD_DRAIN_MS', '-1'],
 ] as const) {
   test(`an invalid ${name} stops the server with a message naming it`, async () => {
     const r = await runServerToExit({ LEASEHOLD_DATA_DIR: dir(), [name]: value });

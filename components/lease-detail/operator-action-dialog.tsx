@@ -1,10 +1,12 @@
 'use client';
 
-import { useMutation } from '@tanstack/react-query';
+import { useMutation, useQuery } from '@tanstack/react-query';
 import { useId, useState } from 'react';
 import { isLeaseholdError, type LeaseView } from '@/lib/client';
 import { routeSegments } from '@/lib/selector';
 import { consoleClient } from '@/components/console/client';
+import { can, useWhoami } from '@/components/console/use-whoami';
+import { queryKeys } from '@/components/query-keys';
 import { Button } from '@/components/ui/button';
 import { cn } from '@/components/ui/cn';
 import { Dialog } from '@/components/ui/dialog';
@@ -63,7 +65,7 @@ export function actionTitle(kind: OperatorAction): string {
 }
 
 /**
- * The guarded force-release and revoke (CONSOLE.md "Guarded operator
+ * The guarded force-release and revoke (docs/console.md "Guarded operator
  * actions"): the lease as the operator saw it when opening, a reason of 10 to
  * 500 characters, for revoke the resource name typed to confirm. The request
  * carries the fencing token seen, so a lease that changed meanwhile is
@@ -257,6 +259,7 @@ function ActionForm({
               <p id={ids.closeHelp} className="text-xs text-zinc-500 dark:text-zinc-400">
                 Ends session <span className="font-mono">{seen.holder_incarnation}</span> of {seen.owner_id} and releases every lease it holds.
               </p>
+              {closeSession && <SessionLeases seen={seen} />}
             </div>
           </div>
         </>
@@ -308,4 +311,60 @@ function StaleDetail({ seen, current, onReview }: { seen: LeaseView; current: Le
 
 function Spinner() {
   return <span aria-hidden="true" className="size-3.5 animate-spin rounded-full border-2 border-white/40 border-t-white" />;
+}
+
+/** The holder session's other leases the caller may see: one LIST per grant selector (filtered by the session's incarnation). */
+async function otherLeasesOf(grants: readonly string[], seen: LeaseView): Promise<string[]> {
+  const selectors = [...new Set(grants.map((g) => g.slice(0, g.lastIndexOf('#'))))];
+  const routes = new Set<string>();
+  for (const selector of selectors) {
+    const page = await consoleClient().listPage(selector, { holderIncarnation: seen.holder_incarnation, limit: 100 });
+    for (const l of page.items) if (l.route !== seen.route) routes.add(l.route);
+  }
+  return [...routes].sort();
+}
+
+/**
+ * Which other leases closing the session would end, as far as the caller
+ * may see; and, unless it administers every route, that the server refuses
+ * a close that would end a lease outside its admin grants.
+ */
+function SessionLeases({ seen }: { seen: LeaseView }) {
+  const me = useWhoami().data;
+  const others = useQuery({
+    queryKey: queryKeys.sessionLeases(seen.holder_incarnation),
+    queryFn: () => otherLeasesOf(me?.grants ?? [], seen),
+    enabled: !!me,
+  });
+  const everywhere = can(me, 'lease://**', 'admin');
+  const routes = others.data ?? [];
+  const beyond = routes.filter((r) => !can(me, r, 'admin'));
+  return (
+    <div className="mt-2 text-xs text-zinc-600 dark:text-zinc-300" role="status" aria-live="polite" data-testid="session-leases">
+      {others.isPending && <p>Looking up the session&apos;s other leases…</p>}
+      {others.isError && <p>Could not list the session&apos;s other leases; the server still checks them.</p>}
+      {others.isSuccess &&
+        (routes.length === 0 ? (
+          <p>No other lease of this session is visible to you.</p>
+        ) : (
+          <>
+            <p>
+              {routes.length === 1 ? 'This other lease would also end:' : `These ${routes.length} other leases would also end:`}
+            </p>
+            <ul className="mt-1 max-h-32 list-disc overflow-auto pl-5 font-mono">
+              {routes.map((r) => (
+                <li key={r}>{r}</li>
+              ))}
+            </ul>
+          </>
+        ))}
+      {!everywhere && (
+        <p className="mt-1 text-amber-700 dark:text-amber-400">
+          {beyond.length > 0
+            ? 'You do not administer every one of these routes: the server will refuse to close the session (access_denied) and change nothing.'
+            : 'Closing a session needs admin on every route it holds; if it holds leases beyond your grants, the server refuses and changes nothing.'}
+        </p>
+      )}
+    </div>
+  );
 }

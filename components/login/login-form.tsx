@@ -11,11 +11,8 @@ import { useWhoami } from '@/components/console/use-whoami';
 import { queryKeys } from '@/components/query-keys';
 import { Button, buttonVariants } from '@/components/ui/button';
 import { ErrorAlert } from '@/components/ui/states';
+import { safeNext } from './safe-next';
 
-/** Where to go after login: a console path from `?next=`, never another origin. */
-function safeNext(next: string | null): string {
-  return next && next.startsWith('/') && !next.startsWith('//') && !next.startsWith('/login') ? next : '/leases';
-}
 
 export function LoginForm() {
   const [token, setToken] = useState('');

@@ -4,6 +4,7 @@ import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useRef, useState } from 'react';
 import type { CreatedToken, Whoami } from '@/lib/client';
 import { parseGrant } from '@/lib/grants';
+import { identifierProblem } from '@/lib/identifiers';
 import { localInputToIso } from '@/components/ui/local-time';
 import { consoleClient } from '@/components/console/client';
 import { can } from '@/components/console/use-whoami';
@@ -33,7 +34,13 @@ export function CreateTokenForm({ me, onCreated }: { me: Whoami; onCreated: (t: 
   const expiresRef = useRef<HTMLInputElement>(null);
 
   const { grants, errors } = parseGrantLines(grantsText);
-  const nameError = submitted && !name.trim() ? 'Give the token a name, so it can be told apart in the list and the audit trail.' : undefined;
+  // The server's rule for names (lib/identifiers.ts), shown as typed: no bidi, zero-width or control characters.
+  const nameProblem = identifierProblem(name);
+  const nameError = nameProblem
+    ? `The name ${nameProblem}: such characters make one name look like another.`
+    : submitted && !name.trim()
+      ? 'Give the token a name, so it can be told apart in the list and the audit trail.'
+      : undefined;
   const grantsError =
     errors.length > 0
       ? errors.map((e) => `Line ${e.line}: ${e.reason}.`).join(' ')
@@ -70,7 +77,7 @@ export function CreateTokenForm({ me, onCreated }: { me: Whoami; onCreated: (t: 
         setSubmitted(true);
         const exp = expires && !expiresIso ? 'Enter a complete date and time, or leave it empty.' : expiresIso && Date.parse(expiresIso) <= Date.now() ? 'The expiry must be in the future.' : undefined;
         setExpiresError(exp);
-        if (!name.trim()) return nameRef.current?.focus();
+        if (!name.trim() || nameProblem) return nameRef.current?.focus();
         if (errors.length > 0 || grants.length === 0) return grantsRef.current?.focus();
         if (exp) return expiresRef.current?.focus();
         create.mutate({ name: name.trim(), grants, expiresAt: expiresIso });

@@ -13,8 +13,22 @@ import { ErrorAlert } from '@/components/ui/states';
  * open streams close. The API's refusal (the last root token, a token that
  * is already gone) stays in the dialog as an alert with its correlation id.
  */
-export function RevokeTokenDialog({ token, own, onClose }: { token: TokenInfo | undefined; own: boolean; onClose: () => void }) {
+/** The tokens `id` minted, transitively, among those listed (the server revokes them with it). */
+export function mintedBy(id: string, all: readonly TokenInfo[]): TokenInfo[] {
+  const out: TokenInfo[] = [];
+  const seen = new Set([id]);
+  for (let frontier = [id]; frontier.length > 0; ) {
+    const next = all.filter((t) => t.created_by !== null && frontier.includes(t.created_by) && !seen.has(t.token_id));
+    for (const t of next) seen.add(t.token_id);
+    out.push(...next);
+    frontier = next.map((t) => t.token_id);
+  }
+  return out;
+}
+
+export function RevokeTokenDialog({ token, all, own, onClose }: { token: TokenInfo | undefined; all: readonly TokenInfo[]; own: boolean; onClose: () => void }) {
   const queryClient = useQueryClient();
+  const minted = token ? mintedBy(token.token_id, all) : [];
   const revoke = useMutation({
     mutationFn: (tokenId: string) => consoleClient().revokeToken(tokenId),
     onSuccess: () => {
@@ -36,7 +50,7 @@ export function RevokeTokenDialog({ token, own, onClose }: { token: TokenInfo | 
       {token && (
         <div className="space-y-4 text-sm">
           <p className="text-zinc-700 dark:text-zinc-300">
-            Anything using this token is refused from now on, and its open streams close. This cannot be undone.
+            Anything using this token, or any token it minted, is refused from now on, and their open streams close. This cannot be undone.
           </p>
           <dl className="grid grid-cols-[6rem_1fr] gap-x-3 gap-y-2 rounded-lg border border-zinc-200 p-3 dark:border-zinc-800">
             <dt className="text-zinc-500 dark:text-zinc-400">Name</dt>
@@ -50,6 +64,21 @@ export function RevokeTokenDialog({ token, own, onClose }: { token: TokenInfo | 
               ))}
             </dd>
           </dl>
+          {minted.length > 0 && (
+            <div className="text-zinc-700 dark:text-zinc-300" data-testid="revoke-minted">
+              <p>
+                {minted.length === 1 ? 'This token it minted is revoked with it:' : `These ${minted.length} tokens it minted are revoked with it:`}
+              </p>
+              <ul className="mt-1 max-h-32 list-disc overflow-auto pl-5 text-xs">
+                {minted.map((m) => (
+                  <li key={m.token_id}>
+                    <span className="font-medium break-words">{m.name}</span> <span className="font-mono">{m.token_id}</span>
+                    {m.kind === 'embed' ? ' (embed)' : ''}
+                  </li>
+                ))}
+              </ul>
+            </div>
+          )}
           {own && (
             <p className="rounded-lg border border-amber-300 bg-amber-50 px-3 py-2 text-amber-900 dark:border-amber-800 dark:bg-amber-950/40 dark:text-amber-200">
               This is the token you are signed in with: revoking it signs you out of the console.

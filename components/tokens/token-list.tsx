@@ -18,7 +18,7 @@ import { useNow } from '@/components/ui/use-now';
 
 const COLS = 7;
 
-/** The family's API tokens (embed tokens are short-lived and not listed), each with Revoke. */
+/** The family's tokens, API and live embed tokens (badged `embed`), each with Revoke (which takes what it minted with it). */
 export function TokenList({ me }: { me: Whoami }) {
   const query = useQuery({
     queryKey: queryKeys.tokens(),
@@ -83,7 +83,7 @@ export function TokenList({ me }: { me: Whoami }) {
           </Table>
         </>
       )}
-      <RevokeTokenDialog token={revoking} own={revoking?.token_id === me.token_id} onClose={() => setRevoking(undefined)} />
+      <RevokeTokenDialog token={revoking} all={tokens ?? []} own={revoking?.token_id === me.token_id} onClose={() => setRevoking(undefined)} />
     </section>
   );
 }
@@ -97,6 +97,7 @@ function TokenRow({ token: t, own, onRevoke }: { token: TokenInfo; own: boolean;
         <div className="flex flex-wrap items-center gap-1.5">
           <span className="font-medium break-words">{t.name}</span>
           {t.root && <Badge tone="warn">root</Badge>}
+          {t.kind === 'embed' && <Badge tone="neutral">embed</Badge>}
           {own && <Badge tone="info">you</Badge>}
         </div>
       </Td>

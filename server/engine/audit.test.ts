@@ -228,6 +228,63 @@ for (const backend of BACKENDS) {
       }
     });
 
+    test('one family’s volume prunes only its own events (its quota), never another family’s force-release', async () => {
+      const f = await engineFixture({ backend, audit: { retentionMs: 365 * 86_400_000, maxRows: 1_000_000, maxRowsPerFamily: 1_000 } });
+      try {
+        const s = await f.open('victim');
+        const route = 'lease://quota/victim/a';
+        const held = (await f.acquire(route, s)).answer.lease;
+        await f.engine.forceRelease(f.admin, route, forceBody(held.fencing_token));
+        await f.engine.audit.flush();
+        const victimBefore = await allEvents(f);
+        // Another family floods the trail: 3,000 events, three times its quota.
+        for (let i = 0; i < 3_000; i++) f.engine.audit.record({ ...sessionEvent(f, `flood-${i}`, addMs(f.clock.now(), i)), family: 'tenant-b' });
+        await f.engine.audit.flush();
+        const pruned = await f.engine.audit.prune();
+        assert.equal(pruned, 2_000, 'the flooding family is cut to its quota');
+        const victimAfter = await allEvents(f);
+        assert.deepEqual(victimAfter, victimBefore, 'the victim family’s trail is untouched');
+        assert.ok(victimAfter.some((e) => e.event_type === 'lease_force_release'));
+        const other = { ...f.admin, family: 'tenant-b' };
+        const left = (await f.engine.listAudit(other, { selector: ALL_SEL, limit: 1_000 })).items;
+        assert.equal(left.length, 1_000);
+        assert.deepEqual([left[0]!.owner_id, left[999]!.owner_id], ['flood-2999', 'flood-2000'], 'it keeps its newest');
+        assert.equal(await f.engine.audit.prune(), 0, 'nothing else is due');
+      } finally {
+        await f.close();
+      }
+    });
+
+    test('the global ceiling still holds across families, oldest first', async () => {
+      const f = await engineFixture({ backend, audit: { retentionMs: 365 * 86_400_000, maxRows: 1_000, maxRowsPerFamily: 1_000 } });
+      try {
+        for (let i = 0; i < 800; i++) f.engine.audit.record({ ...sessionEvent(f, `a-${i}`, addMs(f.clock.now(), i)), family: 'fam-a' });
+        for (let i = 0; i < 800; i++) f.engine.audit.record({ ...sessionEvent(f, `b-${i}`, addMs(f.clock.now(), 800 + i)), family: 'fam-b' });
+        await f.engine.audit.flush();
+        assert.equal(await f.engine.audit.prune(), 600);
+        const a = (await f.engine.listAudit({ ...f.admin, family: 'fam-a' }, { selector: ALL_SEL, limit: 1_000 })).items;
+        const b = (await f.engine.listAudit({ ...f.admin, family: 'fam-b' }, { selector: ALL_SEL, limit: 1_000 })).items;
+        assert.deepEqual([a.length, b.length], [200, 800]);
+        assert.equal(a[a.length - 1]!.owner_id, 'a-600');
+      } finally {
+        await f.close();
+      }
+    });
+
+    test('refusals of a caller with no token are counted, never written as rows', async () => {
+      const f = await engineFixture({ backend });
+      try {
+        const anonymous = { ...f.admin, tokenId: '', family: '', grants: [], root: false };
+        for (let i = 0; i < 50; i++) f.engine.audit.note({ caller: anonymous, type: 'access_denied', route: null, success: '' }, 'access_denied');
+        await f.engine.audit.flush();
+        assert.equal(f.engine.audit.counts.anonymous_refusal, 50);
+        const rows = await f.engine.store.atomic((tx) => tx.auditCounts());
+        assert.equal(rows.get(''), undefined, 'no row of family ""');
+      } finally {
+        await f.close();
+      }
+    });
+
     test('expiry and session expiry are audited as system events', async () => {
       const f = await engineFixture({ backend });
       try {

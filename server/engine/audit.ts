@@ -1,5 +1,5 @@
 /**
- * The audit trail (CONTRACT.md §11).
+ * The audit trail (docs/semantics.md §11).
  *
  * Two ways in. An admin action (force-release, revoke) writes its event in
  * the same atomic step as its state change, so there is no success without
@@ -8,9 +8,15 @@
  * once when 1,000 are waiting): a crash loses at most the events of the last
  * flush interval, never an admin action's.
  *
- * `lease_conflict` (polling would flood the log) and `invalid_credential`
- * (it has no family) are counted, not audited, and logged at most once per
- * interval. An event never holds a secret, a session id, a body or a
+ * `lease_conflict` (polling would flood the log), `invalid_credential`
+ * and every other refusal of a caller who is not authenticated (they have no
+ * family, and writing them would let anyone fill the trail) are counted, not
+ * audited, and logged at most once per interval.
+ *
+ * Retention (docs/operations.md, "Threat model"): each family keeps at most
+ * `maxRowsPerFamily` events, so one tenant's volume never prunes another's
+ * history; all families together at most `maxRows` (the global ceiling);
+ * and nothing older than `retentionMs`. An event never holds a secret, a session id, a body or a
  * metadata value: its fields are the closed list below.
  */
 
@@ -19,6 +25,7 @@ import { correlationId } from './ids';
 import { RARE_AUDIT_EVENT_TYPES, type AuditRow, type NewAuditRow, type Store } from '../store/types';
 import { iso } from './views';
 import type { Principal } from './tokens';
+import type { Logger } from './logger';
 
 export const AUDIT_EVENT_TYPES = [
   'session_open',
@@ -34,7 +41,7 @@ export const AUDIT_EVENT_TYPES = [
 
 export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number];
 
-/** What the API shows of one event (HTTP.md `AuditEvent`, plus `subject_token_id`). */
+/** What the API shows of one event (docs/semantics.md §11, plus `subject_token_id`). */
 export interface AuditEvent {
   id: string;
   time: string;
@@ -107,17 +114,20 @@ export interface AuditSpec {
 export interface AuditOptions {
   /** Events older than this are pruned (ms). */
   retentionMs: number;
-  /** At most this many events are kept. */
+  /** At most this many events are kept, all families together (the global ceiling). */
   maxRows: number;
+  /** At most this many events are kept per family (its quota). */
+  maxRowsPerFamily: number;
   flushIntervalMs?: number;
   pruneIntervalMs?: number;
-  /** Where counted-not-audited refusals are logged (rate limited). */
-  log?: (line: string) => void;
+  /** Where counted-not-audited refusals are reported (at most every 10 s, with their counts). */
+  logger?: Logger;
 }
 
-export const DEFAULT_AUDIT: AuditOptions = { retentionMs: 30 * 86_400_000, maxRows: 10_000_000 };
+export const DEFAULT_AUDIT: AuditOptions = { retentionMs: 30 * 86_400_000, maxRows: 10_000_000, maxRowsPerFamily: 1_000_000 };
 
-/** Codes counted instead of audited row by row. */
+/** Refusals counted instead of audited row by row. */
+type Counted = 'lease_conflict' | 'invalid_credential' | 'anonymous_refusal';
 const COUNTED = new Set(['lease_conflict', 'invalid_credential']);
 /**
  * Buffered events kept while the store is unavailable; beyond it new events
@@ -139,10 +149,14 @@ export class AuditLog {
   private pruneTimer: ReturnType<typeof setInterval> | undefined;
   private pruning = false;
   private lastLog = 0;
-  private unlogged = { lease_conflict: 0, invalid_credential: 0 };
-  /** Totals since start: refusals counted instead of audited, and events lost to a full buffer. */
-  readonly counts = { lease_conflict: 0, invalid_credential: 0, dropped: 0 };
-  readonly opts: Required<Omit<AuditOptions, 'log'>> & Pick<AuditOptions, 'log'>;
+  private unlogged: Record<Counted, number> = { lease_conflict: 0, invalid_credential: 0, anonymous_refusal: 0 };
+  /**
+   * Totals since start: refusals counted instead of audited (`anonymous_refusal`:
+   * any refusal of a caller with no token, e.g. a cross-site logout), and
+   * events lost to a full buffer.
+   */
+  readonly counts = { lease_conflict: 0, invalid_credential: 0, anonymous_refusal: 0, dropped: 0 };
+  readonly opts: Required<Omit<AuditOptions, 'logger'>> & Pick<AuditOptions, 'logger'>;
 
   constructor(
     private readonly store: Store,
@@ -190,7 +204,9 @@ export class AuditLog {
 
   /** Record an operation's outcome: buffered, or only counted for the codes that are. */
   note(spec: AuditSpec, result: string, facts: AuditFacts = {}): void {
-    if (COUNTED.has(result)) this.count(result as keyof AuditLog['unlogged']);
+    if (COUNTED.has(result)) this.count(result as Counted);
+    // No token, no family: never a row (anyone could fill the trail with them).
+    else if (spec.caller.tokenId === '') this.count('anonymous_refusal');
     else this.record(this.row(spec, result, facts));
   }
 
@@ -205,13 +221,15 @@ export class AuditLog {
   }
 
   /** Count a refusal that is not audited row by row, logging a summary at most every 10 s. */
-  count(code: 'lease_conflict' | 'invalid_credential'): void {
+  count(code: Counted): void {
     this.counts[code]++;
     this.unlogged[code]++;
     const now = this.store.now();
-    if (this.opts.log && now - this.lastLog >= LOG_EVERY_MS) {
-      this.opts.log(`audit: not audited row by row since the last report: ${this.unlogged.lease_conflict} lease_conflict, ${this.unlogged.invalid_credential} invalid_credential`);
-      this.unlogged = { lease_conflict: 0, invalid_credential: 0 };
+    if (this.opts.logger && now - this.lastLog >= LOG_EVERY_MS) {
+      // Refused credentials in numbers may be someone guessing: a warning; conflicts are routine.
+      const level = this.unlogged.invalid_credential > 0 ? 'warn' : 'info';
+      this.opts.logger[level]('refusals counted, not audited row by row', { since_last_report: { ...this.unlogged } });
+      this.unlogged = { lease_conflict: 0, invalid_credential: 0, anonymous_refusal: 0 };
       this.lastLog = now;
     }
   }
@@ -260,7 +278,20 @@ export class AuditLog {
    */
   async prune(maxSteps = PRUNE_STEPS_PER_TICK): Promise<number> {
     let total = 0;
-    for (let i = 0; i < maxSteps; i++) {
+    let steps = 0;
+    // Each family's quota first (one family's volume only ever prunes its own history)…
+    const counts = await this.store.atomic((tx) => tx.auditCounts());
+    for (const [family, rows] of counts) {
+      if (rows <= this.opts.maxRowsPerFamily) continue;
+      while (steps < maxSteps) {
+        steps++;
+        const n = await this.store.atomic((tx) => tx.pruneAuditFamily(family, this.opts.maxRowsPerFamily, PRUNE_BATCH));
+        total += n;
+        if (n < PRUNE_BATCH) break;
+      }
+    }
+    // …then the retention age and the global ceiling, oldest first across families.
+    for (let i = 0; i < Math.max(1, maxSteps - steps); i++) {
       const n = await this.store.atomic((tx) => tx.pruneAudit(addMs(tx.now, -this.opts.retentionMs), this.opts.maxRows, PRUNE_BATCH));
       total += n;
       if (n < PRUNE_BATCH) break;

@@ -1,15 +1,24 @@
 /**
- * Opaque, tamper-evident cursors: base64url(JSON) + "." + HMAC-SHA256. The
- * payload binds the family, the query (selector and filters), the epoch and
- * the ordering; a cursor used with anything else, or altered, is
- * `cursor_invalid`, never a silent restart.
+ * Opaque, tamper-evident cursors, sealed with AES-256-GCM under a key
+ * derived from the server secret (HKDF-SHA256). The plaintext is only the
+ * keyset position; the binding (what the cursor pages over, the family, the
+ * query's canonical text and the store epoch) is the authenticated
+ * associated data, so a cursor used with anything else, or altered in any
+ * bit, fails authentication and is `cursor_invalid`, never a silent restart.
+ *
+ * Encrypted rather than only signed: a position can be a route the scan
+ * examined but did not return (a page that ran out of its examine budget
+ * resumes after it), and that route may lie outside the caller's selector
+ * and grant. Sealed, the caller learns nothing from it.
+ *
+ * Wire form: base64url(iv[12] ‖ ciphertext ‖ tag[16]).
  */
 
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import { fail } from './errors';
 
 export interface CursorBinding {
-  /** What the cursor pages over: `leases` or `sessions`. */
+  /** What the cursor pages over: `leases`, `sessions` or `audit`. */
   kind: string;
   family: string;
   /** Canonical text of the query it belongs to (selector and filters). */
@@ -17,37 +26,48 @@ export interface CursorBinding {
   epoch: string;
 }
 
-export class CursorCodec {
-  constructor(private readonly secret: Buffer) {}
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
+const MAX_CURSOR_CHARS = 4096;
 
-  private mac(payload: string): string {
-    return createHmac('sha256', this.secret).update(payload).digest('base64url');
+function aad(b: CursorBinding): Buffer {
+  return Buffer.from(JSON.stringify([b.kind, b.family, b.query, b.epoch]));
+}
+
+export class CursorCodec {
+  private readonly key: Buffer;
+
+  constructor(secret: Buffer) {
+    this.key = Buffer.from(hkdfSync('sha256', secret, Buffer.from('leasehold'), Buffer.from('leasehold cursor v1 aes-256-gcm'), 32));
   }
 
   /** Encode a keyset position bound to `binding`. */
   encode(binding: CursorBinding, position: unknown): string {
-    const payload = Buffer.from(JSON.stringify({ b: binding, p: position })).toString('base64url');
-    return `${payload}.${this.mac(payload)}`;
+    const iv = randomBytes(IV_BYTES);
+    const cipher = createCipheriv('aes-256-gcm', this.key, iv, { authTagLength: TAG_BYTES });
+    cipher.setAAD(aad(binding));
+    const sealed = Buffer.concat([cipher.update(JSON.stringify(position), 'utf8'), cipher.final()]);
+    return Buffer.concat([iv, sealed, cipher.getAuthTag()]).toString('base64url');
   }
 
-  /** Decode a cursor, checking its MAC and that it belongs to `binding`. */
+  /** Decode a cursor, authenticating it against `binding` (`cursor_invalid` when it is not one of ours for this query). */
   decode(cursor: string, binding: CursorBinding): unknown {
-    const dot = cursor.indexOf('.');
-    if (dot <= 0 || cursor.length > 4096) fail('cursor_invalid', 'cursor is malformed');
-    const payload = cursor.slice(0, dot);
-    const given = Buffer.from(cursor.slice(dot + 1), 'base64url');
-    const expected = Buffer.from(this.mac(payload), 'base64url');
-    if (given.length !== expected.length || !timingSafeEqual(given, expected)) fail('cursor_invalid', 'cursor was altered');
-    let parsed: { b?: CursorBinding; p?: unknown };
+    if (cursor.length > MAX_CURSOR_CHARS || !/^[A-Za-z0-9_-]+$/.test(cursor)) fail('cursor_invalid', 'cursor is malformed');
+    const bytes = Buffer.from(cursor, 'base64url');
+    if (bytes.length <= IV_BYTES + TAG_BYTES) fail('cursor_invalid', 'cursor is malformed');
+    let text: string;
     try {
-      parsed = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as typeof parsed;
+      const decipher = createDecipheriv('aes-256-gcm', this.key, bytes.subarray(0, IV_BYTES), { authTagLength: TAG_BYTES });
+      decipher.setAAD(aad(binding));
+      decipher.setAuthTag(bytes.subarray(bytes.length - TAG_BYTES));
+      text = Buffer.concat([decipher.update(bytes.subarray(IV_BYTES, bytes.length - TAG_BYTES)), decipher.final()]).toString('utf8');
+    } catch {
+      fail('cursor_invalid', 'cursor was altered, or belongs to another query, family or store epoch');
+    }
+    try {
+      return JSON.parse(text) as unknown;
     } catch {
       fail('cursor_invalid', 'cursor is malformed');
     }
-    const b = parsed.b;
-    if (!b || b.kind !== binding.kind || b.family !== binding.family || b.query !== binding.query || b.epoch !== binding.epoch) {
-      fail('cursor_invalid', 'cursor belongs to another query, family or store epoch');
-    }
-    return parsed.p;
   }
 }

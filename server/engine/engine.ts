@@ -11,7 +11,8 @@
 
 import { millis, type Millis } from '../store/millis';
 import { randomBytes } from 'node:crypto';
-import type { ParsedSelector } from '@/lib/selector';
+import { routeSegments, type ParsedSelector } from '@/lib/selector';
+import { allowingGrant } from '@/lib/grants';
 import { AuditLog, auditView, type AuditEvent, type AuditEventType, type AuditFacts, type AuditOptions, type AuditSpec, type Caller } from './audit';
 import type { LeaseRow, StepScope, Store, Tx } from '../store/types';
 import { Cluster, type ClusterOptions } from './cluster';
@@ -50,6 +51,7 @@ export type { ListPage, ListQuery };
 /** The caller of system events (expiry): no token, no request. */
 const SYSTEM: Principal = { tokenId: '', name: 'system', family: '', grants: [], root: false, kind: 'api', expiresAt: null };
 import { waitQueueFor, type WaitQueue, type Waiter } from './waiters';
+import type { Logger } from './logger';
 
 export interface Outcome<T> {
   answer: T;
@@ -92,7 +94,13 @@ export interface EngineOptions {
   feed?: Partial<FeedLimits>;
   /** Shared stores: cross-instance publication. */
   cluster?: ClusterOptions;
+  /** Where the engine reports what an operator should see (silent when absent). */
+  logger?: Logger;
+  /** Live (unexpired, unrevoked) embed tokens one token may have minted at once (default 1,000). */
+  embedTokensPerCreator?: number;
 }
+
+export const DEFAULT_EMBED_TOKENS_PER_CREATOR = 1_000;
 
 export interface ForceEndRequest {
   requestId: string;
@@ -118,8 +126,14 @@ export interface AuditPage {
 }
 
 export interface StartResult {
-  /** The bootstrap admin token, shown once: only on the first start of an empty store. */
+  /**
+   * The bootstrap admin token, to be shown once: only on the first start of
+   * an empty store, and only when the server generated it (a token given as
+   * `bootstrapSecret` is never handed back).
+   */
   bootstrapToken?: string;
+  /** This start created the bootstrap admin token (generated or given). */
+  bootstrapCreated: boolean;
 }
 
 const SWEEP_BATCH = 512;
@@ -152,7 +166,7 @@ export class LeaseEngine {
     this.waiters = waitQueueFor(store);
     this.ctx = { store, waiters: this.waiters, limits: { ...DEFAULT_LIMITS, ...opts.limits }, instanceId: store.bus?.instanceId };
     this.tokens = new TokenAuthority(store);
-    this.audit = new AuditLog(store, opts.audit);
+    this.audit = new AuditLog(store, { logger: opts.logger, ...opts.audit });
     this.startedAt = store.now();
     this.feed = new FeedHub(this.events, {
       limits: opts.feed,
@@ -163,6 +177,7 @@ export class LeaseEngine {
     });
     this.cluster = store.bus
       ? new Cluster(store.bus, this.events, this.feed, {
+          logger: opts.logger,
           ...opts.cluster,
           granted: (n) => this.remoteGrant(n),
           refused: (n) => this.remoteRefusal(n),
@@ -216,7 +231,7 @@ export class LeaseEngine {
           createdBy: null,
         });
       }
-      return { secret, bootstrapToken };
+      return { secret, bootstrapToken, generated: this.opts.bootstrapSecret === undefined };
     });
     this.cursors = new CursorCodec(Buffer.from(result.secret));
     while ((await this.sweep()) >= SWEEP_BATCH);
@@ -225,7 +240,9 @@ export class LeaseEngine {
     this.sweepTimer.unref?.();
     this.audit.start();
     this.feed.start();
-    return { bootstrapToken: result.bootstrapToken };
+    // A token the operator gave (LEASEHOLD_BOOTSTRAP_TOKEN) is never handed back to be shown or written anywhere.
+    if (result.bootstrapToken !== undefined) return result.generated ? { bootstrapToken: result.bootstrapToken, bootstrapCreated: true } : { bootstrapCreated: true };
+    return { bootstrapCreated: false };
   }
 
   /** Stop the sweep, end every stream (`closed`: `shutdown`) and refuse every waiter (`backend_unavailable`): the first half of a shutdown. */
@@ -585,7 +602,11 @@ export class LeaseEngine {
     let replayed = false;
     const answer = await this.run(
       async (step) => {
-        const a = await forceEndStep(this.ctx, step, p.family, route, { ...input, kind, closeSession });
+        const mayEnd = (r: string) => {
+          const [a, b, c] = routeSegments(r);
+          if (!allowingGrant(p.grants, [a, b, c], 'admin')) fail('access_denied', 'closing the session would end leases on routes you may not administer; revoke without close_session, or ask an admin of lease://**');
+        };
+        const a = await forceEndStep(this.ctx, step, p.family, route, { ...input, kind, closeSession, mayEnd });
         replayed = step.facts.replayed === true;
         return a;
       },
@@ -684,37 +705,60 @@ export class LeaseEngine {
     const secret = newSecret();
     return this.run(async (step) => {
       const row = planEmbedToken(p, selector, ttlMs, step.now);
+      const cap = this.opts.embedTokensPerCreator ?? DEFAULT_EMBED_TOKENS_PER_CREATOR;
+      if ((await step.tx.countLiveEmbedTokens(p.tokenId, step.now)) >= cap) {
+        fail('rate_limited', `a token may have at most ${cap} live embed tokens; let some expire or revoke them from /tokens`, { retryAfterMs: 60_000 });
+      }
       await step.tx.insertToken({ ...row, secretHash: hashSecret(secret) });
       step.facts.subjectTokenId = row.id;
       return { token_id: row.id, token: secret, expires_at: new Date(row.expiresAt!).toISOString() };
     }, this.spec(p, 'embed_token_create', null, 'embed_token_created'));
   }
 
-  /** Tokens of a family (the caller's; a root token may name another). */
+  /** Tokens of a family (the caller's; a root token may name another), API and live embed tokens. */
   async listTokens(p: Caller, family?: string): Promise<{ items: TokenInfo[] }> {
     if (family !== undefined && !p.root && family !== p.family) {
       this.audit.note(this.spec(p, 'access_denied', null, ''), 'access_denied');
       fail('access_denied', 'only a root token may list another family');
     }
     return this.run(async (step) => ({
-      items: (await step.tx.listTokens(family ?? p.family)).filter((t) => t.revokedAt === null && t.kind === 'api').map(tokenInfo),
+      // Live embed tokens too (kind `embed`), so they can be seen and revoked; expired ones are swept.
+      items: (await step.tx.listTokens(family ?? p.family))
+        .filter((t) => t.revokedAt === null && (t.kind === 'api' || (t.expiresAt !== null && t.expiresAt > step.now)))
+        .map(tokenInfo),
     }));
   }
 
-  /** Revoke a token. Only a root token may revoke a root token; the last live root cannot be revoked. */
+  /**
+   * Revoke a token and, in the same step, everything it minted (tokens and
+   * embed tokens, transitively): a leaked token's offspring die with it.
+   * Root tokens it minted are anchors of their own and stay (so the
+   * bootstrap token can be retired once another root exists; see
+   * docs/operations.md "Threat model"). Only a root token may revoke a root
+   * token; the last live root cannot be revoked. Every instance drops the revoked
+   * tokens from its cache and ends their streams as the step's events
+   * arrive (at once on a shared store, through its notification channel).
+   */
   async revokeToken(p: Caller, tokenId: string): Promise<Record<string, never>> {
-    await this.run(async (step) => {
-      const t = await step.tx.getToken(tokenId);
+    const revoked = await this.run(async (step) => {
+      const lineage = await step.tx.tokenLineage(tokenId);
+      const t = lineage.find((r) => r.id === tokenId);
       if (!t || t.revokedAt !== null || (t.family !== p.family && !p.root)) fail('not_found', 'no such token');
-      if (t.root) {
+      const live = lineage.filter((r) => r.revokedAt === null && (r.expiresAt === null || r.expiresAt > step.now));
+      const roots = live.filter((r) => r.root).length;
+      if (roots > 0) {
         if (!p.root) fail('access_denied', 'only a root token may revoke a root token');
-        if ((await step.tx.countLiveRootTokens(step.now)) <= 1) fail('invalid_request', 'cannot revoke the last root token');
+        if ((await step.tx.countLiveRootTokens(step.now)) <= roots) fail('invalid_request', 'cannot revoke the last root token');
       }
-      await step.tx.revokeToken(tokenId, step.now);
       step.facts.subjectTokenId = tokenId;
-      step.events.push({ type: 'token_revoked', tokenId });
+      const ids = lineage.filter((r) => r.revokedAt === null).map((r) => r.id);
+      for (const id of ids) {
+        await step.tx.revokeToken(id, step.now);
+        step.events.push({ type: 'token_revoked', tokenId: id });
+      }
+      return ids;
     }, this.spec(p, 'token_revoke', null, 'token_revoked'));
-    this.tokens.forget(tokenId);
+    for (const id of revoked) this.tokens.forget(id);
     return {};
   }
 
@@ -736,7 +780,14 @@ export class LeaseEngine {
    */
   async openStream(p: Principal, selectors: readonly ParsedSelector[], renewals: boolean, sink: FeedSink, loginCookie?: string): Promise<{ streamId: string; subscriptions: Subscribed[] }> {
     const revision = await this.run((step) => step.tx.revision(p.family), undefined, p.family);
-    const owner = { tokenId: p.tokenId, family: p.family, expiresAt: p.expiresAt, loginHash: loginCookie === undefined ? undefined : hashSecret(loginCookie) };
+    const owner = {
+      tokenId: p.tokenId,
+      family: p.family,
+      expiresAt: p.expiresAt,
+      loginHash: loginCookie === undefined ? undefined : hashSecret(loginCookie),
+      // An embed token's streams count against the token that minted it.
+      quotaTokenId: p.kind === 'embed' ? (p.createdBy ?? p.tokenId) : p.tokenId,
+    };
     return this.feed.open(owner, selectors, renewals, sink, revision);
   }
 

@@ -1,6 +1,6 @@
 /**
  * FeedHub: the live inventory feed's streams and registrations
- * (CONTRACT.md §8), free of HTTP. A transport (server/http/sse.ts) supplies a
+ * (docs/semantics.md §8), free of HTTP. A transport (server/http/sse.ts) supplies a
  * FeedSink per stream; the hub decides what each stream is sent.
  *
  * The hub subscribes to the engine's change events, which the engine
@@ -60,10 +60,22 @@ export interface StreamOwner {
   loginHash?: string;
   /** The token's expiry (epoch ms), if it has one. */
   expiresAt: number | null;
+  /**
+   * The token whose per-token stream quota this stream counts against: the
+   * creator of an embed token (so minting embed tokens never multiplies a
+   * token's streams); the token itself otherwise (the default).
+   */
+  quotaTokenId?: string;
 }
 
+const quotaKey = (o: StreamOwner): string => o.quotaTokenId ?? o.tokenId;
+
 export interface FeedLimits {
+  /** Streams on this instance, all families together. */
   maxStreams: number;
+  /** Streams of one family on this instance (so one tenant cannot take every stream). */
+  streamsPerFamily: number;
+  /** Streams of one token, its embed tokens' included. */
   streamsPerToken: number;
   wildcardPerStream: number;
   exactPerStream: number;
@@ -73,6 +85,7 @@ export interface FeedLimits {
 
 export const DEFAULT_FEED_LIMITS: FeedLimits = {
   maxStreams: 10_000,
+  streamsPerFamily: 2_000,
   streamsPerToken: 64,
   wildcardPerStream: 128,
   exactPerStream: 4_096,
@@ -136,12 +149,20 @@ export interface FeedHubOptions {
   streamIdPrefix?: string;
 }
 
+/** Add `by` to a count, forgetting it at zero. */
+function bump(counts: Map<string, number>, key: string, by: number): void {
+  const n = (counts.get(key) ?? 0) + by;
+  if (n > 0) counts.set(key, n);
+  else counts.delete(key);
+}
+
 const frame = (event: FeedFrame['event'], data: object): FeedFrame => ({ event, json: JSON.stringify(data) });
 
 export class FeedHub {
   readonly limits: FeedLimits;
   private readonly streams = new Map<string, Stream>();
   private readonly perToken = new Map<string, number>();
+  private readonly perFamily = new Map<string, number>();
   /** Every registration, for change events. */
   private readonly index = new SubscriptionIndex<Registration>();
   /** Only the registrations that asked for renewal hints, so a renewal never walks the others. */
@@ -196,8 +217,11 @@ export class FeedHub {
    */
   open(owner: StreamOwner, selectors: readonly ParsedSelector[], renewals: boolean, sink: FeedSink, storeRevision: number): { streamId: string; subscriptions: Subscribed[] } {
     if (this.streams.size >= this.limits.maxStreams) fail('rate_limited', 'the server holds its maximum number of streams', { retryAfterMs: 5_000 });
-    if ((this.perToken.get(owner.tokenId) ?? 0) >= this.limits.streamsPerToken) {
-      fail('rate_limited', `a token may hold at most ${this.limits.streamsPerToken} streams`, { retryAfterMs: 5_000 });
+    if ((this.perFamily.get(owner.family) ?? 0) >= this.limits.streamsPerFamily) {
+      fail('rate_limited', `a family may hold at most ${this.limits.streamsPerFamily} streams`, { retryAfterMs: 5_000 });
+    }
+    if ((this.perToken.get(quotaKey(owner)) ?? 0) >= this.limits.streamsPerToken) {
+      fail('rate_limited', `a token (with the embed tokens it minted) may hold at most ${this.limits.streamsPerToken} streams`, { retryAfterMs: 5_000 });
     }
     const distinct = new Map<string, ParsedSelector>();
     for (const s of selectors) if (!distinct.has(s.selector)) distinct.set(s.selector, s);
@@ -207,7 +231,8 @@ export class FeedHub {
 
     const stream: Stream = { id: randomId(`st_${this.opts.streamIdPrefix ?? ''}`, 12), owner, sink, bySelector: new Map(), byId: new Map(), wildcard: 0, exact: 0, renewals: 0, open: true };
     this.streams.set(stream.id, stream);
-    this.perToken.set(owner.tokenId, (this.perToken.get(owner.tokenId) ?? 0) + 1);
+    bump(this.perToken, quotaKey(owner), 1);
+    bump(this.perFamily, owner.family, 1);
     sink.onClose(() => this.remove(stream));
     const revision = Math.max(storeRevision, this.published.get(owner.family) ?? 0);
     sink.push(frame('hello', { stream_id: stream.id, epoch: this.opts.epoch(), revision, heartbeat_ms: this.limits.heartbeatMs }));
@@ -366,9 +391,8 @@ export class FeedHub {
     if (!s.open) return;
     s.open = false;
     this.streams.delete(s.id);
-    const n = (this.perToken.get(s.owner.tokenId) ?? 1) - 1;
-    if (n > 0) this.perToken.set(s.owner.tokenId, n);
-    else this.perToken.delete(s.owner.tokenId);
+    bump(this.perToken, quotaKey(s.owner), -1);
+    bump(this.perFamily, s.owner.family, -1);
     for (const reg of [...s.byId.values()]) this.drop(reg);
   }
 

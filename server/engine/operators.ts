@@ -1,5 +1,5 @@
 /**
- * Operator actions (CONTRACT.md §9): force-release (operational) and revoke
+ * Operator actions (docs/semantics.md §9): force-release (operational) and revoke
  * (security). Both are compare-and-delete on the token the operator saw, so
  * an operator never removes a successor they did not see; the freed route
  * goes to its next waiter in the same step, and the former holder's next
@@ -19,6 +19,12 @@ export interface ForceEndInput {
   closeSession: boolean;
   requestId: string;
   digest: string;
+  /**
+   * With `closeSession`: throws (`access_denied`) unless the caller may end
+   * the lease of this route too. Every route the holder's session holds is
+   * checked before anything changes.
+   */
+  mayEnd?: (route: string) => void;
 }
 
 export interface ForceReleased {
@@ -46,6 +52,11 @@ export async function forceEndStep(ctx: EngineContext, step: Step, family: strin
   step.facts.ownerId = l.ownerId;
   step.facts.incarnation = l.incarnation;
   step.facts.fencingToken = l.fencingToken;
+  // Closing the session ends every lease it holds: the caller needs admin on
+  // each of them, or nothing changes (a route admin cannot end leases beyond its grant).
+  if (input.kind === 'revoked' && input.closeSession && input.mayEnd) {
+    for (const other of await step.tx.sessionLeases(l.sessionHash)) input.mayEnd(other.route);
+  }
   if (l.fencingToken !== input.expectedFencingToken) {
     fail('lease_mismatch', `the current lease has fencing token ${l.fencingToken}, not ${input.expectedFencingToken}`);
   }

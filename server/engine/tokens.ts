@@ -1,5 +1,5 @@
 /**
- * Bearer tokens and authorization (CONTRACT.md §10). Secrets are stored only
+ * Bearer tokens and authorization (docs/semantics.md §10). Secrets are stored only
  * as SHA-256 hashes. A principal is allowed an operation only if ONE of its
  * grants contains the operation's whole match set.
  */
@@ -22,6 +22,8 @@ export interface Principal {
   /** `embed` tokens only read the inventory (the embeddable widget's token). */
   kind: 'api' | 'embed';
   expiresAt: number | null;
+  /** The token that minted this one (embed tokens count against it); absent or null for the bootstrap token. */
+  createdBy?: string | null;
 }
 
 export interface TokenInfo {
@@ -32,6 +34,10 @@ export interface TokenInfo {
   root: boolean;
   created_at: string;
   expires_at: string | null;
+  /** `embed`: a read-only inventory token for the embeddable widget. */
+  kind: 'api' | 'embed';
+  /** The token that minted this one (revoking it revokes this one too); null for the bootstrap token. */
+  created_by: string | null;
 }
 
 export const FAMILY_RE = /^[a-z0-9][a-z0-9-]{0,62}$/;
@@ -66,6 +72,7 @@ function principalOf(row: TokenRow): Principal {
     root: row.root,
     kind: row.kind,
     expiresAt: row.expiresAt,
+    createdBy: row.createdBy,
   };
 }
 
@@ -78,6 +85,8 @@ export function tokenInfo(row: TokenRow): TokenInfo {
     root: row.root,
     created_at: iso(row.createdAt),
     expires_at: row.expiresAt === null ? null : iso(row.expiresAt),
+    kind: row.kind,
+    created_by: row.createdBy,
   };
 }
 

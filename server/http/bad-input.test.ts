@@ -1,6 +1,6 @@
 /**
  * Malformed requests through a real server: every row names one fault and
- * the exact status and code the contract gives it (HTTP.md, CONTRACT.md §3,
+ * the exact status and code the contract gives it (docs/semantics.md "The wire", docs/semantics.md §3,
  * §13), including the order of checks for requests with several faults.
  * Around the table, the held state is compared so that no bad request ever
  * changes anything.
@@ -25,6 +25,23 @@ function assertError(r: Reply, status: number, code: string): void {
   for (const k of Object.keys(r.body)) {
     assert.ok(['status', 'code', 'message', 'correlation_id', 'retryable', 'retry_after_ms'].includes(k), `unexpected field ${k}`);
   }
+}
+
+/** Characters that make a name read as another (bidi override, isolates, zero-width, BOM, a lone surrogate). */
+const SPOOFS: Array<[string, string]> = [
+  ['a right-to-left override (U+202E)', '\u202E'],
+  ['a left-to-right isolate (U+2066)', '\u2066'],
+  ['a right-to-left mark (U+200F)', '\u200F'],
+  ['a zero-width space (U+200B)', '\u200B'],
+  ['a zero-width joiner (U+200D)', '\u200D'],
+  ['a byte-order mark (U+FEFF)', '\uFEFF'],
+  ['an unpaired high surrogate', '\uD800'],
+  ['an unpaired low surrogate', '\uDC00'],
+];
+
+/** JSON text of a string with every non-ASCII code unit escaped (so lone surrogates reach the server as JSON escapes). */
+function jsonText(text: string): string {
+  return JSON.stringify(text).replace(/[\u0080-\uFFFF]/g, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 interface Ctx {
@@ -180,6 +197,28 @@ const ROWS: Row[] = [
   // 129 code points, each two UTF-16 units: a length check in units would be wrong either way.
   { name: 'owner_id of 129 code points', req: () => ({ method: 'POST', path: '/api/v1/sessions', body: { owner_id: '😀'.repeat(129) } }), status: 400, code: 'invalid_request' },
   { name: 'owner_id with a control character', req: () => ({ method: 'POST', path: '/api/v1/sessions', body: { owner_id: 'worker\u0007' } }), status: 400, code: 'invalid_request' },
+  // Unicode spoofing (issue 16): names that read as another name are refused, naming the field.
+  ...SPOOFS.map(([what, text]): Row => ({
+    name: `owner_id with ${what}`,
+    req: () => ({ method: 'POST', path: '/api/v1/sessions', raw: `{"owner_id":${jsonText(`worker${text}1`)}}`, headers: { 'Content-Type': 'application/json' } }),
+    status: 400,
+    code: 'invalid_request',
+    message: /^owner_id: /,
+  })),
+  ...SPOOFS.map(([what, text]): Row => ({
+    name: `token name with ${what}`,
+    req: () => ({ method: 'POST', path: '/api/v1/tokens', raw: `{"name":${jsonText(`ci${text}bot`)},"grants":["lease://acme/**#read"]}`, headers: { 'Content-Type': 'application/json' } }),
+    status: 400,
+    code: 'invalid_request',
+    message: /^name: /,
+  })),
+  ...SPOOFS.map(([what, text]): Row => ({
+    name: `metadata key with ${what}`,
+    req: (c) => ({ ...acquire(c, {}), raw: `{"session_id":${JSON.stringify(c.sessionId)},"request_id":"${rid()}","metadata":{${jsonText(`shard${text}`)}:1}}`, headers: { 'Content-Type': 'application/json' } }),
+    status: 400,
+    code: 'invalid_request',
+    message: /^metadata: /,
+  })),
   { name: 'owner_id missing', req: () => ({ method: 'POST', path: '/api/v1/sessions', body: {} }), status: 400, code: 'invalid_request' },
   { name: 'fencing_token 0', req: (c) => holder(c, 'renew', { fencing_token: 0 }), status: 400, code: 'invalid_request' },
   { name: 'fencing_token as a string', req: (c) => holder(c, 'renew', { fencing_token: String(c.held.fencingToken) }), status: 400, code: 'invalid_request' },

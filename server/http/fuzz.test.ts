@@ -20,12 +20,14 @@ after(async () => {
   await s.close();
 });
 
-const SEGMENTS = ['acme', 'r', 'doc-1', '*', '**', '.', '..', '%2E%2E', '%2F', '%zz', '', 'a%20b', '%C3%A9', 'x'.repeat(130), 'ok~:@_.'];
+// Unicode spoofing (bidi override and isolate, zero-width, BOM, lone surrogates) percent-encoded in paths, raw in bodies.
+const SPOOF = ['\u202Eexe.txt', 'a\u2066b', 'ad\u200Bmin', '\uFEFFx', 'a\u200Db', 'x\uD800', '\uDC00y'];
+const SEGMENTS = ['acme', 'r', 'doc-1', '*', '**', '.', '..', '%2E%2E', '%2F', '%zz', '', 'a%20b', '%C3%A9', 'x'.repeat(130), 'ok~:@_.', '%E2%80%AE', '%E2%80%8B', '%ED%A0%80', '%EF%BB%BF'];
 const ACTIONS = ['', '/acquire', '/renew', '/release', '/checkpoint', '/force', '/force-release', '/revoke', '/acquire/extra'];
 const PREFIXES = ['/api/v1/leases/', '/api/v1/sessions', '/api/v1/sessions/keepalive', '/api/v1/sessions/close', '/api/v1/tokens', '/api/v1/tokens/', '/api/v1/auth/whoami', '/api/v1/auth/login', '/api/v1/auth/logout', '/api/v1/', '/api/', '/api/v1/health', '/api/v1/openapi.json', '/api/v1/embed-tokens', '/api/v1/audit', '/api/v1/inventory/streams/st_x/subscriptions', '/api/v1/inventory/streams/st_x/subscriptions/sb_x', '/api/v1/inventory/streams/'];
 // (The stream itself is not fuzzed here: an accepted one never ends; its refusals are rows of bad-input.test.ts.)
-const QUERIES = ['', '?selector=lease://**', '?selector=lease://a/*', '?selector=bad', '?limit=0', '?limit=1000&limit=1', '?cursor=abc', '?x=1', '?selector=%zz', '?owner_id=%00', '?route=lease://**', '?route=lease://a/*/c&event_type=lease_revoke', '?event_type=nope', '?since=2026-01-01T00:00:00Z&until=bad', '?route=%00'];
-const VALUES: unknown[] = [null, true, 0, -1, 1.5, 2 ** 60, '', 'x', 'lease://a/b/c', 'lease://a/**', 'a sufficiently long reason', [], {}, { a: { b: {} } }, 'ss_bad', 1_000, 30_000, '\u0000', '日本'];
+const QUERIES = ['?owner_id=%E2%80%AEw', '?selector=lease://a/%E2%80%8B/*', '?cursor=%ED%A0%80', '?selector=lease://**', '?selector=lease://a/*', '?selector=bad', '?limit=0', '?limit=1000&limit=1', '?cursor=abc', '?x=1', '?selector=%zz', '?owner_id=%00', '?route=lease://**', '?route=lease://a/*/c&event_type=lease_revoke', '?event_type=nope', '?since=2026-01-01T00:00:00Z&until=bad', '?route=%00'];
+const VALUES: unknown[] = [null, true, 0, -1, 1.5, 2 ** 60, '', 'x', 'lease://a/b/c', 'lease://a/**', 'a sufficiently long reason', [], {}, { a: { b: {} } }, 'ss_bad', 1_000, 30_000, '\u0000', '日本', ...SPOOF, { ['k\u202E']: 1 }, ['lease://a/\u200B/c#read']];
 const FIELDS = ['session_id', 'request_id', 'ttl_ms', 'wait_ms', 'max_lifetime_ms', 'metadata', 'lease_id', 'fencing_token', 'value', 'owner_id', 'token', 'name', 'grants', 'family', 'root', 'expires_at', 'reason', 'expected_fencing_token', 'close_session', 'selector', 'extra'];
 
 test('400 random requests: never a 5xx, always an envelope, and the server still works', async () => {
@@ -67,6 +69,40 @@ test('400 random requests: never a 5xx, always an envelope, and the server still
   assert.equal(health.status, 200);
   const ok = await s.call('POST', leasePath('lease://fuzz/after/ok', 'acquire'), { session_id: sessionId, request_id: rid() });
   assert.equal(ok.status, 200, ok.text);
+});
+
+/** Send raw bytes on a fresh socket; resolves with the status code of the first answer (0 when the server closes without one). */
+function rawStatus(url: string, bytes: Buffer): Promise<number> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    // write, not end: a half-closed client socket is closed by the server before a slower (PostgreSQL) answer.
+    const sock = connect({ host: hostname, port: Number(port) }, () => sock.write(bytes));
+    let text = '';
+    sock.setEncoding('latin1');
+    sock.on('data', (d: string) => (text += d));
+    sock.on('error', reject);
+    sock.on('close', () => resolve(Number(/^HTTP\/1\.[01] (\d{3})/.exec(text)?.[1] ?? 0)));
+  });
+}
+
+test('raw request lines carrying Unicode spoofing bytes are refused, never with a 5xx', async () => {
+  const utf8 = (s: string) => Buffer.from(s, 'utf8');
+  const targets: Buffer[] = [
+    utf8('/api/v1/leases/acme/\u202Eexe/x'),
+    utf8('/api/v1/sessions?owner_id=\u200Bw'),
+    Buffer.concat([utf8('/api/v1/leases/a/'), Buffer.from([0xed, 0xa0, 0x80]), utf8('/c')]),
+    Buffer.concat([utf8('/api/v1/tokens/'), Buffer.from([0xef, 0xbb, 0xbf]), utf8('tk_x')]),
+    utf8('/api/v1/leases/a/%E2%80%AE/c'),
+    utf8('/api/v1/leases/a/%ED%A0%80/c'),
+  ];
+  for (const target of targets) {
+    for (const method of ['GET', 'POST']) {
+      const req = Buffer.concat([utf8(`${method} `), target, utf8(` HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer ${s.token}\r\nContent-Length: 2\r\nContent-Type: application/json\r\n\r\n{}`)]);
+      const status = await rawStatus(s.url, req);
+      assert.ok(status >= 400 && status < 500, `${method} ${target.toString('latin1')} → ${status}`);
+    }
+  }
+  assert.equal((await s.call('GET', '/api/v1/health', undefined, { token: null })).status, 200);
 });
 
 /** Send these exact bytes on a fresh connection; resolves with the status, headers and body the server wrote before closing. */

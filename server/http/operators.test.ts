@@ -216,6 +216,37 @@ describe('force-release and revoke', () => {
     const acq = await s.call('POST', leasePath(routes[1]!, 'acquire'), { session_id: sessionId, request_id: rid() });
     assert.equal(acq.body.code, 'session_not_found');
   });
+
+  test('revoke with close_session by an admin of one route only is access_denied when the session holds other routes, and nothing changes', async () => {
+    // The attack: an admin of lease://ops/mine/* ends a session that also holds a lease it may not even inspect.
+    const { sessionId } = await s.openSession('shared-holder');
+    const mine = 'lease://ops/mine/a';
+    const theirs = 'lease://ops/theirs/b';
+    const tokens: Record<string, number> = {};
+    for (const route of [mine, theirs]) {
+      const a = await s.call('POST', leasePath(route, 'acquire'), { session_id: sessionId, request_id: rid() });
+      assert.equal(a.status, 200, a.text);
+      tokens[route] = a.body.lease.fencing_token;
+    }
+    const routeAdmin = await s.createToken(['lease://ops/mine/*#admin']);
+    const before = (await s.call('GET', '/api/v1/leases?selector=lease://ops/**')).body.revision as number;
+    const r = await s.call('POST', leasePath(mine, 'revoke'), { request_id: rid(), reason: REASON, expected_fencing_token: tokens[mine], close_session: true }, { token: routeAdmin });
+    assert.deepEqual([r.status, r.body.code], [403, 'access_denied'], r.text);
+    assert.equal(await inspectToken(mine), tokens[mine], 'its own route is still held');
+    assert.equal(await inspectToken(theirs), tokens[theirs], 'the other route is still held');
+    assert.equal((await s.call('POST', '/api/v1/sessions/keepalive', { session_id: sessionId })).body.code, 'session_kept_alive', 'the session is open');
+    assert.equal((await s.call('GET', '/api/v1/leases?selector=lease://ops/**')).body.revision, before, 'nothing changed');
+    await s.flushAudit();
+    const audit = await s.call('GET', `/api/v1/audit?route=${encodeURIComponent(mine)}&event_type=access_denied`);
+    assert.ok(audit.body.items.some((e: { token_id: string }) => e.token_id !== null), 'the refusal is audited');
+
+    // Without close_session the same admin may revoke its own route; an admin of both routes may close the session.
+    const own = await s.call('POST', leasePath(mine, 'revoke'), { request_id: rid(), reason: REASON, expected_fencing_token: tokens[mine] }, { token: routeAdmin });
+    assert.deepEqual([own.status, own.body.sessions_closed], [200, 0], own.text);
+    const bothAdmin = await s.createToken(['lease://ops/*/*#admin']);
+    const again = await s.call('POST', leasePath(theirs, 'revoke'), { request_id: rid(), reason: REASON, expected_fencing_token: tokens[theirs], close_session: true }, { token: bothAdmin });
+    assert.deepEqual([again.status, again.body.sessions_closed], [200, 1], again.text);
+  });
 });
 
 describe('races', () => {

@@ -43,8 +43,13 @@ export function refuseRequestTarget(req: IncomingMessage, res: ServerResponse): 
  */
 export function refuseRawRequest(err: (Error & { code?: string }) | undefined, socket: Duplex): void {
   const code = err?.code;
-  if (code === 'ECONNRESET' || code === 'ERR_HTTP_REQUEST_TIMEOUT' || !socket.writable) {
+  if (code === 'ECONNRESET' || !socket.writable) {
     socket.destroy();
+    return;
+  }
+  // A request head or body too slow (LEASEHOLD_HEADERS_TIMEOUT_MS, LEASEHOLD_REQUEST_TIMEOUT_MS): 408, then close.
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    socket.end('HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
     return;
   }
   if (code === 'HPE_HEADER_OVERFLOW') {

@@ -17,6 +17,7 @@ import type { Answers, Operation } from './answers';
 import * as S from './schemas';
 import type { SseSink } from './sse';
 import type { MetricsCollector } from '../metrics/collector';
+import { LOGIN_COOKIE } from './credentials';
 
 export interface ApiRequest {
   method: string;
@@ -142,7 +143,6 @@ function proofOf(body: Record<string, unknown>) {
   };
 }
 
-export const LOGIN_COOKIE = 'leasehold_login';
 
 function cookie(req: ApiRequest, value: string, maxAgeS: number): string {
   return `${LOGIN_COOKIE}=${value}; HttpOnly; SameSite=Strict; Path=/; Max-Age=${maxAgeS}${req.secureCookies ? '; Secure' : ''}`;

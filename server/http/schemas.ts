@@ -1,22 +1,27 @@
 /**
  * Request schemas (zod), strict: unknown fields are rejected. The same
  * schemas generate the OpenAPI document, so the contract is written once.
- * Limits are CONTRACT.md §13's.
+ * Limits are docs/semantics.md §13's.
  */
 
 import { z } from 'zod';
 import { parseGrant } from '@/lib/grants';
+import { codePoints, identifierProblem } from '@/lib/identifiers';
 import { AUDIT_EVENT_TYPES } from '../engine/audit';
 import { FAMILY_RE } from '../engine/tokens';
 import { JsonValue } from './answers';
 
-const CONTROL = /\p{Cc}/u;
-
-/** 1–128 Unicode code points, no control characters (owner_id, token names). */
+/**
+ * 1–128 Unicode code points, none that spoofs how the name reads (owner_id,
+ * token names): lib/identifiers.ts.
+ */
 export const displayName = z
   .string()
-  .refine((s) => [...s].length >= 1 && [...s].length <= 128, 'must be 1 to 128 characters')
-  .refine((s) => !CONTROL.test(s), 'must not contain control characters');
+  .refine((s) => { const n = codePoints(s); return n >= 1 && n <= 128; }, 'must be 1 to 128 characters')
+  .superRefine((s, ctx) => {
+    const problem = identifierProblem(s);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  });
 
 export const requestId = z.string().regex(/^[!-~]{1,128}$/, 'must be 1 to 128 visible ASCII characters');
 export const sessionId = z.string().min(1).max(256);
@@ -33,7 +38,9 @@ export const metadata = z
     const keys = Object.keys(m);
     if (keys.length > 16) ctx.addIssue({ code: 'custom', message: 'at most 16 keys' });
     for (const k of keys) {
-      if (!METADATA_KEY.test(k)) ctx.addIssue({ code: 'custom', message: `key ${JSON.stringify(k.slice(0, 70))} must be 1 to 64 characters from A-Z a-z 0-9 _ . -` });
+      const problem = identifierProblem(k);
+      if (problem) ctx.addIssue({ code: 'custom', message: `a key ${problem}` });
+      else if (!METADATA_KEY.test(k)) ctx.addIssue({ code: 'custom', message: `key ${JSON.stringify(k.slice(0, 70))} must be 1 to 64 characters from A-Z a-z 0-9 _ . -` });
       const v = m[k];
       if (typeof v === 'number' && !Number.isFinite(v)) ctx.addIssue({ code: 'custom', message: `value of ${k} must be finite` });
     }
@@ -66,7 +73,7 @@ export const CheckpointBody = z.strictObject({ ...holderProof, value: JsonValue 
 
 /**
  * Grants and family are checked here, with the rest of the body, because
- * HTTP.md orders body validation before the permission check for token
+ * docs/semantics.md "The wire" orders body validation before the permission check for token
  * creation: a malformed grant is 400 even next to one the creator may not give.
  */
 export const CreateTokenBody = z.strictObject({

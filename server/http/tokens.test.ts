@@ -1,5 +1,5 @@
 /**
- * Tokens through a real server (HTTP.md "Operators and tokens", CONTRACT.md
+ * Tokens through a real server (docs/semantics.md §10, docs/semantics.md
  * §10): containment in ONE admin grant, families and root-only fields,
  * expiry bounded by the creator, listing without secrets, revocation.
  */
@@ -238,7 +238,7 @@ describe('tokens', () => {
       assert.equal(r.body.code, 'token_listed');
       assert.ok(r.body.items.length >= 2);
       for (const item of r.body.items) {
-        assert.deepEqual(Object.keys(item).sort(), ['created_at', 'expires_at', 'family', 'grants', 'name', 'root', 'token_id']);
+        assert.deepEqual(Object.keys(item).sort(), ['created_at', 'created_by', 'expires_at', 'family', 'grants', 'kind', 'name', 'root', 'token_id']);
         assert.equal(item.family, 'default');
         assert.notEqual(item.token_id, beta.id);
       }

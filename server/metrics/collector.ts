@@ -1,5 +1,5 @@
 /**
- * MetricsCollector: the Prometheus figures (HTTP.md "Health and metrics") and
+ * MetricsCollector: the Prometheus figures (docs/operations.md "Metrics") and
  * the per-second history of the console's charts, fed from two places only:
  * the engine's change events (changes, sessions, LIST pages, the census) and
  * the API's request wrapper (one outcome per answered request). Business
@@ -129,6 +129,11 @@ export class MetricsCollector {
     total('leasehold_notifications_dropped_total', 'Change and renewal events discarded when a stream ended unread (overflow).', () => engine.feed.stats().dropped);
     total('leasehold_stream_overflows_total', 'Streams ended with overflow (slow_consumer or resync).', () => engine.feed.stats().overflows);
     total('leasehold_invalid_credentials_total', 'Requests refused as invalid_credential.', () => engine.audit.counts.invalid_credential);
+    total(
+      'leasehold_anonymous_refusals_total',
+      'Refusals of callers with no token (e.g. a cross-site login or logout): counted and logged at most every 10 s, never audited row by row.',
+      () => engine.audit.counts.anonymous_refusal,
+    );
     total('leasehold_audit_dropped_total', 'Audit events lost to a full buffer while the store was unavailable.', () => engine.audit.counts.dropped);
 
     this.summary = new SummaryRecorder(

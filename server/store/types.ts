@@ -94,7 +94,7 @@ export interface LoginRow {
   expiresAt: Millis;
 }
 
-/** One audit event (CONTRACT.md §11). `seq` is assigned by the store, increasing. */
+/** One audit event (docs/semantics.md §11). `seq` is assigned by the store, increasing. */
 export interface AuditRow {
   seq: number;
   time: Millis;
@@ -190,6 +190,8 @@ export interface Tx {
 
   /** The current revision of a family (0 when it has never changed). */
   revision(family: string): Promise<number>;
+  /** Is the store's schema the one this build migrates to (not older, not newer)? For readiness. */
+  schemaCurrent(): Promise<boolean>;
   /** Increment the family's revision and return the new value. */
   bumpRevision(family: string): Promise<number>;
 
@@ -232,6 +234,14 @@ export interface Tx {
   getToken(id: string): Promise<TokenRow | undefined>;
   insertToken(row: TokenRow): Promise<void>;
   revokeToken(id: string, at: Millis): Promise<void>;
+  /**
+   * A token and every token it minted, transitively (`created_by`), revoked
+   * or not; empty when the token does not exist. A root token minted along
+   * the way is an anchor of its own: the lineage does not descend into it.
+   */
+  tokenLineage(id: string): Promise<TokenRow[]>;
+  /** Embed tokens minted by this token that are neither revoked nor expired at `now`. */
+  countLiveEmbedTokens(createdBy: string, now: Millis): Promise<number>;
   listTokens(family: string | null): Promise<TokenRow[]>;
   countTokens(): Promise<number>;
   countLiveRootTokens(now: Millis): Promise<number>;
@@ -247,13 +257,22 @@ export interface Tx {
   insertAudit(rows: readonly NewAuditRow[]): Promise<void>;
   scanAudit(scan: AuditScan): Promise<AuditScanResult>;
   /**
-   * Delete up to `limit` of the oldest audit events (lowest seq) while they
-   * are older than `olderThan` or beyond the newest `maxRows`. Deletion stops
-   * at the first event that is neither, so the kept events are a contiguous
-   * seq range; the newest event is always kept, so a seq is never reused.
+   * The retention age and the global ceiling: delete up to `limit` of the
+   * oldest audit events (lowest seq) while they are older than `olderThan`
+   * or beyond the newest `maxRows` of all families together (counted by
+   * `auditCounts`). Deletion stops at the first event that is neither; the
+   * newest event is always kept, so a seq is never reused.
    * Returns how many were deleted.
    */
   pruneAudit(olderThan: Millis, maxRows: number, limit: number): Promise<number>;
+  /** Audit rows per family (families with none are left out); kept with every insert and delete, never a scan. */
+  auditCounts(): Promise<Map<string, number>>;
+  /**
+   * The family's quota: delete up to `limit` of the family's oldest events
+   * (by time, then seq) beyond its newest `keepNewest` (at least one is
+   * always kept). Returns how many were deleted.
+   */
+  pruneAuditFamily(family: string, keepNewest: number, limit: number): Promise<number>;
 
   getMeta(key: string): Promise<string | undefined>;
   /** Set a meta value only if it is absent; returns the value now stored. */
@@ -383,4 +402,33 @@ export interface Store {
   epoch(): string;
   /** Flush pending work and release the store. */
   close(): Promise<void>;
+}
+
+/** One of the oldest audit events, as the global prune reads them. */
+export interface OldAuditRow {
+  seq: number;
+  time: number;
+  family: string;
+}
+
+/**
+ * Which of the oldest events (ascending seq) the global prune deletes: the
+ * leading run that is older than `olderThan` or among the `excess` oldest
+ * beyond the ceiling, never the newest event (`maxSeq`). Both stores use it.
+ */
+export function prunePrefix(oldest: readonly OldAuditRow[], olderThan: number, excess: number, maxSeq: number): OldAuditRow[] {
+  const out: OldAuditRow[] = [];
+  for (let i = 0; i < oldest.length; i++) {
+    const r = oldest[i]!;
+    if (r.seq >= maxSeq || (r.time >= olderThan && i >= excess)) break;
+    out.push(r);
+  }
+  return out;
+}
+
+/** Deleted events per family, to keep the per-family counts. */
+export function tally(rows: readonly { family: string }[]): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const r of rows) out.set(r.family, (out.get(r.family) ?? 0) + 1);
+  return out;
 }

@@ -9,6 +9,9 @@ import type { PoolClient, QueryResult } from 'pg';
 import { routeSegments } from '@/lib/selector';
 import {
   RARE_AUDIT_TYPES,
+  prunePrefix,
+  tally,
+  type OldAuditRow,
   scanAccepts,
   type AuditRow,
   type AuditScan,
@@ -29,6 +32,7 @@ import {
 import { CHANNEL, LOCK_TOKENS } from './pg-connection';
 import { toStoreError } from './pg-errors';
 import { PgWaiters } from './pg-waiters';
+import { MIGRATIONS } from './schema';
 
 const LEASE_COLS = `family, route, lease_id AS "leaseId", fencing_token AS "fencingToken",
   session_hash AS "sessionHash", owner_id AS "ownerId", incarnation, acquired_at AS "acquiredAt",
@@ -164,6 +168,11 @@ export class PgTx implements Tx {
     for (const m of this.messages) sql += `SELECT pg_notify('${CHANNEL}', ${quote(m)}); `;
     this.messages = [];
     return sql;
+  }
+
+  async schemaCurrent(): Promise<boolean> {
+    const r = await this.one<{ version: number }>('schema', 'SELECT version FROM leasehold_schema');
+    return r?.version === MIGRATIONS.length;
   }
 
   async revision(family: string): Promise<number> {
@@ -414,6 +423,22 @@ export class PgTx implements Tx {
   async revokeToken(id: string, at: number): Promise<void> {
     await this.q('trev', `UPDATE tokens SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL`, [at, id]);
   }
+  async tokenLineage(id: string): Promise<TokenRow[]> {
+    const rows = await this.q<RawToken>(
+      'tlineage',
+      `WITH RECURSIVE tree(id) AS (SELECT id FROM tokens WHERE id = $1 UNION SELECT t.id FROM tokens t JOIN tree ON t.created_by = tree.id WHERE NOT t.root)
+       SELECT ${TOKEN_COLS} FROM tokens WHERE id IN (SELECT id FROM tree) ORDER BY created_at, id FOR UPDATE`,
+      [id],
+    );
+    return rows.map((r) => tokenFromRaw(r)!);
+  }
+  async countLiveEmbedTokens(createdBy: string, now: number): Promise<number> {
+    return this.count(
+      'tembedn',
+      `SELECT count(*)::int AS n FROM tokens WHERE created_by = $1 AND kind = 'embed' AND revoked_at IS NULL AND expires_at > $2`,
+      [createdBy, now],
+    );
+  }
   async listTokens(family: string | null): Promise<TokenRow[]> {
     const raws =
       family === null
@@ -463,6 +488,9 @@ export class PgTx implements Tx {
 
   async insertAudit(rows: readonly NewAuditRow[]): Promise<void> {
     if (rows.length === 0) return;
+    // The per-family counts first: their row lock orders two instances' batches of one family, so
+    // seqs (taken by the INSERT below) commit in the order they were taken.
+    await this.addAuditCounts(tally(rows));
     // One statement for the whole batch: columns as arrays, unnested.
     const cols: unknown[][] = Array.from({ length: 14 }, () => []);
     for (const r of rows) {
@@ -477,6 +505,36 @@ export class PgTx implements Tx {
          $10::int8[], $11::text[], $12::text[], $13::int8[], $14::bool[])`,
       cols,
     );
+  }
+
+  /** Add to the per-family audit counts, families in a fixed order (so two instances' steps never deadlock on them). */
+  private async addAuditCounts(perFamily: Map<string, number>): Promise<void> {
+    if (perFamily.size === 0) return;
+    const families = [...perFamily.keys()].sort();
+    await this.q(
+      'acnt',
+      `INSERT INTO audit_counts (family, rows) SELECT * FROM unnest($1::text[], $2::int8[])
+       ON CONFLICT (family) DO UPDATE SET rows = audit_counts.rows + EXCLUDED.rows`,
+      [families, families.map((f) => perFamily.get(f)!)],
+    );
+  }
+
+  async auditCounts(): Promise<Map<string, number>> {
+    const rows = await this.q<{ family: string; rows: number }>('acounts', `SELECT family, rows FROM audit_counts WHERE rows > 0`);
+    return new Map(rows.map((r) => [r.family, Number(r.rows)]));
+  }
+
+  async pruneAuditFamily(family: string, keepNewest: number, limit: number): Promise<number> {
+    const row = await this.one<{ rows: number }>('acountf', `SELECT rows FROM audit_counts WHERE family = $1 FOR UPDATE`, [family]);
+    const over = Math.min(limit, Number(row?.rows ?? 0) - Math.max(1, keepNewest));
+    if (over <= 0) return 0;
+    const n = await this.changed(
+      'adelf',
+      `DELETE FROM audit WHERE seq IN (SELECT seq FROM audit WHERE family = $1 ORDER BY time, seq LIMIT $2)`,
+      [family, over],
+    );
+    await this.addAuditCounts(new Map([[family, -n]]));
+    return n;
   }
 
   /**
@@ -543,17 +601,14 @@ export class PgTx implements Tx {
     const max = await this.one<{ seq: number | null }>('amax', `SELECT max(seq) AS seq FROM audit`);
     const maxSeq = max?.seq ?? null;
     if (maxSeq === null) return 0;
-    const keepFrom = maxSeq - maxRows + 1;
-    const oldest = await this.q<{ seq: number; time: number }>('aold', `SELECT seq, time FROM audit ORDER BY seq LIMIT $1`, [limit]);
-    let bound = oldest.length > 0 ? oldest[oldest.length - 1]!.seq + 1 : 0;
-    for (const r of oldest) {
-      if (r.time >= olderThan && r.seq >= keepFrom) {
-        bound = r.seq;
-        break;
-      }
-    }
+    const total = [...(await this.auditCounts()).values()].reduce((n, k) => n + k, 0);
+    const oldest = await this.q<OldAuditRow>('aold', `SELECT seq, time, family FROM audit ORDER BY seq LIMIT $1`, [limit]);
     // The newest row stays, so a seq is never reused.
-    return this.changed('adel', `DELETE FROM audit WHERE seq < $1`, [Math.min(bound, maxSeq)]);
+    const doomed = prunePrefix(oldest, olderThan, total - maxRows, maxSeq);
+    if (doomed.length === 0) return 0;
+    const n = await this.changed('adel', `DELETE FROM audit WHERE seq <= $1`, [doomed[doomed.length - 1]!.seq]);
+    await this.addAuditCounts(new Map([...tally(doomed)].map(([f, k]) => [f, -k])));
+    return n;
   }
 
   async getMeta(key: string): Promise<string | undefined> {

@@ -137,6 +137,14 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX waiters_instance ON waiters (instance);
   `,
   `
+  -- Audit rows per family, kept with every insert and delete, so the
+  -- per-family quota and the global ceiling are checked without a scan.
+  CREATE TABLE audit_counts (family text COLLATE "C" PRIMARY KEY, rows bigint NOT NULL);
+  INSERT INTO audit_counts (family, rows) SELECT family, count(*) FROM audit GROUP BY family;
+  -- Token lineage: what a token minted, for revoking it with its creator.
+  CREATE INDEX tokens_created_by ON tokens (created_by) WHERE created_by IS NOT NULL;
+  `,
+  `
   -- A lease's pending release request (docs/release-requests.md), JSON text;
   -- it lives in the lease's row, so it ends with the lease however it ends.
   ALTER TABLE leases ADD COLUMN release_request text;

@@ -25,6 +25,9 @@ import { routeSegments } from '@/lib/selector';
 import { MIGRATIONS } from './schema';
 import {
   RARE_AUDIT_TYPES,
+  prunePrefix,
+  tally,
+  type OldAuditRow,
   scanAccepts,
   StoreUnavailableError,
   type AuditRow,
@@ -369,12 +372,25 @@ class SqliteTx implements Tx {
            result, fencing_token, reason, correlation_id, latency_ms, rare)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
-      auditOldest: p(`SELECT seq, time FROM audit ORDER BY seq LIMIT ?`),
+      auditOldest: p(`SELECT seq, time, family FROM audit ORDER BY seq LIMIT ?`),
       auditMaxSeq: p(`SELECT max(seq) FROM audit`).pluck(),
       auditDeleteBelow: p(`DELETE FROM audit WHERE seq < ?`),
+      auditCounts: p(`SELECT family, rows FROM audit_counts WHERE rows > 0`),
+      auditCountAdd: p(`INSERT INTO audit_counts (family, rows) VALUES (?, ?) ON CONFLICT (family) DO UPDATE SET rows = rows + excluded.rows`),
+      auditFamilyOldest: p(`SELECT seq FROM audit INDEXED BY audit_by_time WHERE family = ? ORDER BY time, seq LIMIT ?`).pluck(),
+      auditDeleteSeq: p(`DELETE FROM audit WHERE seq = ?`),
+      tokenLineage: p(
+        `WITH RECURSIVE tree(id) AS (SELECT id FROM tokens WHERE id = ? UNION SELECT t.id FROM tokens t JOIN tree ON t.created_by = tree.id WHERE t.root = 0)
+         SELECT ${TOKEN_COLS} FROM tokens WHERE id IN (SELECT id FROM tree) ORDER BY created_at, id`,
+      ),
+      countLiveEmbed: p(`SELECT count(*) FROM tokens WHERE created_by = ? AND kind = 'embed' AND revoked_at IS NULL AND expires_at > ?`).pluck(),
       getMeta: p(`SELECT value FROM meta WHERE key = ?`).pluck(),
       initMeta: p(`INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING`),
     };
+  }
+
+  async schemaCurrent(): Promise<boolean> {
+    return this.db.pragma('user_version', { simple: true }) === MIGRATIONS.length;
   }
 
   async revision(family: string): Promise<number> {
@@ -554,12 +570,38 @@ class SqliteTx implements Tx {
 
   async insertAudit(rows: readonly NewAuditRow[]): Promise<void> {
     const st = this.s.insertAudit;
+    const perFamily = new Map<string, number>();
     for (const r of rows) {
       st.run(
         r.time, r.family, r.eventType, r.route, r.tokenId, r.subjectTokenId, r.ownerId, r.incarnation,
         r.result, r.fencingToken, r.reason, r.correlationId, r.latencyMs, RARE_AUDIT_TYPES.has(r.eventType) ? 1 : null,
       );
+      perFamily.set(r.family, (perFamily.get(r.family) ?? 0) + 1);
     }
+    for (const [family, n] of perFamily) this.s.auditCountAdd.run(family, n);
+  }
+
+  async auditCounts(): Promise<Map<string, number>> {
+    const rows = this.s.auditCounts.all() as Array<{ family: string; rows: number }>;
+    return new Map(rows.map((r) => [r.family, r.rows]));
+  }
+
+  async pruneAuditFamily(family: string, keepNewest: number, limit: number): Promise<number> {
+    const count = (this.s.auditCounts.all() as Array<{ family: string; rows: number }>).find((r) => r.family === family)?.rows ?? 0;
+    const over = Math.min(limit, count - Math.max(1, keepNewest));
+    if (over <= 0) return 0;
+    const seqs = this.s.auditFamilyOldest.all(family, over) as number[];
+    for (const seq of seqs) this.s.auditDeleteSeq.run(seq);
+    this.s.auditCountAdd.run(family, -seqs.length);
+    return seqs.length;
+  }
+
+  async tokenLineage(id: string): Promise<TokenRow[]> {
+    return (this.s.tokenLineage.all(id) as RawToken[]).map((r) => tokenFromRaw(r)!);
+  }
+
+  async countLiveEmbedTokens(createdBy: string, now: number): Promise<number> {
+    return this.s.countLiveEmbed.get(createdBy, now) as number;
   }
 
   /**
@@ -639,17 +681,12 @@ class SqliteTx implements Tx {
   async pruneAudit(olderThan: number, maxRows: number, limit: number): Promise<number> {
     const maxSeq = this.s.auditMaxSeq.get() as number | null;
     if (maxSeq === null) return 0;
-    const keepFrom = maxSeq - maxRows + 1;
-    const oldest = this.s.auditOldest.all(limit) as Array<{ seq: number; time: number }>;
-    let bound = oldest.length > 0 ? oldest[oldest.length - 1]!.seq + 1 : 0;
-    for (const r of oldest) {
-      if (r.time >= olderThan && r.seq >= keepFrom) {
-        bound = r.seq;
-        break;
-      }
-    }
-    // The newest row stays, so the next seq (max + 1) is never one already used.
-    return this.s.auditDeleteBelow.run(Math.min(bound, maxSeq)).changes;
+    const total = (this.s.auditCounts.all() as Array<{ rows: number }>).reduce((n, r) => n + r.rows, 0);
+    const doomed = prunePrefix(this.s.auditOldest.all(limit) as OldAuditRow[], olderThan, total - maxRows, maxSeq);
+    if (doomed.length === 0) return 0;
+    const n = this.s.auditDeleteBelow.run(doomed[doomed.length - 1]!.seq + 1).changes;
+    for (const [family, k] of tally(doomed)) this.s.auditCountAdd.run(family, -k);
+    return n;
   }
 
   async getMeta(key: string): Promise<string | undefined> {

@@ -1,0 +1,18 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ConfigError, loadConfig } from './config';
+
+const env = (vars: Record<string, string>) => vars as NodeJS.ProcessEnv;
+
+test('connection limits and timeouts have their documented defaults', () => {
+  const c = loadConfig(env({}));
+  assert.deepEqual(
+    [c.LEASEHOLD_MAX_CONNECTIONS, c.LEASEHOLD_HEADERS_TIMEOUT_MS, c.LEASEHOLD_REQUEST_TIMEOUT_MS, c.LEASEHOLD_KEEPALIVE_TIMEOUT_MS],
+    [10_000, 10_000, 30_000, 65_000],
+  );
+});
+
+test('a headers timeout longer than the request timeout is refused, naming the variable', () => {
+  assert.throws(() => loadConfig(env({ LEASEHOLD_HEADERS_TIMEOUT_MS: '20000', LEASEHOLD_REQUEST_TIMEOUT_MS: '10000' })), (e: unknown) => e instanceof ConfigError && /LEASEHOLD_HEADERS_TIMEOUT_MS/.test(e.message));
+  assert.throws(() => loadConfig(env({ LEASEHOLD_MAX_CONNECTIONS: '0' })), /invalid LEASEHOLD_MAX_CONNECTIONS/);
+});

@@ -1,0 +1,53 @@
+/**
+ * Writing answers: the JSON envelope with its fixed headers, and the one
+ * place an error becomes an answer (a client's mistake its contract code;
+ * anything else an `internal_error` 500 with the correlation id, whose
+ * stack the access log writes in the request's one line).
+ */
+
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { LeaseEngine } from '../engine/engine';
+import { LeaseholdError } from '../engine/errors';
+import type { Cors } from './cors';
+import { errorBody, STATUS_OF } from './envelope';
+
+export class Responder {
+  constructor(
+    private readonly engine: LeaseEngine,
+    private readonly cors: Cors,
+  ) {}
+
+  /** A JSON answer with `body` (nothing once headers are sent or the socket is gone). */
+  send(req: IncomingMessage, res: ServerResponse, status: number, body: object, cid: string, extra: Record<string, string> = {}): void {
+    this.raw(req, res, status, JSON.stringify(body), 'application/json; charset=utf-8', cid, extra);
+  }
+
+  /** Any text answer with the API's fixed headers. */
+  raw(req: IncomingMessage, res: ServerResponse, status: number, text: string, contentType: string, cid: string, extra: Record<string, string> = {}): void {
+    if (res.headersSent || res.destroyed) return;
+    const headers: Record<string, string | number> = {
+      'Content-Type': contentType,
+      'Content-Length': Buffer.byteLength(text),
+      'Cache-Control': 'no-store',
+      'X-Content-Type-Options': 'nosniff',
+      'X-Correlation-Id': cid,
+      ...extra,
+    };
+    Object.assign(headers, this.cors.headers(req));
+    res.writeHead(status, headers);
+    res.end(req.method === 'HEAD' ? undefined : text);
+  }
+
+  /** The answer for a thrown error: its contract code, or a 500 (logged by the access log). */
+  error(req: IncomingMessage, res: ServerResponse, e: unknown, cid: string): void {
+    const allow = (e as { allow?: string }).allow;
+    const extra: Record<string, string> = allow ? { Allow: allow } : {};
+    if (e instanceof LeaseholdError) {
+      if (e.code === 'invalid_credential') this.engine.audit.count('invalid_credential');
+      if (e.retryAfterMs !== undefined) extra['Retry-After'] = String(Math.max(1, Math.ceil(e.retryAfterMs / 1000)));
+      this.send(req, res, STATUS_OF[e.code], errorBody(e.code, e.message, cid, e.retryable, e.retryAfterMs), cid, extra);
+      return;
+    }
+    this.send(req, res, 500, errorBody('internal_error', 'internal error', cid, false), cid);
+  }
+}

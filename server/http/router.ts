@@ -1,0 +1,98 @@
+/**
+ * The router: matching a request path against the route table, and parsing
+ * what a path or query string carries (lease routes, query parameters),
+ * validated against the route's schemas. Every refusal is `invalid_request`.
+ */
+
+import type { z } from 'zod';
+import { parseRoute } from '@/lib/selector';
+import { fail } from '../engine/errors';
+import { ROUTES, type RouteDef } from './routes';
+
+export interface Compiled {
+  def: RouteDef;
+  segments: string[];
+}
+
+export interface Match {
+  def: RouteDef;
+  params: Record<string, string>;
+}
+
+/** The route table, split into segments (the metrics routes only when metrics are on). */
+export function compile(withMetrics: boolean): Compiled[] {
+  return ROUTES.filter((def) => withMetrics || !def.metrics).map((def) => ({ def, segments: def.path.split('/') }));
+}
+
+/** Every route whose pattern matches the path's segments (several when only the method differs). */
+export function matchPath(compiled: readonly Compiled[], segments: string[]): Match[] {
+  const out: Match[] = [];
+  for (const c of compiled) {
+    if (c.segments.length !== segments.length) continue;
+    const params: Record<string, string> = {};
+    let ok = true;
+    for (let i = 0; i < segments.length; i++) {
+      const p = c.segments[i]!;
+      if (p.startsWith('{')) params[p.slice(1, -1)] = segments[i]!;
+      else if (p !== segments[i]) {
+        ok = false;
+        break;
+      }
+    }
+    if (ok) out.push({ def: c.def, params });
+  }
+  return out;
+}
+
+export function decodeSegment(raw: string): string {
+  if (raw === '' || raw === '.' || raw === '..') fail('invalid_request', 'empty, "." or ".." path segment');
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    fail('invalid_request', 'badly encoded path segment');
+  }
+}
+
+/** The route named by a lease path's three segments, validated, never normalized. */
+export function pathRoute(params: Record<string, string>): string {
+  const route = `lease://${decodeSegment(params.realm!)}/${decodeSegment(params.area!)}/${decodeSegment(params.resource!)}`;
+  const r = parseRoute(route);
+  if (!r.ok) fail('invalid_request', `route ${r.reason}`);
+  return r.value.route;
+}
+
+/** Query string → object; a repeated parameter is refused unless `repeatable` (those are always arrays). */
+export function parseQuery(qs: string, repeatable: readonly string[] = []): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const k of repeatable) out[k] = [];
+  if (qs === '') return out;
+  let params: URLSearchParams;
+  try {
+    // URLSearchParams never throws on bad escapes; check them first.
+    decodeURIComponent(qs.replace(/\+/g, ' '));
+    params = new URLSearchParams(qs);
+  } catch {
+    fail('invalid_request', 'badly encoded query string');
+  }
+  for (const [k, v] of params) {
+    const list = out[k];
+    if (Array.isArray(list)) {
+      list.push(v);
+      continue;
+    }
+    if (Object.hasOwn(out, k)) fail('invalid_request', `query parameter ${JSON.stringify(k)} is repeated`);
+    out[k] = v;
+  }
+  return out;
+}
+
+/** A body or query checked against its schema; the first issue becomes `invalid_request` naming the field. */
+export function validate<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
+  const r = schema.safeParse(value);
+  if (r.success) return r.data;
+  const issue = r.error.issues[0]!;
+  const at = issue.path.length > 0 ? issue.path.join('.') : what;
+  const message =
+    issue.code === 'unrecognized_keys' ? `unknown ${what === 'query' ? 'query parameter' : 'field'} ${issue.keys.join(', ')}` : `${at}: ${issue.message}`;
+  fail('invalid_request', message);
+}
