@@ -174,7 +174,8 @@ describe(`release requests (${TEST_STORE === 'postgres' ? 'PostgreSQL, two insta
       await a.call('POST', leasePath(route, 'release'), proof(h));
     }
     await hold('lease://rrhist/a/other'); // another route's events are never read
-    const q = (extra: string) => b.call('GET', `/api/v1/audit?route=${encodeURIComponent(route)}&since=${since}${extra}`);
+    // Read where the events were written: an instance flushes its own audit buffer before answering.
+    const q = (extra: string) => a.call('GET', `/api/v1/audit?route=${encodeURIComponent(route)}&since=${since}${extra}`);
     const newest = (await q('&limit=1000')).body.items as Array<{ id: string; event_type: string }>;
     const oldest: Array<{ id: string; event_type: string }> = [];
     let cursor: string | null = null;
@@ -190,9 +191,9 @@ describe(`release requests (${TEST_STORE === 'postgres' ? 'PostgreSQL, two insta
       ['lease_acquire', 'lease_release_request', 'lease_release'],
     );
     const until = (await q('&order=oldest&limit=1')).body.items[0];
-    const none = await b.call('GET', `/api/v1/audit?route=${encodeURIComponent(route)}&order=oldest&until=${since}`);
+    const none = await a.call('GET', `/api/v1/audit?route=${encodeURIComponent(route)}&order=oldest&until=${since}`);
     assert.deepEqual(none.body.items.filter((e: { id: string }) => e.id === until.id), [], 'until is exclusive of the window');
-    const wild = await b.call('GET', `/api/v1/audit?route=${encodeURIComponent('lease://rrhist/**')}&order=oldest`);
+    const wild = await a.call('GET', `/api/v1/audit?route=${encodeURIComponent('lease://rrhist/**')}&order=oldest`);
     assert.deepEqual([wild.status, wild.body.code], [400, 'invalid_request']);
   });
 
