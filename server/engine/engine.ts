@@ -54,6 +54,7 @@ import {
 } from './policies';
 import { newStep, DEFAULT_LIMITS, type EngineContext, type QueuedGrant, type Limits, type Step, type WaiterNotice } from './step';
 import { forceEndStep, type ForceReleased, type Revoked } from './operators';
+import { releaseRequestStep, withReleaseRequests, type PendingReleaseRequest, type ReleaseRequested, type ReleaseRequestInput } from './release-requests';
 import { newSecret, planEmbedToken, planToken, TokenAuthority, tokenInfo, type CreateTokenInput, type Principal, type TokenInfo } from './tokens';
 import { leaseView, type Json, type LeaseView, type Metadata, type SessionView } from './views';
 import { listQueryKey, listStep, type ListPage, type ListQuery } from './inventory';
@@ -132,6 +133,8 @@ export interface AuditQuery {
   until?: number;
   limit: number;
   cursor?: string;
+  /** Oldest first (an exact route only; `invalid_request` otherwise). */
+  oldestFirst?: boolean;
 }
 
 export interface AuditPage {
@@ -447,8 +450,9 @@ export class LeaseEngine {
   }
 
   /** Reset a live session's expiry to now + TTL, or `session_not_found`. */
-  async keepAlive(p: Principal, sessionId: string): Promise<{ session: SessionView }> {
-    return this.run((step) => keepAliveStep(this.ctx, step, p.family, sessionId), undefined, p.family, { sessionHash: hashSecret(sessionId) });
+  async keepAlive(p: Principal, sessionId: string): Promise<{ session: SessionView; release_requests: PendingReleaseRequest[] }> {
+    const sessionHash = hashSecret(sessionId);
+    return this.run(async (step) => withReleaseRequests(step, sessionHash, await keepAliveStep(this.ctx, step, p.family, sessionId)), undefined, p.family, { sessionHash });
   }
 
   /** Close a live session, releasing its leases and dropping its waits. */
@@ -546,9 +550,13 @@ export class LeaseEngine {
   }
 
   /** Renew the exact lease held by the session, or `lease_lost` (nothing changes). */
-  async renew(p: Caller, route: string, input: ProofInput & { ttlMs?: number }): Promise<Outcome<RenewResult>> {
+  async renew(p: Caller, route: string, input: ProofInput & { ttlMs?: number }): Promise<Outcome<RenewResult & { release_requests: PendingReleaseRequest[] }>> {
+    const proof = this.proof(input);
     return this.run(
-      (step) => renewStep(this.ctx, step, p.family, route, this.proof(input), input.ttlMs, input.requestId, input.digest),
+      async (step) => {
+        const r = await renewStep(this.ctx, step, p.family, route, proof, input.ttlMs, input.requestId, input.digest);
+        return { ...r, answer: await withReleaseRequests(step, proof.sessionHash, r.answer) };
+      },
       this.spec(p, 'lease_renew', route, 'lease_renewed'),
       p.family,
       this.prefetch('renew', route, input),
@@ -706,6 +714,26 @@ export class LeaseEngine {
     return this.store.atomic((tx) => tx.policies.countLockDelays(tx.now));
   }
 
+  /**
+   * Ask the holder of the route's lease to release it (docs/release-requests.md),
+   * if it carries the expected token (`lease_mismatch` otherwise,
+   * `lease_not_found` if free). Audited in the step, like the operator actions.
+   */
+  async requestRelease(p: Caller, route: string, input: ReleaseRequestInput): Promise<Outcome<ReleaseRequested>> {
+    let replayed = false;
+    const answer = await this.run(
+      async (step) => {
+        const a = await releaseRequestStep(this.ctx, step, p.family, route, p.tokenId, input);
+        replayed = step.facts.replayed === true;
+        return a;
+      },
+      this.spec(p, 'lease_release_request', route, 'release_requested', { inTx: true, reason: input.reason }),
+      p.family,
+      { idempotency: { op: 'release_request', route, requestId: input.requestId }, route },
+    );
+    return { answer, replayed };
+  }
+
   // ---- audit ----------------------------------------------------------------
 
   /**
@@ -720,10 +748,12 @@ export class LeaseEngine {
     });
     const triple = q.selector.triple;
     const routeless = triple.every((t) => t === null);
+    const oldestFirst = q.oldestFirst === true;
+    if (oldestFirst && triple.some((t) => t === null)) fail('invalid_request', 'order=oldest needs one exact route');
     const binding = {
       kind: 'audit',
       family: p.family,
-      query: JSON.stringify([triple, q.eventType ?? null, q.since ?? null, q.until ?? null]),
+      query: JSON.stringify([triple, q.eventType ?? null, q.since ?? null, q.until ?? null, ...(oldestFirst ? ['oldest'] : [])]),
       epoch: this.store.epoch(),
     };
     const before = q.cursor ? this.codec().decode(q.cursor, binding) : null;
@@ -739,6 +769,7 @@ export class LeaseEngine {
         since: q.since === undefined ? undefined : millis(q.since),
         until: q.until === undefined ? undefined : millis(q.until),
         before: before as [Millis, number] | null,
+        oldestFirst,
         limit: q.limit + 1,
         budget: this.ctx.limits.listBudget,
       }),
