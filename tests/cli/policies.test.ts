@@ -129,6 +129,10 @@ test('force-release leaves the policy\'s lock-delay in place, and --skip-lock-de
   const blocked = await acquireStatus('lease://pol/ld/kept');
   assert.equal(blocked.status, 409);
   assert.equal(typeof blocked.body.lock_delay_until, 'string');
+  const shown = await cli.run(['show', 'lease://pol/ld/kept']);
+  assert.match(shown.stdout, /lock-delay\s+no new holder until \S+ \(in (5\ds|1m 00s)\)/);
+  const shownJson = JSON.parse((await cli.run(['show', 'lease://pol/ld/kept', '--json'])).stdout);
+  assert.equal(shownJson.lock_delay_until, new Date(Date.parse(blocked.body.lock_delay_until as string)).toISOString());
 
   await hold('lease://pol/ld/skipped');
   const skipped = await cli.run(['force-release', 'lease://pol/ld/skipped', '--reason', 'host confirmed dead, OPS-11', '--yes', '--skip-lock-delay']);
