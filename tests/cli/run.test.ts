@@ -42,6 +42,7 @@ test('run gives the child LEASEHOLD_ROUTE and LEASEHOLD_FENCING_TOKEN while it h
   assert.equal(seen.holder, 'cron-1', 'the lease is held while the child runs');
   assert.equal(seen.t, String(seen.token));
   assert.equal(await inspect(route), undefined, 'released when the child exited');
+  await s.flushAudit(); // on PostgreSQL the other instance may still buffer the event
   const audit = await s.call('GET', `/api/v1/audit?route=${encodeURIComponent(route)}&limit=5`);
   assert.equal(audit.body.items[0].event_type, 'lease_release', 'released, not left to expire');
 });
@@ -162,6 +163,7 @@ test('a release request makes run send SIGTERM to the child at once; the lease i
   assert.match(run.stdout, /finishing/);
   assert.match(run.stderr, /release of lease:\/\/run\/asked\/job requested \(draining this host, OPS-20\); sending SIGTERM/);
   assert.equal(await inspect(route), undefined, 'released, not lost');
+  await s.flushAudit(); // on PostgreSQL the other instance may still buffer the event
   const audit = await s.call('GET', `/api/v1/audit?route=${encodeURIComponent(route)}&limit=5`);
   assert.equal(audit.body.items[0].event_type, 'lease_release');
 });
