@@ -478,42 +478,49 @@ export class LeaseEngine {
     reject(new LeaseholdError('lease_conflict', 'waited and timed out: the lease is still held', { retryAfterMs }));
   }
 
-  /** What a holder's step reads first (its answer record, session and lease): a shared store reads them with its lock. */
-  private prefetch(op: string, route: string, input: ProofInput): StepScope['prefetch'] {
-    return { idempotency: { op, route, requestId: input.requestId }, sessionHash: hashSecret(input.sessionId), route };
-  }
-
-  private proof(input: ProofInput): HolderProof {
-    return { sessionHash: hashSecret(input.sessionId), leaseId: input.leaseId, fencingToken: input.fencingToken };
+  /**
+   * A holder's proof, and what its step reads first (its answer record,
+   * session and lease: a shared store reads them with its lock). The session
+   * id is hashed once per request.
+   */
+  private holder(op: string, route: string, input: ProofInput): { proof: HolderProof; prefetch: StepScope['prefetch'] } {
+    const sessionHash = hashSecret(input.sessionId);
+    return {
+      proof: { sessionHash, leaseId: input.leaseId, fencingToken: input.fencingToken },
+      prefetch: { idempotency: { op, route, requestId: input.requestId }, sessionHash, route },
+    };
   }
 
   /** Renew the exact lease held by the session, or `lease_lost` (nothing changes). */
   async renew(p: Caller, route: string, input: ProofInput & { ttlMs?: number }): Promise<Outcome<RenewResult>> {
+    const h = this.holder('renew', route, input);
     return this.run(
-      (step) => renewStep(this.ctx, step, p.family, route, this.proof(input), input.ttlMs, input.requestId, input.digest),
+      (step) => renewStep(this.ctx, step, p.family, route, h.proof, input.ttlMs, input.requestId, input.digest),
       this.spec(p, 'lease_renew', route, 'lease_renewed'),
       p.family,
-      this.prefetch('renew', route, input),
+      h.prefetch,
     );
   }
 
   /** Release the exact lease held by the session, or `lease_lost`; a stale release never removes a successor. */
   async release(p: Caller, route: string, input: ProofInput): Promise<Outcome<ReleaseResult>> {
+    const h = this.holder('release', route, input);
     return this.run(
-      (step) => releaseStep(this.ctx, step, p.family, route, this.proof(input), input.requestId, input.digest),
+      (step) => releaseStep(this.ctx, step, p.family, route, h.proof, input.requestId, input.digest),
       this.spec(p, 'lease_release', route, 'lease_released'),
       p.family,
-      this.prefetch('release', route, input),
+      h.prefetch,
     );
   }
 
   /** The fenced write of a route's checkpoint (`value` is JSON text). */
   async writeCheckpoint(p: Caller, route: string, input: ProofInput & { value: string }): Promise<Outcome<CheckpointWritten>> {
+    const h = this.holder('checkpoint', route, input);
     return this.run(
-      (step) => checkpointStep(this.ctx, step, p.family, route, this.proof(input), input.value, input.requestId, input.digest),
+      (step) => checkpointStep(this.ctx, step, p.family, route, h.proof, input.value, input.requestId, input.digest),
       this.spec(p, 'lease_checkpoint', route, 'checkpoint_written'),
       p.family,
-      this.prefetch('checkpoint', route, input),
+      h.prefetch,
     );
   }
 
