@@ -38,7 +38,8 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
-const SERVER = join(ROOT, 'dist', 'server.mjs');
+/** BENCH_SERVER=<path to a built server.mjs> measures another build (A/B runs). */
+const SERVER = process.env.BENCH_SERVER ?? join(ROOT, 'dist', 'server.mjs');
 const DURATION_MS = Number(process.env.BENCH_DURATION_S ?? 5) * 1000;
 const WARMUP_MS = Number(process.env.BENCH_WARMUP_S ?? 1) * 1000;
 const LIST_LEASES = Number(process.env.BENCH_LIST_LEASES ?? 100_000);
@@ -432,6 +433,12 @@ async function listBench(t: Child): Promise<{ seed: Record<string, number>; resu
     for (let i = 0; i < N; i++) c.push(await listPage(t, `lease://*/*/res-${(42 + i * 7) % 200}`));
     results.push(listResult('(c) resource wildcard, first page', 'lease://*/*/res-{N}', c));
 
+    // (d) an exact route (a point read), rotating over held routes.
+    await warm('lease://acme/area-3/res-5');
+    const d: Array<{ ms: number; items: unknown[] }> = [];
+    for (let i = 0; i < N; i++) d.push(await listPage(t, `lease://acme/area-${(3 + i * 11) % 100}/res-${(5 + i * 17) % 200}`));
+    results.push(listResult('(d) exact route', 'lease://acme/area-{N}/res-{M}', d));
+
     return { seed, results, walk };
   } finally {
     clearInterval(keepalive);
@@ -506,6 +513,25 @@ function table(head: string[], rows: Array<Array<string | number>>): string {
   return [line(cells[0]!), w.map((n) => '-'.repeat(n)).join('  '), ...cells.slice(1).map(line)].join('\n');
 }
 
+function printList(list: Awaited<ReturnType<typeof listBench>>): void {
+  console.log(`\nLIST, limit=100, with ${list.seed.leases} held leases (one client, sequential)\n`);
+  console.log(
+    table(
+      ['case', 'selector', 'pages', 'items/page', 'p50 ms', 'p99 ms', 'max ms'],
+      list.results.map((r) => [
+        r.case,
+        r.selector,
+        r.pages,
+        r.items_per_page_min === r.items_per_page_max ? r.items_per_page_min : `${r.items_per_page_min}–${r.items_per_page_max}`,
+        f1(r.p50_ms),
+        f1(r.p99_ms),
+        f1(r.max_ms),
+      ]),
+    ),
+  );
+  console.log(`\nfull walk of lease://acme/**: ${list.walk.items} items in ${list.walk.pages} pages, ${list.walk.seconds} s`);
+}
+
 const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : '-');
 
 async function main(): Promise<void> {
@@ -530,6 +556,14 @@ async function main(): Promise<void> {
   const pg = POSTGRES ? await postgresBench(POSTGRES) : undefined;
   if (ONLY_POSTGRES) {
     writeFileSync(join(ROOT, 'bench-results.json'), `${JSON.stringify({ date: new Date().toISOString(), machine, postgres: pg }, null, 2)}\n`);
+    return;
+  }
+
+  if (process.env.BENCH_ONLY === 'list') {
+    const server = await startLeasehold('normal');
+    const list = await listBench(server);
+    await stopChild(server);
+    printList(list);
     return;
   }
 
@@ -596,22 +630,7 @@ async function main(): Promise<void> {
     ),
   );
 
-  console.log(`\nLIST, limit=100, with ${list.seed.leases} held leases (one client, sequential)\n`);
-  console.log(
-    table(
-      ['case', 'selector', 'pages', 'items/page', 'p50 ms', 'p99 ms', 'max ms'],
-      list.results.map((r) => [
-        r.case,
-        r.selector,
-        r.pages,
-        r.items_per_page_min === r.items_per_page_max ? r.items_per_page_min : `${r.items_per_page_min}–${r.items_per_page_max}`,
-        f1(r.p50_ms),
-        f1(r.p99_ms),
-        f1(r.max_ms),
-      ]),
-    ),
-  );
-  console.log(`\nfull walk of lease://acme/**: ${list.walk.items} items in ${list.walk.pages} pages, ${list.walk.seconds} s`);
+  printList(list);
 
   let profile: Array<{ self_pct: number; fn: string }> | undefined;
   if (CPU_PROF) {
