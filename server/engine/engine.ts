@@ -23,7 +23,6 @@ import {
   acquireStep,
   checkpointStep,
   endLease,
-  expireDue,
   releaseStep,
   renewStep,
   sessionGone,
@@ -36,6 +35,8 @@ import {
   type RenewResult,
 } from './leases';
 import { forgetAnswer } from './idempotency';
+import { systemScheduler, type Scheduler } from './scheduler';
+import { ExpirySweeper } from './sweeper';
 import { newStep, DEFAULT_LIMITS, type EngineContext, type QueuedGrant, type Limits, type Step, type WaiterNotice } from './step';
 import { forceEndStep, type ForceReleased, type Revoked } from './operators';
 import { newSecret, planEmbedToken, planToken, TokenAuthority, tokenInfo, type CreateTokenInput, type Principal, type TokenInfo } from './tokens';
@@ -86,6 +87,8 @@ export interface EngineOptions {
   secret?: string;
   /** How often expirations are processed (ms). */
   sweepIntervalMs?: number;
+  /** Timers (waiter deadlines, the sweep); tests inject a manual clock. */
+  scheduler?: Scheduler;
   /** Live feed caps and heartbeat. */
   feed?: Partial<FeedLimits>;
   /** Shared stores: cross-instance publication. */
@@ -118,11 +121,9 @@ export interface StartResult {
   bootstrapToken?: string;
 }
 
-const SWEEP_BATCH = 512;
-
 /** Answer a waiter that was taken off its queue without a grant. */
 function refuse(r: { waiter: Waiter; error: LeaseholdError }): void {
-  if (r.waiter.timer) clearTimeout(r.waiter.timer);
+  r.waiter.timer?.cancel();
   r.waiter.state = 'done';
   r.waiter.reject(r.error);
 }
@@ -137,8 +138,8 @@ export class LeaseEngine {
   readonly cluster: Cluster | undefined;
   private readonly ctx: EngineContext;
   private cursors: CursorCodec | undefined;
-  private sweepTimer: ReturnType<typeof setInterval> | undefined;
-  private sweeping = false;
+  private readonly scheduler: Scheduler;
+  private readonly sweeper: ExpirySweeper;
   private readonly startedAt: number;
 
   constructor(
@@ -146,6 +147,8 @@ export class LeaseEngine {
     private readonly opts: EngineOptions = {},
   ) {
     this.ctx = { store, waiters: this.waiters, limits: { ...DEFAULT_LIMITS, ...opts.limits }, instanceId: store.bus?.instanceId };
+    this.scheduler = opts.scheduler ?? systemScheduler;
+    this.sweeper = new ExpirySweeper(this.ctx, (fn, family) => this.run(fn, undefined, family), this.scheduler);
     this.tokens = new TokenAuthority(store);
     this.audit = new AuditLog(store, opts.audit);
     this.startedAt = store.now();
@@ -158,6 +161,7 @@ export class LeaseEngine {
     });
     this.cluster = store.bus
       ? new Cluster(store.bus, this.events, this.feed, {
+          scheduler: this.scheduler,
           ...opts.cluster,
           granted: (n) => this.remoteGrant(n),
           refused: (n) => this.remoteRefusal(n),
@@ -212,10 +216,7 @@ export class LeaseEngine {
       return { secret, bootstrapToken };
     });
     this.cursors = new CursorCodec(Buffer.from(result.secret));
-    while ((await this.sweep()) >= SWEEP_BATCH);
-    const every = this.opts.sweepIntervalMs ?? 100;
-    this.sweepTimer = setInterval(() => void this.sweepAll(), every);
-    this.sweepTimer.unref?.();
+    await this.sweeper.start(this.opts.sweepIntervalMs ?? 100);
     this.audit.start();
     this.feed.start();
     return { bootstrapToken: result.bootstrapToken };
@@ -223,12 +224,12 @@ export class LeaseEngine {
 
   /** Stop the sweep, end every stream (`closed`: `shutdown`) and refuse every waiter (`backend_unavailable`): the first half of a shutdown. */
   drain(): void {
-    if (this.sweepTimer) clearInterval(this.sweepTimer);
+    this.sweeper.stop();
     this.feed.shutdown();
     this.cluster?.stop();
     for (const w of this.waiters.all()) {
       if (this.waiters.remove(w)) {
-        if (w.timer) clearTimeout(w.timer);
+        w.timer?.cancel();
         w.reject(new LeaseholdError('backend_unavailable', 'the server is shutting down'));
       }
     }
@@ -243,38 +244,9 @@ export class LeaseEngine {
     await this.store.close();
   }
 
-  private async sweepAll(): Promise<void> {
-    if (this.sweeping) return;
-    this.sweeping = true;
-    try {
-      while ((await this.sweep()) >= SWEEP_BATCH);
-    } catch {
-      // The store is unavailable; the next tick tries again.
-    } finally {
-      this.sweeping = false;
-    }
-  }
-
-  /**
-   * Process one batch of due expirations, one step per family (each locks
-   * its family first, so instances sharing a store never deadlock and never
-   * process an expiry twice: every removal is conditional on lease id and
-   * token); prune idempotency records, logins and expired embed tokens.
-   * Returns the largest number due in one family.
-   */
-  async sweep(): Promise<number> {
-    // One step finds the families with due work and prunes; then one step per family.
-    const families = await this.run(async (step) => {
-      await step.tx.pruneIdempotency(step.now, 1_000);
-      await step.tx.pruneLogins(step.now);
-      await step.tx.pruneEmbedTokens(step.now, 1_000);
-      return step.tx.dueFamilies(step.now, 64);
-    });
-    let most = 0;
-    for (const family of families) {
-      most = Math.max(most, await this.run((step) => expireDue(this.ctx, step, SWEEP_BATCH, family), undefined, family));
-    }
-    return families.length >= 64 ? Math.max(most, SWEEP_BATCH) : most;
+  /** Process one batch of due expirations (see ExpirySweeper); returns the largest number due in one family. */
+  sweep(): Promise<number> {
+    return this.sweeper.sweep();
   }
 
   /**
@@ -340,7 +312,7 @@ export class LeaseEngine {
   /** Answer a granted waiter, or roll the grant back if its client already left. */
   private deliver(g: QueuedGrant): void {
     const w = g.waiter;
-    if (w.timer) clearTimeout(w.timer);
+    w.timer?.cancel();
     w.state = 'done';
     if (!w.signal?.aborted) {
       w.resolve(g.answer);
@@ -440,14 +412,14 @@ export class LeaseEngine {
     if (r.kind === 'done') return { answer: r.answer, replayed: r.replayed };
     const w = r.waiter;
     if (w.state === 'waiting') {
-      w.timer = setTimeout(() => {
+      w.timer = this.scheduler.after(input.waitMs, () => {
         if (this.waiters.remove(w)) void this.refuseTimedOut(w, w.reject);
-      }, input.waitMs);
+      });
       input.signal?.addEventListener(
         'abort',
         () => {
           if (this.waiters.remove(w)) {
-            clearTimeout(w.timer);
+            w.timer?.cancel();
             w.reject(new LeaseholdError('lease_conflict', 'the client went away while waiting'));
             if (this.ctx.instanceId !== undefined) void this.run((step) => this.forgetWaiter(step, w), undefined, w.family).catch(() => undefined);
           }

@@ -1,7 +1,6 @@
 import { afterEach, beforeEach, test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { engineFixture, proofOf, rejectsWith, type EngineFixture } from '../testing/engine-fixture';
+import { engineFixture, proofOf, rejectsWith, settleWithTime, until, type EngineFixture } from '../testing/engine-fixture';
 import { BACKENDS } from '../testing/pg';
 
 // The same behaviour on every store backend (the conformance suite).
@@ -19,7 +18,7 @@ for (const backend of BACKENDS) {
 
   /** Resolves when the engine has this many waiters queued. */
   async function queued(n: number): Promise<void> {
-    for (let i = 0; i < 200 && f.engine.waiters.size() !== n; i++) await sleep(5);
+    await until(f, () => f.engine.waiters.size() === n);
     assert.equal(f.engine.waiters.size(), n);
   }
 
@@ -59,7 +58,13 @@ for (const backend of BACKENDS) {
     const holder = await f.open('holder');
     const w = await f.open('w');
     await f.acquire(R, holder);
-    const err = await rejectsWith(f.acquire(R, w, { waitMs: 60 }), 'lease_conflict');
+    const p = f.acquire(R, w, { waitMs: 60 });
+    await queued(1);
+    f.clock.advance(59);
+    await until(f, () => false, 3);
+    assert.equal(f.engine.waiters.size(), 1, 'still waiting before its deadline');
+    await settleWithTime(f, [p.catch(() => undefined)], 1);
+    const err = await rejectsWith(p, 'lease_conflict');
     assert.equal(err.retryable, true);
     assert.ok((err.retryAfterMs ?? 0) >= 50);
     assert.equal(f.engine.waiters.size(), 0);
@@ -115,7 +120,7 @@ for (const backend of BACKENDS) {
     await queued(3);
     assert.equal((await rejectsWith(f.acquire(R, ws[0]!, { waitMs: 1_000 }), 'lease_conflict')).retryable, false);
     await rejectsWith(f.acquire(R, ws[3]!, { waitMs: 1_000 }), 'rate_limited');
-    await Promise.all(pending);
+    await settleWithTime(f, pending);
   });
 
   test('a duplicate of a waiting acquire is idempotency_conflict, retryable only with the same inputs', async () => {
@@ -130,7 +135,7 @@ for (const backend of BACKENDS) {
       (await rejectsWith(f.acquire(R, w, { waitMs: 300, requestId: 'dup', body: { ...body, wait_ms: 200 } }), 'idempotency_conflict')).retryable,
       false,
     );
-    await p;
+    await settleWithTime(f, [p]);
   });
 
   test('closing a waiting session drops its wait with session_not_found', async () => {

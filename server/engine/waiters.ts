@@ -8,6 +8,7 @@
  * waiter; a claimed one is settled by the step that claimed it.
  */
 
+import type { TimerHandle } from './scheduler';
 import type { AcquireResult } from './leases';
 import type { Metadata } from './views';
 
@@ -26,7 +27,7 @@ export interface Waiter extends WaiterParams {
   state: 'waiting' | 'claimed' | 'done';
   /** Aborted when the client goes away. */
   signal: AbortSignal | undefined;
-  timer: ReturnType<typeof setTimeout> | undefined;
+  timer: TimerHandle | undefined;
   resolve: (r: AcquireResult) => void;
   reject: (e: unknown) => void;
 }
