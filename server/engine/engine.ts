@@ -14,7 +14,7 @@ import type { ParsedSelector } from '@/lib/selector';
 import { AuditLog, auditView, type AuditEvent, type AuditEventType, type AuditFacts, type AuditOptions, type AuditSpec, type Caller } from './audit';
 import type { LeaseRow, StepScope, Store, Tx } from '../store/types';
 import { Cluster, type ClusterOptions } from './cluster';
-import { CursorCodec } from './cursor';
+import { bindCursor, CursorCodec, type BoundCursor, type CursorBinding } from './cursor';
 import { LeaseholdError, fail, fromStoreError } from './errors';
 import { EventHub } from './events';
 import { FeedHub, type FeedLimits, type FeedSink, type Subscribed } from './feed';
@@ -374,13 +374,8 @@ export class LeaseEngine {
 
   /** Sessions of the principal's family, by created_at then incarnation. */
   async listSessions(p: Principal, q: { ownerId?: string; limit: number; cursor?: string }): Promise<SessionPage> {
-    const binding = { kind: 'sessions', family: p.family, query: JSON.stringify([q.ownerId ?? null]), epoch: this.store.epoch() };
-    const after = q.cursor ? this.codec().decode(q.cursor, binding) : null;
-    if (after !== null && !(Array.isArray(after) && typeof after[0] === 'number' && typeof after[1] === 'string')) {
-      fail('cursor_invalid', 'cursor is malformed');
-    }
-    const encode = (pos: [number, string]) => this.codec().encode(binding, pos);
-    return this.run((step) => listSessionsStep(this.ctx, step, p.family, q, after as [number, string] | null, encode), undefined, p.family);
+    const c = this.cursor(p.family, 'sessions', JSON.stringify([q.ownerId ?? null]), q.cursor, (x): x is [number, string] => Array.isArray(x) && typeof x[0] === 'number' && typeof x[1] === 'string');
+    return this.run((step) => listSessionsStep(this.ctx, step, p.family, q, c.after, c.encode), undefined, p.family);
   }
 
   // ---- leases ---------------------------------------------------------------
@@ -522,13 +517,9 @@ export class LeaseEngine {
    * the budget of routes, so a sparse selector always makes progress.
    */
   async list(p: Principal, sel: ParsedSelector, q: ListQuery): Promise<ListPage> {
-    const epoch = this.store.epoch();
-    const binding = { kind: 'leases', family: p.family, query: listQueryKey(sel, q), epoch };
-    const after = q.cursor ? this.codec().decode(q.cursor, binding) : null;
-    if (after !== null && typeof after !== 'string') fail('cursor_invalid', 'cursor is malformed');
-    const encode = (pos: string) => this.codec().encode(binding, pos);
-    const page = await this.run((step) => listStep(this.ctx, step, p.family, sel, q, after as string | null, encode), undefined, p.family);
-    return { ...page, epoch };
+    const c = this.cursor(p.family, 'leases', listQueryKey(sel, q), q.cursor, (x): x is string => typeof x === 'string');
+    const page = await this.run((step) => listStep(this.ctx, step, p.family, sel, q, c.after, c.encode), undefined, p.family);
+    return { ...page, epoch: this.store.epoch() };
   }
 
   // ---- operators ------------------------------------------------------------
@@ -576,16 +567,8 @@ export class LeaseEngine {
     });
     const triple = q.selector.triple;
     const routeless = triple.every((t) => t === null);
-    const binding = {
-      kind: 'audit',
-      family: p.family,
-      query: JSON.stringify([triple, q.eventType ?? null, q.since ?? null, q.until ?? null]),
-      epoch: this.store.epoch(),
-    };
-    const before = q.cursor ? this.codec().decode(q.cursor, binding) : null;
-    if (before !== null && !(Array.isArray(before) && before.length === 2 && before.every((n) => Number.isSafeInteger(n)))) {
-      fail('cursor_invalid', 'cursor is malformed');
-    }
+    const query = JSON.stringify([triple, q.eventType ?? null, q.since ?? null, q.until ?? null]);
+    const c = this.cursor(p.family, 'audit', query, q.cursor, (x): x is [number, number] => Array.isArray(x) && x.length === 2 && x.every((n) => Number.isSafeInteger(n)));
     const scan = await this.run((step) =>
       step.tx.scanAudit({
         family: p.family,
@@ -594,7 +577,7 @@ export class LeaseEngine {
         eventType: q.eventType,
         since: q.since,
         until: q.until,
-        before: before as [number, number] | null,
+        before: c.after,
         limit: q.limit + 1,
         budget: this.ctx.limits.listBudget,
       }),
@@ -603,8 +586,8 @@ export class LeaseEngine {
     const last = page[page.length - 1];
     // Resume after the last event shown; or, on a short page that ran out of
     // budget, after the last event examined (like LIST, a page may be short).
-    const resume = scan.rows.length > q.limit && last ? [last.time, last.seq] : scan.exhausted ? null : scan.lastExamined;
-    return { items: page.map(auditView), next_cursor: resume ? this.codec().encode(binding, resume) : null };
+    const resume: [number, number] | null = scan.rows.length > q.limit && last ? [last.time, last.seq] : scan.exhausted ? null : scan.lastExamined;
+    return { items: page.map(auditView), next_cursor: resume ? c.encode(resume) : null };
   }
 
   // ---- tokens ---------------------------------------------------------------
@@ -732,9 +715,10 @@ export class LeaseEngine {
     return this.store.now() - this.startedAt;
   }
 
-  private codec(): CursorCodec {
+  /** The one binding of a paged query's cursor: kind, family, query text and store epoch. */
+  private cursor<P>(family: string, kind: CursorBinding['kind'], query: string, cursor: string | undefined, isPosition: (x: unknown) => x is P): BoundCursor<P> {
     if (!this.cursors) throw new Error('engine not started');
-    return this.cursors;
+    return bindCursor(this.cursors, { kind, family, query, epoch: this.store.epoch() }, cursor, isPosition);
   }
 }
 
