@@ -37,7 +37,7 @@ export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number];
 export interface AuditEvent {
   id: string;
   time: string;
-  event_type: string;
+  event_type: AuditEventType;
   family: string;
   route: string | null;
   token_id: string | null;
@@ -55,7 +55,7 @@ export function auditView(r: AuditRow): AuditEvent {
   return {
     id: `ae_${r.seq}`,
     time: iso(r.time),
-    event_type: r.eventType,
+    event_type: r.eventType as AuditEventType,
     family: r.family,
     route: r.route,
     token_id: r.tokenId,

@@ -40,7 +40,7 @@ import { ExpirySweeper } from './sweeper';
 import { newStep, DEFAULT_LIMITS, type EngineContext, type QueuedGrant, type Limits, type Step, type WaiterNotice } from './step';
 import { forceEndStep, type ForceReleased, type Revoked } from './operators';
 import { newSecret, planEmbedToken, planToken, TokenAuthority, tokenInfo, type CreateTokenInput, type Principal, type TokenInfo } from './tokens';
-import { leaseView, type LeaseView, type Metadata, type SessionView } from './views';
+import { leaseView, type Json, type LeaseView, type Metadata, type SessionView } from './views';
 import { listQueryKey, listStep, type ListPage, type ListQuery } from './inventory';
 import { closeSessionStep, keepAliveStep, listSessionsStep, newSessionId, openSessionStep, type SessionPage } from './sessions';
 
@@ -492,12 +492,12 @@ export class LeaseEngine {
   }
 
   /** The route's checkpoint as last written (linearizable), or `checkpoint_not_found`. */
-  async readCheckpoint(p: Principal, route: string): Promise<{ checkpoint: { route: string; value: unknown; fencing_token: number; written_at: string; version: number } }> {
+  async readCheckpoint(p: Principal, route: string): Promise<{ checkpoint: { route: string; value: Json; fencing_token: number; written_at: string; version: number } }> {
     return this.run(async (step) => {
       const c = await step.tx.getCheckpoint(p.family, route);
       if (!c) fail('checkpoint_not_found', 'this route never had a checkpoint');
       return {
-        checkpoint: { route, value: JSON.parse(c.value) as unknown, fencing_token: c.fencingToken, written_at: new Date(c.writtenAt).toISOString(), version: c.version },
+        checkpoint: { route, value: JSON.parse(c.value) as Json, fencing_token: c.fencingToken, written_at: new Date(c.writtenAt).toISOString(), version: c.version },
       };
     }, undefined, p.family);
   }

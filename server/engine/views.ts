@@ -4,6 +4,9 @@ import type { LeaseRow, SessionRow } from '../store/types';
 
 export type Metadata = Record<string, string | number | boolean>;
 
+/** Any JSON value (a checkpoint's value, stored as its text). */
+export type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
+
 /** What observers see: no session id, no lease id. */
 export interface LeaseView {
   route: string;

@@ -15,6 +15,7 @@ import { LeaseholdError, fail } from '../engine/errors';
 import { parseJsonBody, readBody, MAX_BODY_BYTES } from './body';
 import { errorBody, STATUS_OF, successBody } from './envelope';
 import { correlationId } from '../engine/ids';
+import type { HealthOk, HealthUnavailable } from './answers';
 import { openApiDocument } from './openapi';
 import { LOGIN_COOKIE, ROUTES, STREAMED, type ApiRequest, type RouteDef } from './routes';
 import { SseSink } from './sse';
@@ -22,6 +23,9 @@ import { authorize } from '../engine/tokens';
 import type { Principal } from '../engine/tokens';
 import type { Caller } from '../engine/audit';
 import type { MetricsCollector, RequestOutcome } from '../metrics/collector';
+
+/** The health answers, typed by the schemas the OpenAPI document shows. */
+type Health = z.output<typeof HealthOk> | z.output<typeof HealthUnavailable>;
 
 export interface ApiOptions {
   /** Origins allowed to call with a bearer token from a browser (CORS, never with credentials). */
@@ -258,7 +262,8 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
       }
       const ok = await engine.healthy();
       const store = engine.store.kind;
-      send(req, res, ok ? 200 : 503, ok ? { status: 'ok', store, epoch: engine.store.epoch(), version, uptime_ms: engine.uptimeMs() } : { status: 'unavailable', store }, cid);
+      const body: Health = ok ? { status: 'ok', store, epoch: engine.store.epoch(), version, uptime_ms: engine.uptimeMs() } : { status: 'unavailable', store };
+      send(req, res, ok ? 200 : 503, body, cid);
       return;
     }
 

@@ -1,6 +1,8 @@
 /** Envelopes, status mapping and correlation ids (HTTP.md "Envelopes"). */
 
+import type { z } from 'zod';
 import type { ErrorCode } from '../engine/errors';
+import type { ErrorBody as ErrorBodySchema } from './answers';
 
 /** Exhaustive: a new error code without a status fails to compile. */
 export const STATUS_OF: Record<ErrorCode, number> = {
@@ -26,14 +28,8 @@ export const STATUS_OF: Record<ErrorCode, number> = {
   internal_error: 500,
 };
 
-export interface ErrorBody {
-  status: 'error';
-  code: ErrorCode;
-  message: string;
-  correlation_id: string;
-  retryable: boolean;
-  retry_after_ms?: number;
-}
+/** The error envelope, typed by the schema the OpenAPI document shows. */
+export type ErrorBody = z.output<typeof ErrorBodySchema>;
 
 export function errorBody(code: ErrorCode, message: string, cid: string, retryable: boolean, retryAfterMs?: number): ErrorBody {
   const body: ErrorBody = { status: 'error', code, message, correlation_id: cid, retryable };

@@ -8,11 +8,12 @@ import type { z } from 'zod';
 import type { ParsedSelector, Triple } from '@/lib/selector';
 import type { AuditEventType, Caller } from '../engine/audit';
 import type { LeaseEngine, Outcome } from '../engine/engine';
-import { fail } from '../engine/errors';
+import { fail, type ErrorCode } from '../engine/errors';
 import { requestDigest } from '../engine/ids';
 import { ALL, authorize, authorizeAnyWrite } from '../engine/tokens';
 import type { Permission } from '@/lib/grants';
 import { routeSegments, parseSelector } from '@/lib/selector';
+import type { Answers, Operation } from './answers';
 import * as S from './schemas';
 import type { SseSink } from './sse';
 import type { MetricsCollector } from '../metrics/collector';
@@ -51,17 +52,22 @@ export interface ApiResult {
   replayed?: boolean;
 }
 
-export interface RouteDef {
+/** What an operation's handler answers: typed by its schema in `answers.ts`, so the two cannot drift. */
+export type Answer<A extends Operation> = z.output<(typeof Answers)[A]>;
+
+export interface RouteDef<A extends Operation = Operation> {
   method: 'GET' | 'POST' | 'PUT' | 'DELETE';
   /** Path pattern; `{name}` matches one segment. */
   path: string;
-  operation: string;
+  operation: A;
   summary: string;
   /** False for the calls that need no token. */
   auth: boolean;
   body: z.ZodType;
   query: z.ZodType;
   success: { status: number; code: string };
+  /** The error codes particular to this call (the ones every call may answer are added by the OpenAPI document). */
+  errors?: readonly ErrorCode[];
   /** Authorization that depends on the path or query only. */
   permit?: (req: Pick<ApiRequest, 'principal' | 'route' | 'query'>) => void;
   /** Open to embed tokens (inventory reads); every other call refuses them. */
@@ -72,8 +78,11 @@ export interface RouteDef {
   stream?: true;
   /** Served only when metrics are on; an unknown path otherwise. */
   metrics?: true;
-  handle: (req: ApiRequest, engine: LeaseEngine) => Promise<object | Outcome<object>>;
+  handle: (req: ApiRequest, engine: LeaseEngine) => Promise<Answer<A> | Outcome<Answer<A>> | (A extends 'feed_open' ? typeof STREAMED : never)>;
 }
+
+/** One route per operation, each checked against its own answer schema. */
+export type AnyRoute = { [A in Operation]: RouteDef<A> }[Operation];
 
 const LEASE = '/api/v1/leases/{realm}/{area}/{resource}';
 const STREAM = '/api/v1/inventory/streams/{stream_id}';
@@ -139,7 +148,7 @@ function cookie(req: ApiRequest, value: string, maxAgeS: number): string {
   return `${LOGIN_COOKIE}=${value}; HttpOnly; SameSite=Strict; Path=/; Max-Age=${maxAgeS}${req.secureCookies ? '; Secure' : ''}`;
 }
 
-export const ROUTES: RouteDef[] = [
+export const ROUTES: AnyRoute[] = [
   {
     method: 'POST',
     path: '/api/v1/sessions',
@@ -161,6 +170,7 @@ export const ROUTES: RouteDef[] = [
     body: S.SessionIdBody,
     query: S.NoQuery,
     success: { status: 200, code: 'session_kept_alive' },
+    errors: ['session_not_found'],
     permit: (req) => authorizeAnyWrite(req.principal),
     handle: (req, e) => e.keepAlive(req.principal, req.body.session_id as string),
   },
@@ -173,6 +183,7 @@ export const ROUTES: RouteDef[] = [
     body: S.SessionIdBody,
     query: S.NoQuery,
     success: { status: 200, code: 'session_closed' },
+    errors: ['session_not_found'],
     permit: (req) => authorizeAnyWrite(req.principal),
     handle: (req, e) => e.closeSession(req.principal, req.body.session_id as string),
   },
@@ -185,6 +196,7 @@ export const ROUTES: RouteDef[] = [
     body: S.EmptyBody,
     query: S.ListSessionsQuery,
     success: { status: 200, code: 'session_listed' },
+    errors: ['cursor_invalid'],
     permit: (req) => authorize(req.principal, ALL, 'read'),
     handle: (req, e) =>
       e.listSessions(req.principal, {
@@ -202,6 +214,7 @@ export const ROUTES: RouteDef[] = [
     body: S.EmptyBody,
     query: S.ListLeasesQuery,
     success: { status: 200, code: 'lease_listed' },
+    errors: ['invalid_selector', 'cursor_invalid'],
     embed: true,
     permit: (req) => authorize(req.principal, querySelector(req.query).triple, 'read'),
     handle: (req, e) =>
@@ -221,6 +234,7 @@ export const ROUTES: RouteDef[] = [
     body: S.EmptyBody,
     query: S.NoQuery,
     success: { status: 200, code: 'lease_inspected' },
+    errors: ['lease_not_found'],
     embed: true,
     permit: needOnRoute('read'),
     handle: (req, e) => e.inspect(req.principal, req.route),
@@ -234,6 +248,7 @@ export const ROUTES: RouteDef[] = [
     body: S.AcquireBody,
     query: S.NoQuery,
     success: { status: 200, code: 'lease_acquired' },
+    errors: ['session_not_found', 'lease_conflict', 'idempotency_conflict', 'outcome_unknown'],
     permit: needOnRoute('write'),
     handle: (req, e) =>
       e.acquire(req.principal, req.route, {
@@ -256,6 +271,7 @@ export const ROUTES: RouteDef[] = [
     body: S.RenewBody,
     query: S.NoQuery,
     success: { status: 200, code: 'lease_renewed' },
+    errors: ['lease_lost', 'idempotency_conflict', 'outcome_unknown'],
     permit: needOnRoute('write'),
     handle: (req, e) => e.renew(req.principal, req.route, { ...proofOf(req.body), ttlMs: req.body.ttl_ms as number | undefined }),
   },
@@ -268,6 +284,7 @@ export const ROUTES: RouteDef[] = [
     body: S.ReleaseBody,
     query: S.NoQuery,
     success: { status: 200, code: 'lease_released' },
+    errors: ['lease_lost', 'idempotency_conflict', 'outcome_unknown'],
     permit: needOnRoute('write'),
     handle: (req, e) => e.release(req.principal, req.route, proofOf(req.body)),
   },
@@ -280,6 +297,7 @@ export const ROUTES: RouteDef[] = [
     body: S.CheckpointBody,
     query: S.NoQuery,
     success: { status: 200, code: 'checkpoint_written' },
+    errors: ['lease_lost', 'idempotency_conflict', 'outcome_unknown'],
     permit: needOnRoute('write'),
     handle: (req, e) => {
       const value = JSON.stringify(req.body.value);
@@ -296,6 +314,7 @@ export const ROUTES: RouteDef[] = [
     body: S.EmptyBody,
     query: S.NoQuery,
     success: { status: 200, code: 'checkpoint_read' },
+    errors: ['checkpoint_not_found'],
     permit: needOnRoute('read'),
     handle: (req, e) => e.readCheckpoint(req.principal, req.route),
   },
@@ -308,6 +327,7 @@ export const ROUTES: RouteDef[] = [
     body: S.LoginBody,
     query: S.NoQuery,
     success: { status: 200, code: 'logged_in' },
+    errors: ['invalid_credential'],
     handle: async (req, e) => {
       const { cookieSecret, expiresAt, principal } = await e.tokens.login(req.body.token as string);
       req.setHeader('Set-Cookie', cookie(req, cookieSecret, Math.max(1, Math.floor((expiresAt - e.store.now()) / 1000))));
@@ -386,6 +406,7 @@ export const ROUTES: RouteDef[] = [
     body: S.EmptyBody,
     query: S.NoQuery,
     success: { status: 200, code: 'token_revoked' },
+    errors: ['not_found'],
     permit: (req) => authorize(req.principal, ALL, 'admin'),
     handle: (req, e) => e.revokeToken(req.principal, req.params.token_id!),
   },
@@ -398,6 +419,7 @@ export const ROUTES: RouteDef[] = [
     body: S.ForceReleaseBody,
     query: S.NoQuery,
     success: { status: 200, code: 'lease_force_released' },
+    errors: ['lease_not_found', 'lease_mismatch', 'idempotency_conflict', 'outcome_unknown'],
     permit: needOnRoute('admin'),
     handle: (req, e) => e.forceRelease(req.principal, req.route, forceEndOf(req.body)),
   },
@@ -410,6 +432,7 @@ export const ROUTES: RouteDef[] = [
     body: S.RevokeBody,
     query: S.NoQuery,
     success: { status: 200, code: 'lease_revoked' },
+    errors: ['lease_not_found', 'lease_mismatch', 'idempotency_conflict', 'outcome_unknown'],
     permit: needOnRoute('admin'),
     handle: (req, e) => e.revoke(req.principal, req.route, { ...forceEndOf(req.body), closeSession: req.body.close_session === true }),
   },
@@ -422,6 +445,7 @@ export const ROUTES: RouteDef[] = [
     body: S.EmbedTokenBody,
     query: S.NoQuery,
     success: { status: 201, code: 'embed_token_created' },
+    errors: ['invalid_selector'],
     handle: (req, e) => e.createEmbedToken(req.principal, req.body.selector as string, (req.body.ttl_ms as number | undefined) ?? 86_400_000),
   },
   {
@@ -433,6 +457,7 @@ export const ROUTES: RouteDef[] = [
     body: S.EmptyBody,
     query: S.AuditQuery,
     success: { status: 200, code: 'audit_listed' },
+    errors: ['invalid_selector', 'cursor_invalid'],
     permit: (req) => authorize(req.principal, querySelector(req.query, 'route', 'lease://**').triple, 'admin'),
     handle: (req, e) =>
       e.listAudit(req.principal, {
@@ -455,6 +480,7 @@ export const ROUTES: RouteDef[] = [
     repeatable: ['selector'],
     stream: true,
     success: { status: 200, code: 'stream' },
+    errors: ['invalid_selector'],
     embed: true,
     permit: (req) => {
       for (const sel of streamSelectors(req.query)) authorize(req.principal, sel.triple, 'read');
@@ -474,6 +500,7 @@ export const ROUTES: RouteDef[] = [
     body: S.SubscribeBody,
     query: S.NoQuery,
     success: { status: 200, code: 'subscribed' },
+    errors: ['invalid_selector', 'not_found'],
     embed: true,
     handle: async (req, e) => {
       const sel = querySelector(req.body);
@@ -490,6 +517,7 @@ export const ROUTES: RouteDef[] = [
     body: S.EmptyBody,
     query: S.NoQuery,
     success: { status: 200, code: 'unsubscribed' },
+    errors: ['not_found'],
     embed: true,
     handle: async (req, e) => {
       await e.unregister(req.principal.tokenId, req.params.stream_id!, req.params.subscription_id!);
@@ -505,6 +533,7 @@ export const ROUTES: RouteDef[] = [
     body: S.EmptyBody,
     query: S.MetricsSummaryQuery,
     success: { status: 200, code: 'metrics_summary' },
+    errors: ['not_found'],
     metrics: true,
     permit: (req) => authorize(req.principal, ALL, 'read'),
     handle: async (req) => {

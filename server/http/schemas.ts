@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { parseGrant } from '@/lib/grants';
 import { AUDIT_EVENT_TYPES } from '../engine/audit';
 import { FAMILY_RE } from '../engine/tokens';
+import { JsonValue } from './answers';
 
 const CONTROL = /\p{Cc}/u;
 
@@ -61,7 +62,7 @@ const holderProof = {
 
 export const RenewBody = z.strictObject({ ...holderProof, ttl_ms: leaseTtl.optional() });
 export const ReleaseBody = z.strictObject(holderProof);
-export const CheckpointBody = z.strictObject({ ...holderProof, value: z.json() });
+export const CheckpointBody = z.strictObject({ ...holderProof, value: JsonValue });
 
 /**
  * Grants and family are checked here, with the rest of the body, because

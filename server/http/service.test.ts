@@ -34,7 +34,8 @@ test('the OpenAPI document describes every route of the table with its schemas',
     ids.add(op.operationId);
   }
   const acquire = r.body.paths['/api/v1/leases/{realm}/{area}/{resource}/acquire'].post;
-  const schema = acquire.requestBody.content['application/json'].schema;
+  const ref = acquire.requestBody.content['application/json'].schema.$ref as string;
+  const schema = r.body.components.schemas[ref.slice('#/components/schemas/'.length)];
   assert.deepEqual([...schema.required].sort(), ['request_id', 'session_id']);
   assert.equal(schema.additionalProperties, false, 'unknown fields are rejected, and documented so');
   assert.equal(schema.properties.ttl_ms.minimum, 1000);

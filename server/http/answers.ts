@@ -1,0 +1,205 @@
+/**
+ * What the API answers (zod), written once: the route table types every
+ * handler's answer with these schemas, so an answer cannot drift from its
+ * description, and the OpenAPI document (docs/openapi.json) is generated
+ * from them. Schemas carrying an `id` become named components.
+ *
+ * Answers may gain fields (clients ignore unknown ones), so these objects are
+ * not strict; tests check that no undocumented field is sent.
+ */
+
+import { z } from 'zod';
+import type { ChangeKind } from '@/lib/change-kinds';
+import { AUDIT_EVENT_TYPES } from '../engine/audit';
+import { ERROR_CODES } from '../engine/errors';
+import type { Json } from '../engine/views';
+
+const time = z.iso.datetime().describe('RFC 3339 UTC time with milliseconds');
+const count = z.number().int().min(0);
+const token = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).describe('Fencing token: grows with every grant of the route; present it with every write it guards');
+
+/** Any JSON value (a checkpoint's value): recursive, so a named component refers to itself. */
+export const JsonValue: z.ZodType<Json> = z
+  .lazy(() => z.union([z.string(), z.number(), z.boolean(), z.null(), z.array(JsonValue), z.record(z.string(), JsonValue)]))
+  .meta({ id: 'JsonValue', description: 'Any JSON value' });
+
+export const Metadata = z
+  .record(z.string(), z.union([z.string(), z.number(), z.boolean()]))
+  .describe('At most 16 keys of 1–64 characters from A-Z a-z 0-9 _ . -, string, number or boolean values, at most 1 KiB encoded');
+
+export const LeaseView = z
+  .object({
+    route: z.string().describe('lease://realm/area/resource'),
+    owner_id: z.string(),
+    holder_incarnation: z.string().describe('Identifies the holder’s session without revealing its secret id'),
+    fencing_token: token,
+    acquired_at: time,
+    renewed_at: time,
+    expires_at: time,
+    max_expires_at: time,
+    ttl_ms: count,
+    remaining_ms: count,
+    renewal_count: count,
+    revision: count.describe('The revision of the change that created this lease'),
+    metadata: Metadata.nullable(),
+    waiters: count,
+  })
+  .meta({ id: 'LeaseView', description: 'What observers see of a held lease: no session id, no lease id' });
+
+export const HeldLease = LeaseView.extend({ lease_id: z.string().describe('Present it, with the fencing token, to renew, release or checkpoint') }).meta({
+  id: 'HeldLease',
+  description: 'What the holder gets back from acquire and renew: a LeaseView plus lease_id',
+});
+
+export const SessionView = z
+  .object({
+    holder_incarnation: z.string(),
+    owner_id: z.string(),
+    ttl_ms: count,
+    created_at: time,
+    expires_at: time,
+    lease_count: count,
+  })
+  .meta({ id: 'SessionView' });
+
+export const OpenedSession = SessionView.extend({ session_id: z.string().describe('The session’s secret: shown only here') }).meta({
+  id: 'OpenedSession',
+  description: 'A SessionView plus session_id, only in the answer to opening a session',
+});
+
+export const CheckpointWritten = z
+  .object({ route: z.string(), fencing_token: token, written_at: time, version: z.number().int().min(1).describe('Starts at 1 and grows by 1 a write') })
+  .meta({ id: 'CheckpointWritten' });
+
+export const Checkpoint = CheckpointWritten.extend({ value: JsonValue }).meta({ id: 'Checkpoint' });
+
+export const AuditEvent = z
+  .object({
+    id: z.string(),
+    time,
+    event_type: z.enum(AUDIT_EVENT_TYPES),
+    family: z.string(),
+    route: z.string().nullable(),
+    token_id: z.string().nullable(),
+    subject_token_id: z.string().nullable().optional().describe('The token a token event is about'),
+    owner_id: z.string().nullable(),
+    holder_incarnation: z.string().nullable(),
+    result: z.string().describe('The answer’s code'),
+    fencing_token: token.nullable(),
+    reason: z.string().nullable(),
+    correlation_id: z.string(),
+    latency_ms: z.number().min(0),
+  })
+  .meta({ id: 'AuditEvent' });
+
+export const TokenInfo = z
+  .object({
+    token_id: z.string(),
+    name: z.string(),
+    family: z.string(),
+    grants: z.array(z.string()),
+    root: z.boolean(),
+    created_at: time,
+    expires_at: time.nullable(),
+  })
+  .meta({ id: 'TokenInfo' });
+
+const nextCursor = z.string().nullable().describe('Pass it as `cursor` for the next page; null on the last page');
+
+/** Answer payloads by operation: what each handler returns, before the envelope. */
+export const Answers = {
+  session_open: z.object({ session: OpenedSession }),
+  session_keepalive: z.object({ session: SessionView }),
+  session_close: z.object({ released: count.describe('How many leases closing released') }),
+  session_list: z.object({ items: z.array(SessionView), next_cursor: nextCursor }),
+  lease_list: z.object({
+    items: z.array(LeaseView),
+    next_cursor: nextCursor,
+    revision: count.describe('The revision at which the page was read'),
+    epoch: z.string(),
+  }),
+  lease_inspect: z.object({ lease: LeaseView }),
+  lease_acquire: z.object({ lease: HeldLease, queued: z.boolean().describe('True when the grant came after waiting in the route’s queue') }),
+  lease_renew: z.object({ lease: HeldLease }),
+  lease_release: z.object({ route: z.string(), fencing_token: token }),
+  checkpoint_write: z.object({ checkpoint: CheckpointWritten }),
+  checkpoint_read: z.object({ checkpoint: Checkpoint }),
+  login: z.object({ token_id: z.string(), name: z.string(), family: z.string(), expires_at: time }),
+  logout: z.object({}),
+  whoami: z.object({ token_id: z.string(), name: z.string(), family: z.string(), grants: z.array(z.string()), root: z.boolean() }),
+  token_create: z.object({ token_id: z.string(), token: z.string().describe('The secret, shown once'), family: z.string() }),
+  token_list: z.object({ items: z.array(TokenInfo) }),
+  token_revoke: z.object({}),
+  lease_force_release: z.object({ route: z.string(), fencing_token: token }),
+  lease_revoke: z.object({ route: z.string(), fencing_token: token, sessions_closed: z.literal([0, 1]) }),
+  embed_token_create: z.object({ token_id: z.string(), token: z.string().describe('The secret, shown once'), expires_at: time }),
+  audit_list: z.object({ items: z.array(AuditEvent), next_cursor: nextCursor }),
+  feed_subscribe: z.object({ subscription_id: z.string(), selector: z.string(), created: z.boolean() }),
+  feed_unsubscribe: z.object({}),
+  metrics_summary: z.object({
+    window_s: z.number().int().min(1),
+    step_s: z.number().int().min(1),
+    series: z
+      .record(z.string(), z.array(z.tuple([z.number(), z.number()])))
+      .describe('By name: [unix time in ms, value] points, one per step_s'),
+  }),
+  /** A stream's answer is the SSE body, not JSON; its events are `FeedEvents`. */
+  feed_open: z.object({}),
+} as const;
+
+export type Operation = keyof typeof Answers;
+
+export const HealthOk = z
+  .object({ status: z.literal('ok'), store: z.enum(['sqlite', 'postgres']), epoch: z.string(), version: z.string(), uptime_ms: count })
+  .meta({ id: 'Health', description: 'A plain body for load balancers, not the envelope' });
+export const HealthUnavailable = z
+  .object({ status: z.literal('unavailable'), store: z.enum(['sqlite', 'postgres']) })
+  .meta({ id: 'HealthUnavailable' });
+
+// ---- the live inventory feed (text/event-stream) ------------------------------
+
+const CHANGE_KINDS = ['acquired', 'released', 'expired', 'session_closed', 'force_released', 'revoked', 'rolled_back'] as const satisfies readonly ChangeKind[];
+/** Compile-time: every ChangeKind is listed above. */
+export const changeKindsComplete: Exclude<ChangeKind, (typeof CHANGE_KINDS)[number]> extends never ? true : never = true;
+
+/** The data of each SSE event type, by event name. */
+export const FeedEvents = {
+  hello: z
+    .object({ stream_id: z.string(), epoch: z.string(), revision: count, heartbeat_ms: z.number().int().min(1) })
+    .meta({ id: 'FeedHello', description: '`event: hello`, first on every stream' }),
+  subscribed: z
+    .object({ subscription_id: z.string(), selector: z.string(), created: z.boolean() })
+    .meta({ id: 'FeedSubscribed', description: '`event: subscribed`, once per registration' }),
+  change: z
+    .object({
+      subscription_id: z.string(),
+      route: z.string(),
+      change: z.enum(CHANGE_KINDS),
+      queued: z.boolean().optional().describe('acquired only'),
+      revision: count,
+      lease: LeaseView.optional().describe('acquired only'),
+    })
+    .meta({ id: 'FeedChange', description: '`event: change` with `id: <revision>`' }),
+  renewed: z
+    .object({ subscription_id: z.string(), route: z.string(), expires_at: time, renewal_count: count })
+    .meta({ id: 'FeedRenewed', description: '`event: renewed`, only to registrations that asked for renewal hints' }),
+  overflow: z
+    .object({ reason: z.enum(['slow_consumer', 'resync']) })
+    .meta({ id: 'FeedOverflow', description: '`event: overflow`: the server then closes the stream; relist and reopen' }),
+  closed: z
+    .object({ reason: z.enum(['token_revoked', 'token_expired', 'logged_out', 'shutdown']) })
+    .meta({ id: 'FeedClosed', description: '`event: closed`: the last event of a stream the server ends' }),
+} as const;
+
+// ---- errors ---------------------------------------------------------------------
+
+export const ErrorBody = z
+  .object({
+    status: z.literal('error'),
+    code: z.enum(ERROR_CODES),
+    message: z.string().describe('For people: never a stack trace, a backend message or a secret'),
+    correlation_id: z.string(),
+    retryable: z.boolean(),
+    retry_after_ms: count.optional().describe('When to retry, when the server knows'),
+  })
+  .meta({ description: 'The error envelope' });
