@@ -410,17 +410,17 @@ export class LeaseEngine {
       w.timer = this.scheduler.after(input.waitMs, () => {
         if (this.waiters.remove(w)) void this.refuseTimedOut(w, w.reject);
       });
-      input.signal?.addEventListener(
-        'abort',
-        () => {
-          if (this.waiters.remove(w)) {
-            w.timer?.cancel();
-            w.reject(new LeaseholdError('lease_conflict', 'the client went away while waiting'));
-            if (this.ctx.instanceId !== undefined) void this.run((step) => this.forgetWaiter(step, w), undefined, w.family).catch(() => undefined);
-          }
-        },
-        { once: true },
-      );
+      const left = () => {
+        if (this.waiters.remove(w)) {
+          w.timer?.cancel();
+          w.reject(new LeaseholdError('lease_conflict', 'the client went away while waiting'));
+          if (this.ctx.instanceId !== undefined) void this.run((step) => this.forgetWaiter(step, w), undefined, w.family).catch(() => undefined);
+        }
+      };
+      // The client may have gone while the step that queued it committed:
+      // then it leaves now, not at its deadline.
+      if (input.signal?.aborted) left();
+      else input.signal?.addEventListener('abort', left, { once: true });
     }
     // A waiting acquire is audited when it is answered.
     r.done.then(

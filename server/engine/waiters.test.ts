@@ -84,6 +84,22 @@ for (const backend of BACKENDS) {
     await rejectsWith(f.engine.inspect(f.admin, R), 'lease_not_found');
   });
 
+  test('a client that leaves while the step queuing it commits is removed at once, not at its deadline', async () => {
+    const holder = await f.open('holder');
+    const w = await f.open('w');
+    await f.acquire(R, holder);
+    const ac = new AbortController();
+    const p = f.acquire(R, w, { waitMs: 5_000, signal: ac.signal });
+    ac.abort(); // before the acquire's step has committed
+    const err = (await p.then(
+      () => assert.fail('granted'),
+      (e: unknown) => e,
+    )) as { code: string; message: string };
+    assert.equal(err.code, 'lease_conflict');
+    assert.match(err.message, /went away/, 'refused for leaving, with no clock advanced to its deadline');
+    assert.equal(f.engine.waiters.size(), 0);
+  });
+
   test('a grant whose client left before delivery is rolled back and the next waiter is granted', async () => {
     const holder = await f.open('holder');
     const gone = await f.open('gone');
