@@ -30,8 +30,53 @@ if (!process.env.LEASEHOLD_E2E_DATA_DIR) {
   process.on('exit', () => rmSync(dataDir, { recursive: true, force: true }));
 }
 
+/**
+ * LEASEHOLD_E2E_STORE=postgres: the second run of `npm test`. Two servers on
+ * one fresh PostgreSQL database: the console (and `baseURL`) on instance A,
+ * and instance B (API only) for every API call the tests make
+ * (LEASEHOLD_E2E_API_URL, read by e2e/fixtures.ts), so what the console
+ * shows reached it through the shared store and its notifications.
+ */
+const postgres = process.env.LEASEHOLD_E2E_STORE === 'postgres';
+if (postgres) {
+  process.env.LEASEHOLD_E2E_PORT_B ??= freePort();
+  if (!process.env.LEASEHOLD_E2E_DATABASE_URL) {
+    const db = execFileSync(process.execPath, ['scripts/test-database.mjs', 'create'], { encoding: 'utf8' }).trim();
+    process.env.LEASEHOLD_E2E_DATABASE_URL = db;
+    const dataDirB = mkdtempSync(join(tmpdir(), 'leasehold-e2e-b-'));
+    process.env.LEASEHOLD_E2E_DATA_DIR_B = dataDirB;
+    process.on('exit', () => {
+      rmSync(dataDirB, { recursive: true, force: true });
+      execFileSync(process.execPath, ['scripts/test-database.mjs', 'drop', db]);
+    });
+  }
+  process.env.LEASEHOLD_E2E_API_URL ??= `http://127.0.0.1:${process.env.LEASEHOLD_E2E_PORT_B}`;
+}
+
 const port = process.env.LEASEHOLD_E2E_PORT;
 const baseURL = `http://127.0.0.1:${port}`;
+
+const serverEnv = {
+  NODE_ENV: 'production',
+  HOST: '127.0.0.1',
+  LEASEHOLD_BOOTSTRAP_TOKEN: process.env.LEASEHOLD_E2E_ADMIN_TOKEN!,
+  // Short heartbeats, so a silent stream is noticed within the test's patience.
+  LEASEHOLD_FEED_HEARTBEAT_MS: '5000',
+  NEXT_TELEMETRY_DISABLED: '1',
+  ...(postgres ? { LEASEHOLD_DATABASE_URL: process.env.LEASEHOLD_E2E_DATABASE_URL! } : {}),
+};
+const server = (env: Record<string, string>, url: string) => ({
+  // The server's own command, not `npm start`: killing npm would orphan the server.
+  command: 'node dist/server.mjs',
+  url: `${url}/api/v1/health`,
+  env: { ...serverEnv, ...env },
+  reuseExistingServer: false,
+  timeout: 60_000,
+  stdout: 'pipe' as const,
+  stderr: 'pipe' as const,
+  gracefulShutdown: { signal: 'SIGTERM' as const, timeout: 5_000 },
+});
+const serverA = server({ PORT: port!, LEASEHOLD_DATA_DIR: process.env.LEASEHOLD_E2E_DATA_DIR! }, baseURL);
 
 export default defineConfig({
   testDir: 'e2e',
@@ -42,7 +87,7 @@ export default defineConfig({
   retries: 0,
   timeout: 30_000,
   expect: { timeout: 10_000 },
-  reporter: [['list'], ['json', { outputFile: 'playwright-report/results.json' }]],
+  reporter: [['list'], ['json', { outputFile: postgres ? 'playwright-report/results-postgres.json' : 'playwright-report/results.json' }]],
   use: {
     baseURL,
     colorScheme: 'light',
@@ -64,24 +109,7 @@ export default defineConfig({
     },
   },
   projects: [{ name: 'chromium', use: { ...devices['Desktop Chrome'] } }],
-  webServer: {
-    // The server's own command, not `npm start`: killing npm would orphan the server.
-    command: 'node dist/server.mjs',
-    url: `${baseURL}/api/v1/health`,
-    env: {
-      NODE_ENV: 'production',
-      HOST: '127.0.0.1',
-      PORT: port,
-      LEASEHOLD_DATA_DIR: process.env.LEASEHOLD_E2E_DATA_DIR,
-      LEASEHOLD_BOOTSTRAP_TOKEN: process.env.LEASEHOLD_E2E_ADMIN_TOKEN,
-      // Short heartbeats, so a silent stream is noticed within the test's patience.
-      LEASEHOLD_FEED_HEARTBEAT_MS: '5000',
-      NEXT_TELEMETRY_DISABLED: '1',
-    },
-    reuseExistingServer: false,
-    timeout: 60_000,
-    stdout: 'pipe',
-    stderr: 'pipe',
-    gracefulShutdown: { signal: 'SIGTERM', timeout: 5_000 },
-  },
+  webServer: postgres
+    ? [serverA, server({ PORT: process.env.LEASEHOLD_E2E_PORT_B!, LEASEHOLD_DATA_DIR: process.env.LEASEHOLD_E2E_DATA_DIR_B!, LEASEHOLD_CONSOLE: 'off' }, process.env.LEASEHOLD_E2E_API_URL!)]
+    : serverA,
 });

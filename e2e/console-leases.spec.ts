@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ADMIN_TOKEN, expect, test as base, type LeaseholdApi } from './fixtures';
+import { ADMIN_TOKEN, API_URL, expect, test as base, type LeaseholdApi } from './fixtures';
 import { LeasesPage } from './pages/leases-page';
 import { LoginPage } from './pages/login-page';
 
@@ -31,7 +31,7 @@ async function holdMany(api: LeaseholdApi, baseURL: string, area: string, count:
     Array.from({ length: 16 }, async () => {
       while (next < routes.length) {
         const route = routes[next++]!;
-        const res = await fetch(`${baseURL}/api/v1/leases/${route.slice('lease://'.length)}/acquire`, {
+        const res = await fetch(`${API_URL ?? baseURL}/api/v1/leases/${route.slice('lease://'.length)}/acquire`, {
           method: 'POST',
           headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': 'application/json' },
           body: JSON.stringify({ session_id: session.sessionId, request_id: randomUUID(), ttl_ms: ttlMs }),
@@ -245,6 +245,11 @@ test('with 5,000 held leases the first page shows within 2 s and paging has no l
   writeFileSync(join(testInfo.project.outputDir, 'leases-perf.json'), `${JSON.stringify(figures, null, 2)}\n`);
   await testInfo.attach('leases-perf', { body: JSON.stringify(figures, null, 2), contentType: 'application/json' });
 
+  // The time budgets are checked in the SQLite run. In the PostgreSQL run
+  // (playwright.config.ts: the same machine also runs instance B and the
+  // database) this test checks that 5,000 leases seeded through B page
+  // correctly on A, and prints its figures (docs/benchmarks.md).
+  if (API_URL !== undefined) return;
   expect(coldMs, 'first visit: first page on screen within 2 s of navigation start').toBeLessThan(2_000);
   expect(firstPageMs, 'later visit (scripts cached): first page on screen within 2 s').toBeLessThan(2_000);
   expect(figures.maxLongTaskWhilePagingMs, 'no main-thread task over 200 ms while paging').toBeLessThanOrEqual(200);

@@ -6,6 +6,12 @@ import { LandingPage } from './pages/landing-page';
 
 /** The shared server's bootstrap root token (playwright.config.ts sets it). */
 export const ADMIN_TOKEN = process.env.LEASEHOLD_E2E_ADMIN_TOKEN ?? '';
+/**
+ * Where the tests' own API calls go: instance B when the suite runs on
+ * PostgreSQL (two instances; the console is on A, `baseURL`), else undefined
+ * (the one server at `baseURL`). playwright.config.ts sets it.
+ */
+export const API_URL: string | undefined = process.env.LEASEHOLD_E2E_API_URL;
 
 export interface Held {
   route: string;
@@ -40,6 +46,12 @@ export interface LeaseholdApi {
 }
 
 type Fixtures = {
+  /**
+   * Where `api` sends its calls: `other` is instance B when there are two
+   * (API_URL), `console` the console's own instance. A spec about what is
+   * per process (metrics) uses `test.use({ apiOn: 'console' })`.
+   */
+  apiOn: 'other' | 'console';
   /** Console errors and uncaught exceptions seen on `page` so far; a test asserts it stays empty. */
   consoleErrors: string[];
   landingPage: LandingPage;
@@ -60,6 +72,7 @@ function collectErrors(page: Page): string[] {
 }
 
 export const test = base.extend<Fixtures>({
+  apiOn: ['other', { option: true }],
   consoleErrors: async ({ page }, use) => {
     await use(collectErrors(page));
   },
@@ -67,8 +80,8 @@ export const test = base.extend<Fixtures>({
     await use(new LandingPage(page));
   },
 
-  api: async ({ baseURL }, use) => {
-    const http = await apiRequest.newContext({ baseURL, extraHTTPHeaders: { Authorization: `Bearer ${ADMIN_TOKEN}` } });
+  api: async ({ baseURL, apiOn }, use) => {
+    const http = await apiRequest.newContext({ baseURL: apiOn === 'other' ? (API_URL ?? baseURL) : baseURL, extraHTTPHeaders: { Authorization: `Bearer ${ADMIN_TOKEN}` } });
     const sessions = new Set<string>();
     const tokens = new Set<string>();
     const call = async (method: 'GET' | 'POST' | 'DELETE', path: string, body?: object): Promise<Record<string, any>> => {

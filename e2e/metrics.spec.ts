@@ -38,6 +38,10 @@ const test = base.extend<{ metricsPage: MetricsPage; metricsOffServer: OwnServer
 
 const AREA = 'lease://acme/metrics-e2e';
 
+// The charts are the console instance's own counters (metrics are per
+// process): on PostgreSQL the workload goes to that instance, not to B.
+test.use({ apiOn: 'console' });
+
 test('the charts follow a workload run through the API: acquisitions, a conflict, releases, leases and sessions', async ({
   page,
   api,

@@ -1,7 +1,10 @@
 import { join } from 'node:path';
 import { expect, test } from './fixtures';
 
-test('the landing page shows live health from the sqlite store and switches to dark mode', async ({
+/** The store the suite runs on (playwright.config.ts: LEASEHOLD_E2E_STORE). */
+const STORE = process.env.LEASEHOLD_E2E_STORE === 'postgres' ? 'postgres' : 'sqlite';
+
+test('the landing page shows live health from its store and switches to dark mode', async ({
   landingPage,
   consoleErrors,
 }, testInfo) => {
@@ -12,7 +15,7 @@ test('the landing page shows live health from the sqlite store and switches to d
   await expect(landingPage.healthStatus).toHaveText('Operational');
   await expect(landingPage.health).toMatchAriaSnapshot(`
     - term: Store
-    - definition: sqlite
+    - definition: ${STORE}
   `);
   await expect(landingPage.darkModeToggle).toHaveAttribute('aria-pressed', 'false');
   await landingPage.page.screenshot({ path: join(shots, 'landing-light.png'), fullPage: true });

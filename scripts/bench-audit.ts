@@ -7,6 +7,7 @@
  *   BENCH_AUDIT_ROWS=200000 npm run bench:audit
  */
 
+import { millis } from '../server/store/millis';
 import { rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -26,7 +27,7 @@ function row(i: number): NewAuditRow {
   const eventType = r < 0.6 ? 'lease_renew' : r < 0.75 ? 'lease_acquire' : r < 0.9 ? 'lease_release' : r < 0.95 ? 'lease_expire' : r < 0.9999 ? 'session_open' : 'lease_force_release';
   const routeless = eventType === 'session_open';
   return {
-    time: start + i * 10,
+    time: millis(start + i * 10),
     eventType,
     family: 'default',
     route: routeless ? null : `lease://realm-${i % 20}/area-${i % 50}/resource-${i % 5_000}`,
@@ -49,7 +50,7 @@ function p50(xs: number[]): number {
 
 async function main(): Promise<void> {
   let now = start + ROWS * 10;
-  const store = new SqliteStore({ dataDir: dir, clock: () => now });
+  const store = new SqliteStore({ dataDir: dir, clock: () => millis(now) });
   const t0 = performance.now();
   for (let i = 0; i < ROWS; i += BATCH) {
     const rows = Array.from({ length: Math.min(BATCH, ROWS - i) }, (_, k) => row(i + k));
@@ -62,7 +63,7 @@ async function main(): Promise<void> {
   console.log(`insert (batches of ${BATCH})  ${Math.round(ROWS / insertS).toLocaleString('en')} rows/s`);
   console.log(`on disk                  ${Math.round(bytes / ROWS)} bytes/row with indexes (${(bytes / 2 ** 20).toFixed(0)} MiB)`);
 
-  const reopened = new SqliteStore({ dataDir: dir, clock: () => now });
+  const reopened = new SqliteStore({ dataDir: dir, clock: () => millis(now) });
   const base: AuditScan = { family: 'default', triple: [null, null, null], routeless: true, before: null, limit: 101, budget: 10_000 };
   const cases: Array<[string, AuditScan]> = [
     ['newest page, everything', base],
@@ -71,7 +72,7 @@ async function main(): Promise<void> {
     ['newest page, one route', { ...base, triple: ['realm-3', 'area-3', 'resource-3'], routeless: false }],
     ['newest page, rare type (lease_force_release)', { ...base, eventType: 'lease_force_release' }],
     ['newest page, common type (lease_release)', { ...base, eventType: 'lease_release' }],
-    ['page at half depth (cursor), everything', { ...base, before: [start + (ROWS / 2) * 10, ROWS / 2] }],
+    ['page at half depth (cursor), everything', { ...base, before: [millis(start + (ROWS / 2) * 10), ROWS / 2] }],
   ];
   for (const [name, scan] of cases) {
     const times: number[] = [];
@@ -89,7 +90,7 @@ async function main(): Promise<void> {
   let deleted = 0;
   for (let k = 0; k < 100; k++) {
     const t = performance.now();
-    deleted += await reopened.atomic((tx) => tx.pruneAudit(0, ROWS / 2, PRUNE_BATCH));
+    deleted += await reopened.atomic((tx) => tx.pruneAudit(millis(0), ROWS / 2, PRUNE_BATCH));
     steps.push(performance.now() - t);
   }
   const sorted = steps.slice().sort((a, b) => a - b);

@@ -3,13 +3,14 @@
  * acquire → release cycles from 64 concurrent workers, with the CPU time one
  * cycle costs. Separates store and engine cost from HTTP cost when tuning.
  */
+import { systemClock } from '../server/store/millis';
 import { engineFixture, proofOf } from '../server/testing/engine-fixture';
 
 const WORKERS = 64;
 const CYCLES = Number(process.env.BENCH_CYCLES ?? 300);
 
 const f = await engineFixture();
-f.clock.now = Date.now;
+f.clock.now = systemClock;
 const sessions = await Promise.all(Array.from({ length: WORKERS }, (_, i) => f.open(`w${i}`, 300_000)));
 
 async function worker(i: number, n: number): Promise<void> {

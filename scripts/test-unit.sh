@@ -1,28 +1,58 @@
 #!/usr/bin/env bash
-# Unit and HTTP tests: node's test runner (through tsx) over every *.test.ts
-# in lib/, components/, server/ and tests/. Node 20 does not expand globs itself, so the
-# shell does. Prints node's summary lines (`# pass N`, `# fail N`) last, and
-# exits non-zero when any test fails.
+# Unit and HTTP tests: node's test runner (through tsx), in two passes.
+#
+# 1. SQLite: every *.test.ts in lib/, components/, server/ and tests/
+#    (engine and store suites run on both stores themselves).
+# 2. PostgreSQL: the HTTP-level files again (server/http, the SDK tests
+#    against a real server, the SIGKILL durability test) with
+#    LEASEHOLD_TEST_STORE=postgres: each test server is two instances on one
+#    fresh database, requests spread over both (docs/design.md "Testing on
+#    both stores").
+#
+# Node 20 does not expand globs itself, so the shell does. Each pass prints
+# node's summary lines (`# pass N`, `# fail N`) under its own heading, then
+# `postgres pass: N passed, N failed`; exits non-zero when any test fails.
+# LEASEHOLD_TEST_PASSES=sqlite or =postgres runs one pass alone.
 set -uo pipefail
 shopt -s globstar nullglob
 cd "$(dirname "$0")/.."
 
-files=(lib/**/*.test.ts components/**/*.test.ts server/**/*.test.ts tests/**/*.test.ts)
-if ((${#files[@]} == 0)); then
-  echo "no unit tests found"
-  printf '# tests 0\n# pass 0\n# fail 0\n'
-  exit 0
-fi
+passes="${LEASEHOLD_TEST_PASSES:-sqlite postgres}"
+all=(lib/**/*.test.ts components/**/*.test.ts server/**/*.test.ts tests/**/*.test.ts)
+http=(server/http/*.test.ts tests/sdk/*.test.ts server/durability.test.ts)
 
 tap="$(mktemp -t leasehold-unit-XXXXXX.tap)"
 trap 'rm -f "$tap"' EXIT
 
-# Readable spec output on the terminal, TAP to a file for the summary lines.
-node --import tsx --test --test-concurrency=1 --test-timeout=120000 \
-  --test-reporter=spec --test-reporter-destination=stdout \
-  --test-reporter=tap --test-reporter-destination="$tap" \
-  "${files[@]}"
-rc=$?
+status=0
+# run <label> <files…>: readable spec output on the terminal, TAP to a file for the summary lines.
+run() {
+  local label=$1
+  shift
+  if (($# == 0)); then
+    echo "no tests found for the $label pass"
+    printf '# tests 0\n# pass 0\n# fail 0\n'
+    return
+  fi
+  node --import tsx --test --test-concurrency=1 --test-timeout=120000 \
+    --test-reporter=spec --test-reporter-destination=stdout \
+    --test-reporter=tap --test-reporter-destination="$tap" \
+    "$@"
+  local rc=$?
+  echo "== $label pass summary"
+  grep -E '^# (tests|suites|pass|fail|cancelled|skipped|todo|duration_ms) ' "$tap"
+  ((rc != 0)) && status=1
+  return 0
+}
 
-grep -E '^# (tests|suites|pass|fail|cancelled|skipped|todo|duration_ms) ' "$tap"
-exit "$rc"
+for pass in $passes; do
+  case $pass in
+    sqlite) run sqlite "${all[@]}" ;;
+    postgres)
+      LEASEHOLD_TEST_STORE=postgres run postgres "${http[@]}"
+      awk '/^# pass /{p=$3} /^# (fail|cancelled) /{f+=$3} END{printf "postgres pass: %d passed, %d failed\n", p, f}' "$tap"
+      ;;
+    *) echo "unknown pass: $pass (sqlite or postgres)" >&2; status=2 ;;
+  esac
+done
+exit "$status"

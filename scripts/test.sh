@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# The project's test command (`npm test`): build, unit/HTTP tests, then the
-# Playwright end-to-end tests against the built server. Every stage runs even
-# when an earlier one failed (except e2e, which needs a build), and the last
-# line is always the totals: `N passed, N failed`.
+# The project's test command (`npm test`): build, unit/HTTP tests (a SQLite
+# pass, then the HTTP-level files on PostgreSQL with two instances), then the
+# Playwright end-to-end tests against the built server, twice: on SQLite, and
+# on PostgreSQL with the console on instance A and the tests' API calls on B.
+# Every stage runs even when an earlier one failed (except e2e, which needs a
+# build), each prints its own counts, and the last line is always the totals
+# of all of them: `N passed, N failed`.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export NEXT_TELEMETRY_DISABLED=1
@@ -11,6 +14,7 @@ passed=0
 failed=0
 status=0
 e2e_json=playwright-report/results.json
+e2e_json_pg=playwright-report/results-postgres.json
 unit_log="$(mktemp -t leasehold-unit-XXXXXX.log)"
 trap 'rm -f "$unit_log"' EXIT
 
@@ -31,10 +35,10 @@ else
   failed=$((failed + 1))
 fi
 
-echo "== unit and HTTP tests"
+echo "== unit and HTTP tests (SQLite, then PostgreSQL)"
 bash scripts/test-unit.sh 2>&1 | tee "$unit_log"
 unit_rc=${PIPESTATUS[0]}
-unit_pass=$(awk '/^# pass /{n=$3} END{print n+0}' "$unit_log")
+unit_pass=$(awk '/^# pass /{n+=$3} END{print n+0}' "$unit_log")
 unit_fail=$(awk '/^# (fail|cancelled) /{n+=$3} END{print n+0}' "$unit_log")
 if ((unit_rc != 0)); then
   status=1
@@ -44,26 +48,33 @@ fi
 passed=$((passed + unit_pass))
 failed=$((failed + unit_fail))
 
-if ((built)); then
-  echo "== end-to-end tests"
-  rm -f "$e2e_json"
-  npx playwright test
-  e2e_rc=$?
-  if [[ -f $e2e_json ]]; then
+# e2e <label> <results.json> [VAR=value…]: one Playwright run, counted.
+e2e() {
+  local label=$1 json=$2
+  shift 2
+  echo "== end-to-end tests ($label)"
+  rm -f "$json"
+  env "$@" npx playwright test
+  local rc=$? e2e_pass=0 e2e_fail=0
+  if [[ -f $json ]]; then
     read -r e2e_pass e2e_fail < <(node -e '
       const s = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).stats ?? {};
       console.log((s.expected ?? 0) + (s.flaky ?? 0), s.unexpected ?? 0);
-    ' "$e2e_json")
-  else
-    e2e_pass=0
-    e2e_fail=0
+    ' "$json")
   fi
-  if ((e2e_rc != 0)); then
+  if ((rc != 0)); then
     status=1
     ((e2e_fail == 0)) && e2e_fail=1
   fi
+  echo "end-to-end ($label): $e2e_pass passed, $e2e_fail failed"
   passed=$((passed + e2e_pass))
   failed=$((failed + e2e_fail))
+}
+
+if ((built)); then
+  e2e sqlite "$e2e_json"
+  # The console on instance A, the tests' API calls on instance B, one PostgreSQL database.
+  e2e "postgres, two instances" "$e2e_json_pg" LEASEHOLD_E2E_STORE=postgres
 else
   failed=$((failed + 1))
 fi

@@ -4,13 +4,16 @@
  * handler in production; nothing in API-only mode and in tests).
  */
 
+import { mkdirSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { LeaseEngine, type EngineOptions } from './engine/engine';
 import { createApiHandler } from './http/api';
+import { isOriginForm, refuseRawRequest, refuseRequestTarget } from './http/request-target';
 import { MetricsCollector, type CollectorOptions } from './metrics/collector';
 import { PgStore } from './store/postgres/pg-store';
 import { SqliteStore } from './store/sqlite/sqlite-store';
+import type { Clock } from './store/millis';
 import type { Store } from './store/types';
 
 export interface AppServerOptions {
@@ -22,7 +25,7 @@ export interface AppServerOptions {
   host?: string;
   port?: number;
   synchronous?: 'normal' | 'full';
-  clock?: () => number;
+  clock?: Clock;
   engine?: EngineOptions;
   corsOrigins?: string[];
   publicOrigin?: string;
@@ -53,8 +56,11 @@ export interface AppServer {
 
 /** Open the store, start the engine (expiring what fell due while down), then listen. */
 export async function startAppServer(opts: AppServerOptions): Promise<AppServer> {
+  // The data directory holds the SQLite database, or on PostgreSQL the
+  // instance's own files (the bootstrap token): created for either store.
+  mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
   const base: Store = opts.databaseUrl
-    ? await PgStore.open({ url: opts.databaseUrl, poolSize: opts.poolSize })
+    ? await PgStore.open({ url: opts.databaseUrl, poolSize: opts.poolSize, clock: opts.clock })
     : new SqliteStore({ dataDir: opts.dataDir, synchronous: opts.synchronous, clock: opts.clock });
   const store = opts.wrapStore ? opts.wrapStore(base) : base;
   const engine = new LeaseEngine(store, opts.engine);
@@ -83,7 +89,8 @@ export async function startAppServer(opts: AppServerOptions): Promise<AppServer>
   let inFlight = 0;
   let idle: (() => void) | undefined;
   const server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
-    if (req.url === '/api' || req.url?.startsWith('/api/')) {
+    if (!isOriginForm(req.url)) refuseRequestTarget(req, res);
+    else if (req.url === '/api' || req.url?.startsWith('/api/')) {
       inFlight++;
       res.once('close', () => {
         if (--inFlight === 0) idle?.();
@@ -91,6 +98,8 @@ export async function startAppServer(opts: AppServerOptions): Promise<AppServer>
       api(req, res);
     } else fallback(req, res);
   });
+  server.on('clientError', refuseRawRequest);
+  server.on('connect', (_req: IncomingMessage, socket) => refuseRawRequest(undefined, socket));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(opts.port ?? 0, opts.host ?? '127.0.0.1', () => resolve());

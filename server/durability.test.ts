@@ -13,6 +13,9 @@
  *   200 with `Idempotent-Replay: true`, the same lease_id and token;
  * - a new acquire, and a release + re-acquire of an acknowledged route, get
  *   tokens strictly greater than every token seen before the kill.
+ *
+ * With LEASEHOLD_TEST_STORE=postgres (the unit script's second pass) the
+ * same, with the server on a fresh PostgreSQL database instead of SQLite.
  */
 
 import { after, before, test } from 'node:test';
@@ -20,13 +23,16 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { call, leasePath, rid, type Reply } from './testing/harness';
+import { call, leasePath, rid, TEST_STORE, type Reply } from './testing/harness';
+import { createTestDatabase, type TestDatabase } from './testing/pg';
 import { killServers, spawnServer } from './testing/process';
 
 const TOKEN = `lh_durability_${Math.random().toString(36).slice(2)}_bootstrap`;
 /** Clients in flight: enough that the server's group-committed batches are large when it is killed. */
 const LOOPS = 64;
-const KILL_AFTER_MS = 1_500;
+// PostgreSQL steps are network round trips: a longer run before the kill, and a lower bar for "many".
+const KILL_AFTER_MS = TEST_STORE === 'postgres' ? 3_000 : 1_500;
+const MANY = TEST_STORE === 'postgres' ? 30 : 100;
 
 interface Acked {
   route: string;
@@ -45,7 +51,9 @@ interface CheckpointWrite {
 
 let dataDir = '';
 
-const startServer = () => spawnServer({ LEASEHOLD_DATA_DIR: dataDir, LEASEHOLD_BOOTSTRAP_TOKEN: TOKEN });
+let db: TestDatabase | undefined;
+
+const startServer = () => spawnServer({ LEASEHOLD_DATA_DIR: dataDir, LEASEHOLD_BOOTSTRAP_TOKEN: TOKEN, ...(db ? { LEASEHOLD_DATABASE_URL: db.url } : {}) });
 
 // What the first server acknowledged, and what the second one is.
 const acked: Acked[] = [];
@@ -59,6 +67,7 @@ const api = (url: string, method: string, path: string, body?: unknown) => call(
 
 before(async () => {
   dataDir = mkdtempSync(join(tmpdir(), 'leasehold-durability-'));
+  if (TEST_STORE === 'postgres') db = await createTestDatabase();
   const first = await startServer();
   const s = await api(first.url, 'POST', '/api/v1/sessions', { owner_id: 'durability', ttl_ms: 300_000 });
   assert.equal(s.status, 201, s.text);
@@ -125,15 +134,16 @@ before(async () => {
   url2 = second.url;
 });
 
-after(() => {
+after(async () => {
   killServers();
   if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  await db?.drop();
 });
 
 test('the stream was cut by the kill, after many acknowledged answers', (t) => {
   const cps = [...checkpoints.values()].flat().filter((w) => w.version !== undefined).length;
   t.diagnostic(`${acked.length} acquires and ${cps} checkpoint writes acknowledged before the kill; ${connectionErrors} requests cut; max token ${maxTokenBeforeKill}`);
-  assert.ok(acked.length >= 100, `only ${acked.length} acquires acknowledged before the kill`);
+  assert.ok(acked.length >= MANY, `only ${acked.length} acquires acknowledged before the kill`);
   assert.ok([...checkpoints.values()].some((w) => w.some((x) => x.version !== undefined)), 'no checkpoint acknowledged before the kill');
   assert.ok(connectionErrors > 0, 'no request was in flight when the server was killed');
   // Closed loops: each had one request in flight, so the batch being committed at the kill was large.

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { call, leasePath, rid, tempDir } from './testing/harness';
 import { killServers, runServerToExit, spawnServer, stopServer } from './testing/process';
 import { SseClient } from './testing/sse';
+import { createTestDatabase } from './testing/pg';
 
 const dirs: string[] = [];
 after(() => {
@@ -40,6 +41,20 @@ test('first start prints the bootstrap admin token once and writes it to a 0600 
   assert.equal(second.output().includes(token), false, 'a restart never shows the token again');
   assert.equal((await call(second.url, 'GET', '/api/v1/auth/whoami', undefined, { token })).status, 200);
   await stopServer(second.proc);
+});
+
+test('postgres: a data directory that does not exist yet is created, and the bootstrap token written there', async () => {
+  const db = await createTestDatabase();
+  try {
+    const d = join(dir(), 'fresh', '.data');
+    const srv = await spawnServer({ LEASEHOLD_DATABASE_URL: db.url, LEASEHOLD_DATA_DIR: d });
+    const token = readFileSync(join(d, 'admin-token'), 'utf8').trim();
+    assert.equal(statSync(d).mode & 0o777, 0o700);
+    assert.equal((await call(srv.url, 'GET', '/api/v1/auth/whoami', undefined, { token })).status, 200);
+    assert.equal(await stopServer(srv.proc), 0);
+  } finally {
+    await db.drop();
+  }
 });
 
 test('a second process on the same data directory refuses to start', async () => {

@@ -1,3 +1,4 @@
+import { addMs, type Millis } from '../store/millis';
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseSelector } from '@/lib/selector';
@@ -62,7 +63,7 @@ for (const backend of BACKENDS) {
         return fn(faulty);
       });
     }
-    now(): number {
+    now(): Millis {
       return this.inner.now();
     }
     epoch(): string {
@@ -93,8 +94,8 @@ for (const backend of BACKENDS) {
           waiterSettled = true;
         });
         // Queued once its step commits (a turn of the event loop on SQLite, round trips on PostgreSQL).
-        await until(f, () => f.engine.waiters.count('default', route) > 0);
-        assert.equal(f.engine.waiters.count('default', route), 1);
+        await until(f, () => f.engine.waiters.held('default', route) > 0);
+        assert.equal(f.engine.waiters.held('default', route), 1);
         const eventsBefore = f.events.length;
         const auditBefore = (await allEvents(f)).length;
 
@@ -107,7 +108,7 @@ for (const backend of BACKENDS) {
         const now = await f.engine.inspect(f.admin, route);
         assert.equal(now.lease.fencing_token, held.fencing_token, 'the lease is still held by its holder');
         assert.equal(now.lease.holder_incarnation, held.holder_incarnation);
-        assert.equal(f.engine.waiters.count('default', route), 1, 'the waiter is still queued');
+        assert.equal(f.engine.waiters.held('default', route), 1, 'the waiter is still queued');
         assert.equal(waiterSettled, false, 'no waiter was granted');
         const renewed = await f.engine.renew(f.admin, route, proofOf(holder, held));
         assert.equal(renewed.answer.lease.renewal_count, 1, 'the holder still holds it and can renew');
@@ -212,7 +213,7 @@ for (const backend of BACKENDS) {
     test('retention keeps at most the newest max-rows events, pruning in bounded steps', async () => {
       const f = await engineFixture({ backend, audit: { retentionMs: 365 * 86_400_000, maxRows: 1_000 } });
       try {
-        for (let i = 0; i < 5_000; i++) f.engine.audit.record(sessionEvent(f, `w-${i}`, f.clock.now() + i));
+        for (let i = 0; i < 5_000; i++) f.engine.audit.record(sessionEvent(f, `w-${i}`, addMs(f.clock.now(), i)));
         await f.engine.audit.flush();
         // One step deletes at most PRUNE_BATCH (500): the first call is one step;
         // the second deletes the rest (3,500), in bounded steps.

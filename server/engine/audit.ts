@@ -14,6 +14,7 @@
  * metadata value: its fields are the closed list below.
  */
 
+import { addMs } from '../store/millis';
 import { correlationId } from './ids';
 import { RARE_AUDIT_EVENT_TYPES, type AuditRow, type NewAuditRow, type Store } from '../store/types';
 import { iso } from './views';
@@ -260,7 +261,7 @@ export class AuditLog {
   async prune(maxSteps = PRUNE_STEPS_PER_TICK): Promise<number> {
     let total = 0;
     for (let i = 0; i < maxSteps; i++) {
-      const n = await this.store.atomic((tx) => tx.pruneAudit(tx.now - this.opts.retentionMs, this.opts.maxRows, PRUNE_BATCH));
+      const n = await this.store.atomic((tx) => tx.pruneAudit(addMs(tx.now, -this.opts.retentionMs), this.opts.maxRows, PRUNE_BATCH));
       total += n;
       if (n < PRUNE_BATCH) break;
     }

@@ -9,6 +9,7 @@
  * isolation: it only ever reads and writes the principal's family.
  */
 
+import { millis, type Millis } from '../store/millis';
 import { randomBytes } from 'node:crypto';
 import type { ParsedSelector } from '@/lib/selector';
 import { AuditLog, auditView, type AuditEvent, type AuditEventType, type AuditFacts, type AuditOptions, type AuditSpec, type Caller } from './audit';
@@ -48,7 +49,7 @@ export type { ListPage, ListQuery };
 
 /** The caller of system events (expiry): no token, no request. */
 const SYSTEM: Principal = { tokenId: '', name: 'system', family: '', grants: [], root: false, kind: 'api', expiresAt: null };
-import { WaiterQueues, type Waiter } from './waiters';
+import { waitQueueFor, type WaitQueue, type Waiter } from './waiters';
 
 export interface Outcome<T> {
   answer: T;
@@ -130,7 +131,7 @@ function refuse(r: { waiter: Waiter; error: LeaseholdError }): void {
 
 export class LeaseEngine {
   readonly events = new EventHub();
-  readonly waiters = new WaiterQueues();
+  readonly waiters: WaitQueue;
   readonly tokens: TokenAuthority;
   readonly audit: AuditLog;
   readonly feed: FeedHub;
@@ -146,6 +147,7 @@ export class LeaseEngine {
     readonly store: Store,
     private readonly opts: EngineOptions = {},
   ) {
+    this.waiters = waitQueueFor(store);
     this.ctx = { store, waiters: this.waiters, limits: { ...DEFAULT_LIMITS, ...opts.limits }, instanceId: store.bus?.instanceId };
     this.scheduler = opts.scheduler ?? systemScheduler;
     this.sweeper = new ExpirySweeper(this.ctx, (fn, family) => this.run(fn, undefined, family), this.scheduler);
@@ -170,6 +172,8 @@ export class LeaseEngine {
     // Expiry is a system event: audited from the change it makes, by the
     // instance that made it (never for another instance's change).
     this.events.subscribe((e) => {
+      // Another instance's revoke: stop accepting the token here as soon as its commit's notice arrives.
+      if (e.type === 'token_revoked' && e.remote) this.tokens.forget(e.tokenId);
       if (e.remote) return;
       if (e.type === 'change' && e.change === 'expired') {
         this.audit.record(this.systemRow('lease_expire', 'lease_expired', e.family, e.route, e));
@@ -238,8 +242,7 @@ export class LeaseEngine {
   /** Drain, write the buffered audit events, then close the store (committing what is pending). */
   async stop(): Promise<void> {
     this.drain();
-    const id = this.ctx.instanceId;
-    if (id !== undefined) await this.store.atomic((tx) => tx.waiters!.deleteInstanceWaiters(id)).catch(() => undefined);
+    await this.waiters.leave(this.store).catch(() => undefined);
     await this.audit.stop();
     await this.store.close();
   }
@@ -350,8 +353,8 @@ export class LeaseEngine {
   }
 
   /** Remove a waiter that left (deadline, disconnect) from the shared queue too. */
-  private async forgetWaiter(step: Step, w: Waiter): Promise<void> {
-    if (this.ctx.instanceId !== undefined) await step.tx.waiters?.deleteWaiter(w.family, w.route, w.requestId);
+  private forgetWaiter(step: Step, w: Waiter): Promise<void> {
+    return this.waiters.forget(step, w);
   }
 
   // ---- sessions -------------------------------------------------------------
@@ -414,7 +417,7 @@ export class LeaseEngine {
         if (this.waiters.remove(w)) {
           w.timer?.cancel();
           w.reject(new LeaseholdError('lease_conflict', 'the client went away while waiting'));
-          if (this.ctx.instanceId !== undefined) void this.run((step) => this.forgetWaiter(step, w), undefined, w.family).catch(() => undefined);
+          if (this.waiters.inStore) void this.run((step) => this.forgetWaiter(step, w), undefined, w.family).catch(() => undefined);
         }
       };
       // The client may have gone while the step that queued it committed:
@@ -568,15 +571,15 @@ export class LeaseEngine {
     const triple = q.selector.triple;
     const routeless = triple.every((t) => t === null);
     const query = JSON.stringify([triple, q.eventType ?? null, q.since ?? null, q.until ?? null]);
-    const c = this.cursor(p.family, 'audit', query, q.cursor, (x): x is [number, number] => Array.isArray(x) && x.length === 2 && x.every((n) => Number.isSafeInteger(n)));
+    const c = this.cursor(p.family, 'audit', query, q.cursor, (x): x is [Millis, number] => Array.isArray(x) && x.length === 2 && x.every((n) => Number.isSafeInteger(n)));
     const scan = await this.run((step) =>
       step.tx.scanAudit({
         family: p.family,
         triple,
         routeless,
         eventType: q.eventType,
-        since: q.since,
-        until: q.until,
+        since: q.since === undefined ? undefined : millis(q.since),
+        until: q.until === undefined ? undefined : millis(q.until),
         before: c.after,
         limit: q.limit + 1,
         budget: this.ctx.limits.listBudget,
@@ -586,7 +589,7 @@ export class LeaseEngine {
     const last = page[page.length - 1];
     // Resume after the last event shown; or, on a short page that ran out of
     // budget, after the last event examined (like LIST, a page may be short).
-    const resume: [number, number] | null = scan.rows.length > q.limit && last ? [last.time, last.seq] : scan.exhausted ? null : scan.lastExamined;
+    const resume: [Millis, number] | null = scan.rows.length > q.limit && last ? [last.time, last.seq] : scan.exhausted ? null : (scan.lastExamined as [Millis, number] | null);
     return { items: page.map(auditView), next_cursor: resume ? c.encode(resume) : null };
   }
 

@@ -6,6 +6,7 @@
  * even after the lease, its session or the server are gone.
  */
 
+import type { Millis } from '../store/millis';
 import { fail } from './errors';
 import type { Step } from './step';
 
@@ -31,7 +32,7 @@ export async function findReplay<T>(step: Step, key: IdemKey, digest: string): P
 }
 
 /** Record a success answer for this key, kept until `expiresAt`. */
-export async function recordAnswer(step: Step, key: IdemKey, digest: string, answer: unknown, expiresAt: number): Promise<void> {
+export async function recordAnswer(step: Step, key: IdemKey, digest: string, answer: unknown, expiresAt: Millis): Promise<void> {
   await step.tx.putIdempotency({
     family: key.family,
     op: key.op,

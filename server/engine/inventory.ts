@@ -76,9 +76,9 @@ export async function listStep(
   if (scan.rows.length > q.limit) next = page[page.length - 1]!.route;
   else if (!scan.exhausted && scan.lastExamined !== null) next = scan.lastExamined;
   // On a shared store the queues are in the store: one query for the page.
-  const shared = ctx.instanceId !== undefined && page.length > 0 ? await step.tx.waiters?.countWaitersOf(family, page.map((l) => l.route), step.now) : undefined;
+  const waiting = await ctx.waiters.countOf(step, family, page.map((l) => l.route));
   return {
-    items: page.map((l) => leaseView(l, step.now, shared ? (shared.get(l.route) ?? 0) : ctx.waiters.count(family, l.route))),
+    items: page.map((l) => leaseView(l, step.now, waiting.get(l.route) ?? 0)),
     next_cursor: next === null ? null : encode(next),
     revision: await step.tx.revision(family),
   };

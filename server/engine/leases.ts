@@ -8,7 +8,8 @@
  * never goes back, so tokens strictly increase per route for the store's life.
  */
 
-import type { LeaseRow, SessionRow, SharedWaiters } from '../store/types';
+import { addMs, millis, type Millis } from '../store/millis';
+import type { LeaseRow, SessionRow } from '../store/types';
 import { fail, LeaseholdError } from './errors';
 import type { ChangeKind } from './events';
 import { findReplay, recordAnswer, type IdemKey } from './idempotency';
@@ -74,30 +75,16 @@ export async function endSession(ctx: EngineContext, step: Step, s: SessionRow, 
     const kind = l.expiresAt < endedAt ? 'expired' : 'session_closed';
     if ((await endLease(ctx, step, l, kind)) && kind === 'session_closed') released++;
   }
-  const sw = shared(ctx, step);
-  if (sw) {
-    for (const row of await sw.takeSessionWaiters(s.idHash)) {
-      if (row.instance !== ctx.instanceId) step.notices.push({ kind: 'refuse', to: row.instance, family: row.family, route: row.route, requestId: row.requestId });
-    }
-  }
-  for (const w of ctx.waiters.ofSession(s.idHash)) {
-    if (ctx.waiters.remove(w)) {
-      step.refused.push({ waiter: w, error: sessionGone() });
-    }
-  }
+  const taken = await ctx.waiters.takeSession(step, s.idHash);
+  for (const row of taken.remote) step.notices.push({ kind: 'refuse', to: row.instance, family: row.family, route: row.route, requestId: row.requestId });
+  for (const w of taken.local) step.refused.push({ waiter: w, error: sessionGone() });
   step.events.push({ type: why, family: s.family, incarnation: s.incarnation, ownerId: s.ownerId });
   return released;
 }
 
-/** The store's shared queues when several instances share it, else undefined (queues in memory). */
-function shared(ctx: EngineContext, step: Step): SharedWaiters | undefined {
-  return ctx.instanceId !== undefined ? step.tx.waiters : undefined;
-}
-
 /** How many acquires wait for a route (on every instance, on a shared store). */
-export async function waiterCount(ctx: EngineContext, step: Step, family: string, route: string): Promise<number> {
-  const sw = shared(ctx, step);
-  return sw ? sw.countWaiters(family, route, step.now) : ctx.waiters.count(family, route);
+export function waiterCount(ctx: EngineContext, step: Step, family: string, route: string): Promise<number> {
+  return ctx.waiters.count(step, family, route);
 }
 
 export function sessionGone(): LeaseholdError {
@@ -153,8 +140,8 @@ async function createLease(step: Step, p: WaiterParams, s: SessionRow, queued: b
     incarnation: s.incarnation,
     acquiredAt: step.now,
     renewedAt: step.now,
-    expiresAt: Math.min(step.now + p.ttlMs, step.now + p.maxLifetimeMs),
-    maxExpiresAt: step.now + p.maxLifetimeMs,
+    expiresAt: addMs(step.now, Math.min(p.ttlMs, p.maxLifetimeMs)),
+    maxExpiresAt: addMs(step.now, p.maxLifetimeMs),
     ttlMs: p.ttlMs,
     renewalCount: 0,
     revision,
@@ -171,79 +158,33 @@ function acquireKey(p: { family: string; route: string; requestId: string }): Id
   return { family: p.family, op: 'acquire', route: p.route, requestId: p.requestId };
 }
 
-function acquireRecordExpiry(ctx: EngineContext, step: Step, row: LeaseRow): number {
-  return Math.max(step.now + ctx.limits.idempotencyTtlMs, row.maxExpiresAt);
+function acquireRecordExpiry(ctx: EngineContext, step: Step, row: LeaseRow): Millis {
+  return millis(Math.max(addMs(step.now, ctx.limits.idempotencyTtlMs), row.maxExpiresAt));
 }
 
 /**
  * Grant a freed route to the head of its queue, in the same step that freed
- * it. Waiters whose client left or whose session is gone are skipped.
+ * it, whichever instance holds that waiter (on a shared store). This
+ * instance's own waiter is answered after commit; another instance's is
+ * told by a notice sent with the commit (its grant is rolled back there if
+ * its client has left). Waiters whose client left or whose session is gone
+ * are skipped.
  */
 export async function grantNext(ctx: EngineContext, step: Step, family: string, route: string): Promise<void> {
-  const sw = shared(ctx, step);
-  if (sw) return grantNextShared(ctx, step, sw, family, route);
   for (;;) {
-    const w = ctx.waiters.claimHead(family, route);
-    if (!w) return;
-    if (w.signal?.aborted) {
-      w.state = 'done';
-      continue;
-    }
-    const s = await liveSession(ctx, step, family, w.sessionHash);
+    const c = await ctx.waiters.claimHead(step, family, route);
+    if (!c) return;
+    const s = await liveSession(ctx, step, family, c.params.sessionHash);
     if (!s) {
-      step.refused.push({ waiter: w, error: sessionGone() });
+      if (c.waiter) step.refused.push({ waiter: c.waiter, error: sessionGone() });
+      else step.notices.push({ kind: 'refuse', to: c.instance, family, route, requestId: c.params.requestId });
       continue;
     }
-    const { row, held } = await createLease(step, w, s, true, ctx.waiters.count(family, route));
+    const { row: lease, held } = await createLease(step, c.params, s, true, await waiterCount(ctx, step, family, route));
     const answer: AcquireResult = { lease: held, queued: true };
-    await recordAnswer(step, acquireKey(w), w.digest, answer, acquireRecordExpiry(ctx, step, row));
-    step.grants.push({ waiter: w, lease: row, answer });
-    return;
-  }
-}
-
-/**
- * grantNext on a shared store: the head of the route's queue in the store,
- * whichever instance holds it. This instance's own waiter is answered after
- * commit as usual; another instance's is told by a notice sent with the
- * commit (its grant is rolled back there if its client has left).
- */
-async function grantNextShared(ctx: EngineContext, step: Step, sw: SharedWaiters, family: string, route: string): Promise<void> {
-  for (;;) {
-    const row = await sw.headWaiter(family, route, step.now);
-    if (!row) return;
-    await sw.deleteWaiter(family, route, row.requestId);
-    let local: Waiter | undefined;
-    if (row.instance === ctx.instanceId) {
-      local = ctx.waiters.claimRequest(family, route, row.requestId);
-      // Gone already (deadline, disconnect): its own step removes nothing more.
-      if (!local) continue;
-      if (local.signal?.aborted) {
-        local.state = 'done';
-        continue;
-      }
-    }
-    const params: WaiterParams = local ?? {
-      family,
-      route,
-      sessionHash: row.sessionHash,
-      requestId: row.requestId,
-      digest: row.digest,
-      ttlMs: row.ttlMs,
-      maxLifetimeMs: row.maxLifetimeMs,
-      metadata: row.metadata === null ? null : (JSON.parse(row.metadata) as Metadata),
-    };
-    const s = await liveSession(ctx, step, family, params.sessionHash);
-    if (!s) {
-      if (local) step.refused.push({ waiter: local, error: sessionGone() });
-      else step.notices.push({ kind: 'refuse', to: row.instance, family, route, requestId: row.requestId });
-      continue;
-    }
-    const { row: lease, held } = await createLease(step, params, s, true, await sw.countWaiters(family, route, step.now));
-    const answer: AcquireResult = { lease: held, queued: true };
-    await recordAnswer(step, acquireKey(params), params.digest, answer, acquireRecordExpiry(ctx, step, lease));
-    if (local) step.grants.push({ waiter: local, lease, answer });
-    else step.notices.push({ kind: 'grant', to: row.instance, family, route, requestId: row.requestId, answer, lease });
+    await recordAnswer(step, acquireKey(c.params), c.params.digest, answer, acquireRecordExpiry(ctx, step, lease));
+    if (c.waiter) step.grants.push({ waiter: c.waiter, lease, answer });
+    else step.notices.push({ kind: 'grant', to: c.instance, family, route, requestId: c.params.requestId, answer, lease });
     return;
   }
 }
@@ -258,8 +199,7 @@ export type AcquireStepResult =
  * later in the same batch already sees it).
  */
 export async function acquireStep(ctx: EngineContext, step: Step, p: WaiterParams, waitMs: number, signal: AbortSignal | undefined): Promise<AcquireStepResult> {
-  const sw = shared(ctx, step);
-  const queuedDup = sw ? await sw.findWaiter(p.family, p.route, p.requestId, step.now) : ctx.waiters.findRequest(p.family, p.route, p.requestId);
+  const queuedDup = await ctx.waiters.findRequest(step, p.family, p.route, p.requestId);
   if (queuedDup) {
     const same = queuedDup.digest === p.digest;
     fail('idempotency_conflict', same ? 'the original request is still waiting' : 'request_id was already used with different inputs', { retryable: same });
@@ -280,7 +220,7 @@ export async function acquireStep(ctx: EngineContext, step: Step, p: WaiterParam
   if (current.sessionHash === p.sessionHash) {
     fail('lease_conflict', 'this session already holds the route (leases are not re-entrant)', { retryable: false });
   }
-  if (sw ? await sw.sessionWaiting(p.family, p.route, p.sessionHash, step.now) : ctx.waiters.hasSession(p.family, p.route, p.sessionHash)) {
+  if (await ctx.waiters.hasSession(step, p.family, p.route, p.sessionHash)) {
     fail('lease_conflict', 'this session is already waiting for the route', { retryable: false });
   }
   const retryAfterMs = Math.max(50, current.expiresAt - step.now);
@@ -295,11 +235,7 @@ export async function acquireStep(ctx: EngineContext, step: Step, p: WaiterParam
     reject = rej;
   });
   const waiter: Waiter = { ...p, state: 'waiting', signal, timer: undefined, resolve, reject };
-  if (sw) {
-    const metadata = p.metadata === null ? null : JSON.stringify(p.metadata);
-    await sw.enqueueWaiter({ ...p, metadata, instance: ctx.instanceId!, deadline: step.now + waitMs });
-  }
-  ctx.waiters.enqueue(waiter);
+  await ctx.waiters.enqueue(step, waiter, waitMs);
   step.enqueued.push(waiter);
   step.facts.pending = true;
   return { kind: 'wait', waiter, done };
@@ -327,14 +263,14 @@ export async function renewStep(ctx: EngineContext, step: Step, family: string, 
   const renewed: LeaseRow = {
     ...l,
     renewedAt: step.now,
-    expiresAt: Math.min(step.now + ttl, l.maxExpiresAt),
+    expiresAt: millis(Math.min(addMs(step.now, ttl), l.maxExpiresAt)),
     ttlMs: ttl,
     renewalCount: l.renewalCount + 1,
   };
   await step.tx.updateLeaseRenewal(family, route, l.leaseId, renewed.renewedAt, renewed.expiresAt, ttl, renewed.renewalCount);
   step.events.push({ type: 'renewed', family, route, expiresAt: renewed.expiresAt, renewalCount: renewed.renewalCount });
   const answer: RenewResult = { lease: heldLease(renewed, step.now, await waiterCount(ctx, step, family, route)) };
-  await recordAnswer(step, key, digest, answer, step.now + ctx.limits.idempotencyTtlMs);
+  await recordAnswer(step, key, digest, answer, addMs(step.now, ctx.limits.idempotencyTtlMs));
   return { answer, replayed: false };
 }
 
@@ -346,7 +282,7 @@ export async function releaseStep(ctx: EngineContext, step: Step, family: string
   const l = await heldBy(ctx, step, family, route, proof);
   await endLease(ctx, step, l, 'released');
   const answer: ReleaseResult = { route, fencing_token: l.fencingToken };
-  await recordAnswer(step, key, digest, answer, step.now + ctx.limits.idempotencyTtlMs);
+  await recordAnswer(step, key, digest, answer, addMs(step.now, ctx.limits.idempotencyTtlMs));
   return { answer, replayed: false };
 }
 
@@ -368,7 +304,7 @@ export async function checkpointStep(ctx: EngineContext, step: Step, family: str
   const answer: CheckpointWritten = {
     checkpoint: { route, fencing_token: l.fencingToken, written_at: new Date(step.now).toISOString(), version },
   };
-  await recordAnswer(step, key, digest, answer, step.now + ctx.limits.idempotencyTtlMs);
+  await recordAnswer(step, key, digest, answer, addMs(step.now, ctx.limits.idempotencyTtlMs));
   return { answer, replayed: false };
 }
 

@@ -6,6 +6,7 @@
  * renew, release or checkpoint no longer matches anything (`lease_lost`).
  */
 
+import { addMs } from '../store/millis';
 import { fail } from './errors';
 import { findReplay, recordAnswer, type IdemKey } from './idempotency';
 import { endLease, endSession, settleRoute } from './leases';
@@ -61,6 +62,6 @@ export async function forceEndStep(ctx: EngineContext, step: Step, family: strin
     }
     answer = { ...answer, sessions_closed: closed };
   }
-  await recordAnswer(step, key, input.digest, answer, step.now + ctx.limits.idempotencyTtlMs);
+  await recordAnswer(step, key, input.digest, answer, addMs(step.now, ctx.limits.idempotencyTtlMs));
   return answer;
 }

@@ -4,6 +4,7 @@
  * observers see its random holder incarnation instead.
  */
 
+import { addMs } from '../store/millis';
 import { fail } from './errors';
 import { hashSecret, pooledRandom, randomId } from './ids';
 import { endSession, expireDue, liveSession } from './leases';
@@ -28,7 +29,7 @@ export async function openSessionStep(step: Step, family: string, ownerId: strin
     ownerId,
     ttlMs,
     createdAt: step.now,
-    expiresAt: step.now + ttlMs,
+    expiresAt: addMs(step.now, ttlMs),
   };
   await step.tx.insertSession(row);
   Object.assign(step.facts, { ownerId, incarnation: row.incarnation });
@@ -40,7 +41,7 @@ export async function openSessionStep(step: Step, family: string, ownerId: strin
 export async function keepAliveStep(ctx: EngineContext, step: Step, family: string, sessionId: string): Promise<{ session: SessionView }> {
   const s = await liveSession(ctx, step, family, hashSecret(sessionId));
   if (!s) fail('session_not_found', 'session not found, closed or expired');
-  const expiresAt = step.now + s.ttlMs;
+  const expiresAt = addMs(step.now, s.ttlMs);
   await step.tx.setSessionExpiry(s.idHash, expiresAt);
   const count = await step.tx.countSessionLeases(s.idHash);
   return { session: sessionView({ ...s, expiresAt }, count) };

@@ -7,12 +7,13 @@
  * only after it commits.
  */
 
+import type { Millis } from '../store/millis';
 import type { Store, Tx } from '../store/types';
 import type { AuditFacts } from './audit';
 import type { EngineEvent } from './events';
 import type { LeaseholdError } from './errors';
 import type { AcquireResult } from './leases';
-import type { WaiterQueues, Waiter } from './waiters';
+import type { WaitQueue, Waiter } from './waiters';
 import type { LeaseRow } from '../store/types';
 
 export interface Limits {
@@ -45,7 +46,7 @@ export type WaiterNotice =
 
 export interface Step {
   readonly tx: Tx;
-  readonly now: number;
+  readonly now: Millis;
   /** Published after commit, in order. */
   readonly events: EngineEvent[];
   /** Waiters granted in this step: answered after commit (or rolled back if their client left). */
@@ -62,7 +63,7 @@ export interface Step {
 
 export interface EngineContext {
   readonly store: Store;
-  readonly waiters: WaiterQueues;
+  readonly waiters: WaitQueue;
   readonly limits: Limits;
   /**
    * Set on a shared store: this instance's id. The FIFO queues then live in

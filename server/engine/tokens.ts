@@ -4,6 +4,7 @@
  * grants contains the operation's whole match set.
  */
 
+import { millis } from '../store/millis';
 import { allowingGrant, parseGrant, type Grant, type Permission } from '@/lib/grants';
 import { parseSelector, type Triple } from '@/lib/selector';
 import type { LoginRow, Store, TokenRow, Tx } from '../store/types';
@@ -92,7 +93,8 @@ interface Cached<T> {
 /**
  * Authenticates bearer secrets and console logins with a short cache (1 s),
  * invalidated at once by a local revoke or logout. Another instance's revoke
- * is seen within the cache age.
+ * invalidates it when that commit's notification arrives (milliseconds), and
+ * within the cache age at the latest (docs/design.md).
  */
 export class TokenAuthority {
   private readonly byHash = new Map<string, Cached<TokenRow>>();
@@ -148,7 +150,7 @@ export class TokenAuthority {
     const principal = await this.authenticate(secret);
     const cookieSecret = `lc_${randomId('', 32)}`;
     const expiresAt = await this.atomic(async (tx) => {
-      const expiresAt = Math.min(tx.now + LOGIN_TTL_MS, principal.expiresAt ?? Infinity);
+      const expiresAt = millis(Math.min(tx.now + LOGIN_TTL_MS, principal.expiresAt ?? Infinity));
       await tx.insertLogin({ idHash: hashSecret(cookieSecret), tokenId: principal.tokenId, createdAt: tx.now, expiresAt });
       await tx.pruneLogins(tx.now);
       return expiresAt;
@@ -232,8 +234,8 @@ export function planToken(creator: Principal, input: CreateTokenInput, now: numb
     grants,
     root: input.root ?? false,
     kind: 'api',
-    createdAt: now,
-    expiresAt: input.expiresAt ?? null,
+    createdAt: millis(now),
+    expiresAt: input.expiresAt === undefined ? null : millis(input.expiresAt),
     revokedAt: null,
     createdBy: creator.tokenId,
   };
@@ -251,7 +253,7 @@ export function planEmbedToken(creator: Principal, selector: string, ttlMs: numb
   if (!sel.ok) fail('invalid_selector', `selector ${sel.reason}`);
   if (creator.kind === 'embed') fail('access_denied', 'an embed token cannot create tokens');
   authorize(creator, sel.value.triple, 'read');
-  const expiresAt = Math.min(now + Math.min(ttlMs, EMBED_MAX_TTL_MS), creator.expiresAt ?? Infinity);
+  const expiresAt = millis(Math.min(now + Math.min(ttlMs, EMBED_MAX_TTL_MS), creator.expiresAt ?? Infinity));
   return {
     id: randomId('tk_', 12),
     name: `embed ${selector}`,
@@ -259,7 +261,7 @@ export function planEmbedToken(creator: Principal, selector: string, ttlMs: numb
     grants: [`${selector}#read`],
     root: false,
     kind: 'embed',
-    createdAt: now,
+    createdAt: millis(now),
     expiresAt,
     revokedAt: null,
     createdBy: creator.tokenId,

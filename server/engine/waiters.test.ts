@@ -194,5 +194,41 @@ for (const backend of BACKENDS) {
     assert.equal(err.retryable, true, 'the waiter was first in line: the newcomer conflicts');
   });
 
+
+  test('the waiters gauge counts per family and in all, and returns to zero after grants, deadlines, disconnects and closes', async () => {
+    const fam = () => [f.engine.waiters.size(), f.engine.waiters.size('default')];
+    const holder = await f.open('holder');
+    const [w1, w2, w3] = [await f.open('w1'), await f.open('w2'), await f.open('w3')];
+    let held = await f.acquire(R, holder);
+    const ac = new AbortController();
+    const p1 = f.acquire(R, w1, { waitMs: 5_000 });
+    await queued(1);
+    const p2 = f.acquire(R, w2, { waitMs: 5_000, signal: ac.signal });
+    await queued(2);
+    const p3 = f.acquire(R, w3, { waitMs: 5_000 });
+    await queued(3);
+    assert.deepEqual(fam(), [3, 3]);
+    // A queued grant (the claim of the head waiter inside the releasing step).
+    await f.engine.release(f.admin, R, proofOf(holder, held.answer.lease));
+    held = await p1;
+    assert.deepEqual(fam(), [2, 2], 'a grant takes one waiter off the family too');
+    // A disconnect, then a close of a waiting session.
+    ac.abort();
+    await rejectsWith(p2, 'lease_conflict');
+    assert.deepEqual(fam(), [1, 1]);
+    await f.engine.closeSession(f.admin, w3);
+    await rejectsWith(p3, 'session_not_found');
+    assert.deepEqual(fam(), [0, 0]);
+    // A deadline.
+    await rejectsWith(f.acquire(R, w2, { waitMs: 60 }), 'lease_conflict');
+    assert.deepEqual(fam(), [0, 0]);
+    // And once more through a grant, so a drift would show as 1.
+    const p4 = f.acquire(R, w2, { waitMs: 5_000 });
+    await queued(1);
+    await f.engine.release(f.admin, R, proofOf(w1, held.answer.lease));
+    await p4;
+    assert.deepEqual(fam(), [0, 0]);
+  });
+
  });
 }

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import pg from 'pg';
 import type { AuditEvent } from '../engine/audit';
 import { leasePath, rid, startTestServer, tempDir, type TestServer } from '../testing/harness';
 
@@ -31,6 +32,8 @@ after(async () => {
 async function readAll(query = '', limit = 1_000, token?: string): Promise<Ev[]> {
   const out: Ev[] = [];
   let cursor: string | null = null;
+  // A read flushes its own instance's buffer; on PostgreSQL the other instance's too.
+  await s.flushAudit();
   do {
     const q: string = `/api/v1/audit?limit=${limit}${query}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
     const r = await s.call('GET', q, undefined, token ? { token } : {});
@@ -268,9 +271,17 @@ describe('the audit trail', () => {
     await s.call('GET', '/api/v1/audit?limit=1'); // flushes the buffer
     await s.close();
     closed = true;
-    const db = new Database(join(dataDir, 'leasehold.sqlite'), { readonly: true });
-    const rows = db.prepare('SELECT * FROM audit').all();
-    db.close();
+    let rows: unknown[];
+    if (s.databaseUrl) {
+      const c = new pg.Client({ connectionString: s.databaseUrl });
+      await c.connect();
+      rows = (await c.query('SELECT * FROM audit')).rows;
+      await c.end();
+    } else {
+      const db = new Database(join(dataDir, 'leasehold.sqlite'), { readonly: true });
+      rows = db.prepare('SELECT * FROM audit').all();
+      db.close();
+    }
     assert.ok(rows.length > 250, `${rows.length} rows`);
     const text = JSON.stringify(rows);
     assert.ok(secrets.length >= 8);

@@ -1,3 +1,4 @@
+import { millis } from '../store/millis';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { leasePath, rid, startTestServer, type TestServer } from '../testing/harness';
@@ -156,7 +157,7 @@ describe('live feed: stream and registrations', () => {
     await s.call('GET', '/api/v1/auth/whoami'); // the token is cached now: the release needs no step of its own to authenticate
     const open = gated.hold();
     const release = s.call('POST', leasePath(route, 'release'), proof(h));
-    await waitUntil(() => s.app.engine.waiters.count('default', route) === 0); // claimed inside the (held) release step
+    await waitUntil(() => s.app.engine.waiters.held('default', route) === 0); // claimed inside the (held) release step
     ac.abort();
     await new Promise((r) => setTimeout(r, 100));
     open();
@@ -388,7 +389,7 @@ describe('live feed: credentials end streams', () => {
 
   test('a stream may not outlive its token: token_expired within one heartbeat', async () => {
     let now = Date.parse('2026-06-01T00:00:00Z');
-    const srv = await startTestServer({ clock: () => now, engine: { feed: { heartbeatMs: 200 } } });
+    const srv = await startTestServer({ clock: () => millis(now), engine: { feed: { heartbeatMs: 200 } } });
     try {
       const e = await srv.call('POST', '/api/v1/embed-tokens', { selector: 'lease://exp/**', ttl_ms: 60_000 });
       const c = await SseClient.open(srv.url, streamPath(['lease://exp/**']), { token: e.body.token });

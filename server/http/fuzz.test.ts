@@ -2,11 +2,14 @@
  * Seeded random requests (methods, paths with odd and encoded segments,
  * headers, bodies of every shape) against the real server: none may be
  * answered with a 5xx, every error must be the envelope, and the server must
- * work normally afterwards.
+ * work normally afterwards. Raw request lines (asterisk-form, absolute-form,
+ * empty and malformed targets, sent on a plain socket) get a 400 envelope
+ * from the server itself, before any router or the console sees them.
  */
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { connect } from 'node:net';
 import { leasePath, prng, rid, startTestServer, type TestServer } from '../testing/harness';
 
 let s: TestServer;
@@ -64,4 +67,77 @@ test('400 random requests: never a 5xx, always an envelope, and the server still
   assert.equal(health.status, 200);
   const ok = await s.call('POST', leasePath('lease://fuzz/after/ok', 'acquire'), { session_id: sessionId, request_id: rid() });
   assert.equal(ok.status, 200, ok.text);
+});
+
+/** Send these exact bytes on a fresh connection; resolves with the status, headers and body the server wrote before closing. */
+function rawExchange(baseUrl: string, bytes: string | Buffer): Promise<{ status: number; headers: Record<string, string>; body: string; raw: string }> {
+  const url = new URL(baseUrl);
+  return new Promise((resolve, reject) => {
+    const sock = connect(Number(url.port), url.hostname, () => sock.write(bytes));
+    const chunks: Buffer[] = [];
+    sock.setTimeout(5_000, () => sock.destroy(new Error(`no answer to ${JSON.stringify(String(bytes).slice(0, 80))}`)));
+    sock.on('data', (c: Buffer) => chunks.push(c));
+    sock.on('error', reject);
+    sock.on('close', () => {
+      const raw = Buffer.concat(chunks).toString('utf8');
+      const [head = '', body = ''] = raw.split('\r\n\r\n', 2);
+      const [statusLine = '', ...lines] = head.split('\r\n');
+      const headers: Record<string, string> = {};
+      for (const l of lines) {
+        const i = l.indexOf(':');
+        if (i > 0) headers[l.slice(0, i).toLowerCase()] = l.slice(i + 1).trim();
+      }
+      resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(statusLine)?.[1] ?? 0), headers, body, raw });
+    });
+  });
+}
+
+function assertRefusedTarget(r: Awaited<ReturnType<typeof rawExchange>>, what: string): void {
+  assert.equal(r.status, 400, `${what} → ${r.raw.slice(0, 200)}`);
+  assert.ok(r.body !== "" || what.includes("HEAD"), `${what}: no body`);
+  assert.match(r.headers["x-correlation-id"] ?? "", /./, what);
+  if (r.body === "") return; // HEAD: the same status and headers, no body
+  const body = JSON.parse(r.body) as Record<string, unknown>;
+  assert.deepEqual([body.status, body.code, body.retryable], ['error', 'invalid_request', false], what);
+  assert.equal(r.headers['x-correlation-id'], body.correlation_id, what);
+}
+
+test('raw request targets that are not a path (asterisk, absolute, authority, empty) are a 400 envelope from the server, never the console', async () => {
+  for (const line of [
+    'OPTIONS * HTTP/1.1',
+    'GET * HTTP/1.1',
+    'POST * HTTP/1.1',
+    'GET http://example.com/api/v1/health HTTP/1.1',
+    'GET https://example.com/ HTTP/1.1',
+    'GET example.com:443 HTTP/1.1',
+    'CONNECT example.com:443 HTTP/1.1',
+    'GET  HTTP/1.1',
+    'GET HTTP/1.1',
+    'GET /a b HTTP/1.1',
+  ]) {
+    assertRefusedTarget(await rawExchange(s.url, `${line}\r\nHost: x\r\nAuthorization: Bearer ${s.token}\r\n\r\n`), line);
+  }
+  // A path is still served (the test server answers non-API paths 404 itself).
+  const ok = await rawExchange(s.url, `GET /api/v1/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+  assert.equal(ok.status, 200, ok.raw.slice(0, 200));
+});
+
+test('300 random raw request lines: never a 5xx, a refused target is always the envelope, and the server still works', async () => {
+  const rnd = prng(20261201);
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)]!;
+  const METHODS = ['GET', 'POST', 'OPTIONS', 'HEAD', 'DELETE', 'PUT', 'CONNECT', 'TRACE', 'get', 'G ET', ''];
+  const TARGETS = ['*', '/', '/api', '/api/v1/health', '/leases', 'http://h/api/v1/health', 'http://h', 'HTTP://H/', 'h:80', '', '//x', '/%zz', '/a?b=%00', '?x', '#frag', '\\', 'lease://a/b/c', '/api/v1/leases/a/b/c/acquire'];
+  const VERSIONS = ['HTTP/1.1', 'HTTP/1.0', 'HTTP/2.0', 'HTTP/1', 'http/1.1', ''];
+  for (let i = 0; i < 300; i++) {
+    const method = pick(METHODS);
+    const target = rnd() < 0.1 ? Array.from({ length: 1 + Math.floor(rnd() * 12) }, () => String.fromCharCode(33 + Math.floor(rnd() * 94))).join('') : pick(TARGETS);
+    const line = [method, target, pick(VERSIONS)].join(rnd() < 0.9 ? ' ' : '  ');
+    const r = await rawExchange(s.url, `${line}\r\nHost: x\r\nConnection: close\r\n\r\n`);
+    assert.ok(r.status < 500, `#${i} ${JSON.stringify(line)} → ${r.raw.slice(0, 200)}`);
+    if (!target.startsWith('/') || r.status === 400) {
+      if (r.status !== 0 && r.status !== 431) assertRefusedTarget(r, `#${i} ${JSON.stringify(line)}`);
+    }
+  }
+  const health = await s.call('GET', '/api/v1/health', undefined, { token: null });
+  assert.equal(health.status, 200);
 });

@@ -106,8 +106,11 @@ const last = (points: Array<[number, number]> | undefined) => points?.[points.le
 
 let reader: SseClient;
 
+// Prometheus metrics are per process: on PostgreSQL every call goes to
+// instance A and B does no sweeps (`spread: false`), so A's counters are the
+// whole workload; B still shares the database and A's notifications.
 before(async () => {
-  s = await startTestServer({ engine: { sweepIntervalMs: 50 }, wrapStore: (inner) => (gated = gatedStore(inner)) });
+  s = await startTestServer({ spread: false, engine: { sweepIntervalMs: 50 }, wrapStore: (inner) => (gated = gatedStore(inner)) });
   betaToken = await s.createToken(['lease://**#admin'], { family: 'beta' });
 });
 after(async () => {
@@ -177,11 +180,11 @@ describe('a scripted workload', () => {
     const d = (await s.openSession('d', TTL)).sessionId;
     const ac = new AbortController();
     const gone = acquire('lease://wl/d/rb', d, { wait_ms: 10_000 }, { signal: ac.signal }).catch(() => 'aborted');
-    await waitUntil(() => s.app.engine.waiters.count('default', 'lease://wl/d/rb') === 1, 5_000, 'the waiter');
+    await waitUntil(() => s.app.engine.waiters.held('default', 'lease://wl/d/rb') === 1, 5_000, 'the waiter');
     await s.call('GET', '/api/v1/auth/whoami'); // the token is cached: the release needs no step of its own to authenticate
     const open = gated.hold();
     const release = s.call('POST', leasePath('lease://wl/d/rb', 'release'), proof(rb, a));
-    await waitUntil(() => s.app.engine.waiters.count('default', 'lease://wl/d/rb') === 0, 5_000, 'the claim');
+    await waitUntil(() => s.app.engine.waiters.held('default', 'lease://wl/d/rb') === 0, 5_000, 'the claim');
     ac.abort();
     await sleep(100);
     open();
@@ -381,7 +384,7 @@ describe('who may read the metrics', () => {
   });
 
   test('with LEASEHOLD_METRICS_PUBLIC the exposition needs no token (the summary still does)', async () => {
-    const p = await startTestServer({ metrics: { public: true } });
+    const p = await startTestServer({ spread: false, metrics: { public: true } });
     try {
       const r = await p.call('GET', '/api/metrics', undefined, { token: null });
       assert.equal(r.status, 200);
@@ -393,8 +396,8 @@ describe('who may read the metrics', () => {
   });
 
   test('with LEASEHOLD_METRICS=off both paths are unknown (404) and nothing subscribes to the engine', async () => {
-    const off = await startTestServer({ metrics: { enabled: false } });
-    const on = await startTestServer();
+    const off = await startTestServer({ spread: false, metrics: { enabled: false } });
+    const on = await startTestServer({ spread: false });
     try {
       for (const path of ['/api/metrics', '/api/v1/metrics/summary']) {
         const r = await off.call('GET', path, undefined, { token: null });
@@ -412,7 +415,7 @@ describe('who may read the metrics', () => {
 
 test('active leases and sessions are exact across a restart (expiry during the downtime included)', async () => {
   const dataDir = tempDir();
-  let x = await startTestServer({ dataDir });
+  let x = await startTestServer({ spread: false, dataDir });
   const token = x.token;
   try {
     const w = (await x.openSession('w', TTL)).sessionId;
@@ -424,7 +427,7 @@ test('active leases and sessions are exact across a restart (expiry during the d
     assert.equal(sample(before, 'leasehold_active_sessions'), 2);
     await x.close();
     await sleep(1_100);
-    x = await startTestServer({ dataDir, engine: { bootstrapSecret: token } });
+    x = await startTestServer({ spread: false, dataDir, engine: { bootstrapSecret: token } });
     const afterRestart = await parseExposition((await x.call('GET', '/api/metrics')).text);
     assert.equal(sample(afterRestart, 'leasehold_active_leases'), 3, 'the short lease expired while the server was down');
     assert.equal(sample(afterRestart, 'leasehold_active_sessions'), 2);

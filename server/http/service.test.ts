@@ -15,7 +15,7 @@ test('health answers without a token: store, epoch, version, uptime, and the cor
   const r = await s.call('GET', '/api/v1/health', undefined, { token: null });
   assert.equal(r.status, 200);
   assert.equal(r.body.status, 'ok');
-  assert.equal(r.body.store, 'sqlite');
+  assert.equal(r.body.store, s.backend);
   assert.equal(r.body.epoch, s.app.store.epoch());
   assert.equal(typeof r.body.uptime_ms, 'number');
   assert.equal(typeof r.body.version, 'string');
@@ -79,13 +79,13 @@ test('a store that cannot answer gives 503 backend_unavailable (retryable) and a
   const broken = await startTestServer();
   try {
     const { sessionId } = await broken.openSession();
-    await broken.app.store.close();
+    for (const a of broken.apps) await a.store.close();
     const r = await broken.call('POST', leasePath('lease://down/a/b', 'acquire'), { session_id: sessionId, request_id: rid() });
     assert.deepEqual([r.status, r.body.code, r.body.retryable], [503, 'backend_unavailable', true]);
     const list = await broken.call('GET', '/api/v1/leases?selector=lease://**');
     assert.equal(list.status, 503, 'an unavailable store is never an empty page');
     const health = await broken.call('GET', '/api/v1/health', undefined, { token: null });
-    assert.deepEqual([health.status, health.body.status, health.body.store], [503, 'unavailable', 'sqlite']);
+    assert.deepEqual([health.status, health.body.status, health.body.store], [503, 'unavailable', broken.backend]);
   } finally {
     await broken.close();
   }
@@ -95,7 +95,7 @@ test('authentication against an unavailable store is 503, not 401 or 500', async
   const broken = await startTestServer();
   try {
     const other = await broken.createToken(['lease://**#read']);
-    await broken.app.store.close();
+    for (const a of broken.apps) await a.store.close();
     const r = await broken.call('GET', '/api/v1/auth/whoami', undefined, { token: other + 'x' });
     assert.deepEqual([r.status, r.body.code], [503, 'backend_unavailable']);
   } finally {

@@ -4,6 +4,7 @@
  * engine-level behaviour runs on both backends too (server/engine/*.test.ts).
  */
 
+import { millis } from './millis';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
@@ -17,7 +18,7 @@ import { BACKENDS, createTestDatabase, type Backend, type TestDatabase } from '.
 function lease(route: string, token: number, over: Partial<LeaseRow> = {}): LeaseRow {
   return {
     family: 'default', route, leaseId: `ls_${token}`, fencingToken: token, sessionHash: 'h1', ownerId: 'o', incarnation: 'hi_1',
-    acquiredAt: 1, renewedAt: 1, expiresAt: 10_000, maxExpiresAt: 20_000, ttlMs: 5_000, renewalCount: 0, revision: token, metadata: null, ...over,
+    acquiredAt: millis(1), renewedAt: millis(1), expiresAt: millis(10_000), maxExpiresAt: millis(20_000), ttlMs: 5_000, renewalCount: 0, revision: token, metadata: null, ...over,
   };
 }
 
@@ -77,8 +78,8 @@ for (const backend of BACKENDS) {
           const route = `lease://batch/r/${i}`;
           const rev = await tx.bumpRevision('default');
           await tx.insertLease(lease(route, rev));
-          await tx.putIdempotency({ family: 'default', op: 'acquire', route, requestId: `q${i}`, digest: 'd', status: 0, answer: `{"i":${i}}`, expiresAt: 10_000 });
-          await tx.insertAudit([{ time: i, eventType: 'lease_acquire', family: 'default', route, tokenId: null, subjectTokenId: null, ownerId: 'o', incarnation: null, result: 'lease_acquired', fencingToken: rev, reason: null, correlationId: `c${i}`, latencyMs: 0 }]);
+          await tx.putIdempotency({ family: 'default', op: 'acquire', route, requestId: `q${i}`, digest: 'd', status: 0, answer: `{"i":${i}}`, expiresAt: millis(10_000) });
+          await tx.insertAudit([{ time: millis(i), eventType: 'lease_acquire', family: 'default', route, tokenId: null, subjectTokenId: null, ownerId: 'o', incarnation: null, result: 'lease_acquired', fencingToken: rev, reason: null, correlationId: `c${i}`, latencyMs: 0 }]);
           if (i % 3 === 0) throw new Error(`boom ${i}`);
           return rev;
         }, { family: 'default' }),
@@ -90,7 +91,7 @@ for (const backend of BACKENDS) {
       // Revisions of the kept steps are contiguous: a thrown step's bump was undone before the next step read it.
       assert.deepEqual(kept.map((k) => k.rev).sort((a, b) => a - b), Array.from({ length: 32 }, (_, i) => i + 1));
       assert.equal(await store.atomic((tx) => tx.revision('default')), 32);
-      const scan = await store.atomic((tx) => tx.scanLeases({ family: 'default', triple: ['batch', 'r', null], after: null, want: 100, budget: 1_000, now: 0 }));
+      const scan = await store.atomic((tx) => tx.scanLeases({ family: 'default', triple: ['batch', 'r', null], after: null, want: 100, budget: 1_000, now: millis(0) }));
       assert.deepEqual(scan.rows.map((r) => r.route).sort(), kept.map((k) => `lease://batch/r/${k.i}`).sort());
       for (let i = 0; i < 48; i++) {
         const rec = await store.atomic((tx) => tx.getIdempotency('default', 'acquire', `lease://batch/r/${i}`, `q${i}`));
@@ -106,20 +107,20 @@ for (const backend of BACKENDS) {
         store.atomic(async (tx) => {
           await tx.insertLease(lease('lease://scan/r/a', 2));
           await tx.deleteLease('default', 'lease://scan/r/keep', 'ls_1', 1);
-          const s = await tx.scanLeases({ family: 'default', triple: ['scan', 'r', null], after: null, want: 10, budget: 100, now: 0 });
+          const s = await tx.scanLeases({ family: 'default', triple: ['scan', 'r', null], after: null, want: 10, budget: 100, now: millis(0) });
           await tx.insertLease(lease('lease://scan/r/b', 3));
-          await tx.putCheckpoint({ family: 'default', route: 'lease://scan/r/a', value: '1', fencingToken: 2, leaseId: 'ls_2', writtenAt: 0, version: 1 });
+          await tx.putCheckpoint({ family: 'default', route: 'lease://scan/r/a', value: '1', fencingToken: 2, leaseId: 'ls_2', writtenAt: millis(0), version: 1 });
           throw new Error(`saw ${s.rows.map((r) => r.route).join(',')}`);
         }),
         store.atomic(async (tx) => {
           await tx.insertLease(lease('lease://scan/r/c', 4));
-          return (await tx.scanLeases({ family: 'default', triple: ['scan', 'r', null], after: null, want: 10, budget: 100, now: 0 })).rows.map((r) => r.route);
+          return (await tx.scanLeases({ family: 'default', triple: ['scan', 'r', null], after: null, want: 10, budget: 100, now: millis(0) })).rows.map((r) => r.route);
         }),
       ]);
       assert.equal(seen[0]!.status, 'rejected');
       assert.match(String((seen[0] as PromiseRejectedResult).reason), /saw lease:\/\/scan\/r\/a$/);
       assert.deepEqual((seen[1] as PromiseFulfilledResult<string[]>).value, ['lease://scan/r/c', 'lease://scan/r/keep']);
-      const after = await store.atomic((tx) => tx.scanLeases({ family: 'default', triple: ['scan', 'r', null], after: null, want: 10, budget: 100, now: 0 }));
+      const after = await store.atomic((tx) => tx.scanLeases({ family: 'default', triple: ['scan', 'r', null], after: null, want: 10, budget: 100, now: millis(0) }));
       assert.deepEqual(after.rows.map((r) => r.route), ['lease://scan/r/c', 'lease://scan/r/keep']);
       assert.equal(await store.atomic((tx) => tx.getCheckpoint('default', 'lease://scan/r/a')), undefined);
     });
@@ -128,8 +129,8 @@ for (const backend of BACKENDS) {
       const big = 2 ** 53 - 1;
       const value = '{"b":[1,2.5,"\\u00e9\\ud83d\\ude00"],"a":null,"n":-0.000001}';
       await store.atomic(async (tx) => {
-        await tx.insertLease(lease('lease://a/b/c', big, { expiresAt: big, metadata: '{"k":"v","n":1}' }));
-        await tx.putCheckpoint({ family: 'default', route: 'lease://a/b/c', value, fencingToken: big, leaseId: 'ls', writtenAt: big, version: 1 });
+        await tx.insertLease(lease('lease://a/b/c', big, { expiresAt: millis(big), metadata: '{"k":"v","n":1}' }));
+        await tx.putCheckpoint({ family: 'default', route: 'lease://a/b/c', value, fencingToken: big, leaseId: 'ls', writtenAt: millis(big), version: 1 });
       });
       const [l, c] = await store.atomic(async (tx) => [await tx.getLease('default', 'lease://a/b/c'), await tx.getCheckpoint('default', 'lease://a/b/c')] as const);
       assert.equal(l!.fencingToken, big);
@@ -148,7 +149,7 @@ for (const backend of BACKENDS) {
       });
       const sel = parseSelector('lease://r/a/*');
       assert.ok(sel.ok);
-      const scan = await store.atomic((tx) => tx.scanLeases({ family: 'default', triple: sel.value.triple, after: null, want: 100, budget: 100, now: 0 }));
+      const scan = await store.atomic((tx) => tx.scanLeases({ family: 'default', triple: sel.value.triple, after: null, want: 100, budget: 100, now: millis(0) }));
       const bytes = [...routes].sort((x, y) => Buffer.compare(Buffer.from(x), Buffer.from(y)));
       assert.deepEqual(scan.rows.map((r) => r.route), bytes);
       assert.equal(scan.exhausted, true);
@@ -156,7 +157,7 @@ for (const backend of BACKENDS) {
       const seen: string[] = [];
       let after: string | null = null;
       for (let i = 0; i < 10; i++) {
-        const page = await store.atomic((tx) => tx.scanLeases({ family: 'default', triple: sel.value.triple, after, want: 2, budget: 3, now: 0 }));
+        const page = await store.atomic((tx) => tx.scanLeases({ family: 'default', triple: sel.value.triple, after, want: 2, budget: 3, now: millis(0) }));
         seen.push(...page.rows.map((r) => r.route));
         if (page.exhausted) break;
         after = page.lastExamined;
@@ -172,11 +173,11 @@ for (const backend of BACKENDS) {
     });
 
     test('idempotency records replace, expire and prune; meta is set once', async () => {
-      const rec = { family: 'default', op: 'acquire', route: 'lease://a/b/c', requestId: 'r1', digest: 'd1', status: 0, answer: '{"x":1}', expiresAt: 100 };
+      const rec = { family: 'default', op: 'acquire', route: 'lease://a/b/c', requestId: 'r1', digest: 'd1', status: 0, answer: '{"x":1}', expiresAt: millis(100) };
       await store.atomic((tx) => tx.putIdempotency(rec));
       await store.atomic((tx) => tx.putIdempotency({ ...rec, digest: 'd2' }));
       assert.equal((await store.atomic((tx) => tx.getIdempotency('default', 'acquire', 'lease://a/b/c', 'r1')))!.digest, 'd2');
-      assert.equal(await store.atomic((tx) => tx.pruneIdempotency(100, 10)), 1);
+      assert.equal(await store.atomic((tx) => tx.pruneIdempotency(millis(100), 10)), 1);
       assert.equal(await store.atomic((tx) => tx.getIdempotency('default', 'acquire', 'lease://a/b/c', 'r1')), undefined);
       assert.equal(await store.atomic((tx) => tx.initMeta('secret', 'one')), 'one');
       assert.equal(await store.atomic((tx) => tx.initMeta('secret', 'two')), 'one');
@@ -184,21 +185,21 @@ for (const backend of BACKENDS) {
 
     test('due leases and sessions by family, and the families with something due', async () => {
       await store.atomic(async (tx) => {
-        await tx.insertLease(lease('lease://a/b/1', 1, { expiresAt: 50 }));
-        await tx.insertLease(lease('lease://a/b/2', 2, { family: 'other', expiresAt: 40 }));
-        await tx.insertLease(lease('lease://a/b/3', 3, { expiresAt: 500 }));
-        await tx.insertSession({ family: 'third', idHash: 's1', incarnation: 'hi_s1', ownerId: 'o', ttlMs: 10, createdAt: 0, expiresAt: 60 });
+        await tx.insertLease(lease('lease://a/b/1', 1, { expiresAt: millis(50) }));
+        await tx.insertLease(lease('lease://a/b/2', 2, { family: 'other', expiresAt: millis(40) }));
+        await tx.insertLease(lease('lease://a/b/3', 3, { expiresAt: millis(500) }));
+        await tx.insertSession({ family: 'third', idHash: 's1', incarnation: 'hi_s1', ownerId: 'o', ttlMs: 10, createdAt: millis(0), expiresAt: millis(60) });
       });
-      assert.deepEqual(await store.atomic((tx) => tx.dueFamilies(100, 10)), ['default', 'other', 'third']);
-      assert.deepEqual((await store.atomic((tx) => tx.dueLeases(100, 10))).map((l) => l.route), ['lease://a/b/2', 'lease://a/b/1']);
-      assert.deepEqual((await store.atomic((tx) => tx.dueLeases(100, 10, 'default'))).map((l) => l.route), ['lease://a/b/1']);
-      assert.deepEqual((await store.atomic((tx) => tx.dueSessions(100, 10, 'default'))).length, 0);
-      assert.deepEqual((await store.atomic((tx) => tx.dueSessions(100, 10, 'third'))).map((s) => s.idHash), ['s1']);
+      assert.deepEqual(await store.atomic((tx) => tx.dueFamilies(millis(100), 10)), ['default', 'other', 'third']);
+      assert.deepEqual((await store.atomic((tx) => tx.dueLeases(millis(100), 10))).map((l) => l.route), ['lease://a/b/2', 'lease://a/b/1']);
+      assert.deepEqual((await store.atomic((tx) => tx.dueLeases(millis(100), 10, 'default'))).map((l) => l.route), ['lease://a/b/1']);
+      assert.deepEqual((await store.atomic((tx) => tx.dueSessions(millis(100), 10, 'default'))).length, 0);
+      assert.deepEqual((await store.atomic((tx) => tx.dueSessions(millis(100), 10, 'third'))).map((s) => s.idHash), ['s1']);
     });
 
     test('audit rows get increasing seqs, scan newest first, prune from the low end', async () => {
       const row = (time: number, route: string | null) => ({
-        time, eventType: 'lease_acquire', family: 'default', route, tokenId: null, subjectTokenId: null, ownerId: 'o', incarnation: null,
+        time: millis(time), eventType: 'lease_acquire', family: 'default', route, tokenId: null, subjectTokenId: null, ownerId: 'o', incarnation: null,
         result: 'lease_acquired', fencingToken: 1, reason: null, correlationId: 'c', latencyMs: 2,
       });
       await store.atomic((tx) => tx.insertAudit([row(1, 'lease://a/b/c'), row(2, 'lease://a/x/c'), row(3, null)]));
@@ -209,7 +210,7 @@ for (const backend of BACKENDS) {
       assert.ok(all.rows[0]!.seq > all.rows[1]!.seq);
       const some = await store.atomic((tx) => tx.scanAudit({ family: 'default', triple: sel.value.triple, routeless: false, before: null, limit: 10, budget: 100 }));
       assert.deepEqual(some.rows.map((r) => r.route), ['lease://a/b/c']);
-      assert.equal(await store.atomic((tx) => tx.pruneAudit(3, 1_000, 10)), 2);
+      assert.equal(await store.atomic((tx) => tx.pruneAudit(millis(3), 1_000, 10)), 2);
       const left = await store.atomic((tx) => tx.scanAudit({ family: 'default', triple: [null, null, null], routeless: true, before: null, limit: 10, budget: 100 }));
       assert.deepEqual(left.rows.map((r) => r.time), [3]);
     });
@@ -234,7 +235,7 @@ describe('PostgreSQL: two stores (instances) on one database', () => {
             await new Promise((r) => setTimeout(r, 1));
             const revision = await tx.bumpRevision('f');
             assert.equal(revision, before + 1, 'nobody bumped in between');
-            return { revision, now: tx.now };
+            return { revision, now: millis(tx.now) };
           },
           { family: 'f' },
         ),

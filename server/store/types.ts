@@ -12,6 +12,7 @@
  */
 
 import { matches, routeSegments, type Triple } from '@/lib/selector';
+import type { Millis } from './millis';
 
 export type Family = string & { readonly __brand: 'Family' };
 
@@ -22,8 +23,8 @@ export interface SessionRow {
   incarnation: string;
   ownerId: string;
   ttlMs: number;
-  createdAt: number;
-  expiresAt: number;
+  createdAt: Millis;
+  expiresAt: Millis;
 }
 
 export interface LeaseRow {
@@ -34,10 +35,10 @@ export interface LeaseRow {
   sessionHash: string;
   ownerId: string;
   incarnation: string;
-  acquiredAt: number;
-  renewedAt: number;
-  expiresAt: number;
-  maxExpiresAt: number;
+  acquiredAt: Millis;
+  renewedAt: Millis;
+  expiresAt: Millis;
+  maxExpiresAt: Millis;
   ttlMs: number;
   renewalCount: number;
   /** Revision of the change that created this lease. */
@@ -53,7 +54,7 @@ export interface CheckpointRow {
   value: string;
   fencingToken: number;
   leaseId: string;
-  writtenAt: number;
+  writtenAt: Millis;
   version: number;
 }
 
@@ -66,7 +67,7 @@ export interface IdempotencyRow {
   status: number;
   /** The original answer's payload, as JSON text. */
   answer: string;
-  expiresAt: number;
+  expiresAt: Millis;
 }
 
 export interface TokenRow {
@@ -77,9 +78,9 @@ export interface TokenRow {
   grants: string[];
   root: boolean;
   kind: 'api' | 'embed';
-  createdAt: number;
-  expiresAt: number | null;
-  revokedAt: number | null;
+  createdAt: Millis;
+  expiresAt: Millis | null;
+  revokedAt: Millis | null;
   createdBy: string | null;
 }
 
@@ -87,14 +88,14 @@ export interface TokenRow {
 export interface LoginRow {
   idHash: string;
   tokenId: string;
-  createdAt: number;
-  expiresAt: number;
+  createdAt: Millis;
+  expiresAt: Millis;
 }
 
 /** One audit event (CONTRACT.md §11). `seq` is assigned by the store, increasing. */
 export interface AuditRow {
   seq: number;
-  time: number;
+  time: Millis;
   eventType: string;
   family: string;
   route: string | null;
@@ -126,11 +127,11 @@ export interface AuditScan {
   routeless: boolean;
   eventType?: string;
   /** Inclusive lower bound on time. */
-  since?: number;
+  since?: Millis;
   /** Exclusive upper bound on time. */
-  until?: number;
+  until?: Millis;
   /** Only events strictly older than this (time, seq) position. */
-  before: [number, number] | null;
+  before: [Millis, number] | null;
   /** Stop after this many matches. */
   limit: number;
   /** Stop after examining this many stored events. */
@@ -154,7 +155,7 @@ export interface LeaseScan {
   want: number;
   /** Stop after examining this many stored routes. */
   budget: number;
-  now: number;
+  now: Millis;
   ownerId?: string;
   incarnation?: string;
 }
@@ -181,7 +182,7 @@ export interface LeaseScanResult {
 /** One atomic step's view of the store. Every method is asynchronous by design. */
 export interface Tx {
   /** Backend time in epoch milliseconds, fixed for this step. */
-  readonly now: number;
+  readonly now: Millis;
 
   /** The current revision of a family (0 when it has never changed). */
   revision(family: string): Promise<number>;
@@ -190,12 +191,12 @@ export interface Tx {
 
   getSession(idHash: string): Promise<SessionRow | undefined>;
   insertSession(row: SessionRow): Promise<void>;
-  setSessionExpiry(idHash: string, expiresAt: number): Promise<void>;
+  setSessionExpiry(idHash: string, expiresAt: Millis): Promise<void>;
   deleteSession(idHash: string): Promise<void>;
   /** Sessions whose expiry is at or before `now`, earliest first (of one family when given). */
-  dueSessions(now: number, limit: number, family?: string): Promise<SessionRow[]>;
+  dueSessions(now: Millis, limit: number, family?: string): Promise<SessionRow[]>;
   /** Families with a lease or session due at `now` (at most `limit`), for a sweep that runs one step per family. */
-  dueFamilies(now: number, limit: number): Promise<string[]>;
+  dueFamilies(now: Millis, limit: number): Promise<string[]>;
   listSessions(family: string, ownerId: string | undefined, after: [number, string] | null, limit: number): Promise<SessionRow[]>;
   countSessionLeases(idHash: string): Promise<number>;
 
@@ -207,7 +208,7 @@ export interface Tx {
   deleteLease(family: string, route: string, leaseId: string, fencingToken: number): Promise<boolean>;
   sessionLeases(idHash: string): Promise<LeaseRow[]>;
   /** Leases whose expiry is at or before `now`, earliest first (of one family when given). */
-  dueLeases(now: number, limit: number, family?: string): Promise<LeaseRow[]>;
+  dueLeases(now: Millis, limit: number, family?: string): Promise<LeaseRow[]>;
   scanLeases(scan: LeaseScan): Promise<LeaseScanResult>;
   countLeases(family: string | null): Promise<number>;
   /** Held leases and live sessions per family (families with neither are left out). */
@@ -219,22 +220,22 @@ export interface Tx {
   getIdempotency(family: string, op: string, route: string, requestId: string): Promise<IdempotencyRow | undefined>;
   putIdempotency(row: IdempotencyRow): Promise<void>;
   deleteIdempotency(family: string, op: string, route: string, requestId: string): Promise<void>;
-  pruneIdempotency(now: number, limit: number): Promise<number>;
+  pruneIdempotency(now: Millis, limit: number): Promise<number>;
 
   getTokenByHash(secretHash: string): Promise<TokenRow | undefined>;
   getToken(id: string): Promise<TokenRow | undefined>;
   insertToken(row: TokenRow): Promise<void>;
-  revokeToken(id: string, at: number): Promise<void>;
+  revokeToken(id: string, at: Millis): Promise<void>;
   listTokens(family: string | null): Promise<TokenRow[]>;
   countTokens(): Promise<number>;
-  countLiveRootTokens(now: number): Promise<number>;
+  countLiveRootTokens(now: Millis): Promise<number>;
 
   insertLogin(row: LoginRow): Promise<void>;
   getLogin(idHash: string): Promise<LoginRow | undefined>;
   deleteLogin(idHash: string): Promise<void>;
-  pruneLogins(now: number): Promise<number>;
+  pruneLogins(now: Millis): Promise<number>;
   /** Delete up to `limit` embed tokens that expired at or before `now` (they are minted per page load). */
-  pruneEmbedTokens(now: number, limit: number): Promise<number>;
+  pruneEmbedTokens(now: Millis, limit: number): Promise<number>;
 
   /** Append audit events (each gets the next seq). */
   insertAudit(rows: readonly NewAuditRow[]): Promise<void>;
@@ -246,7 +247,7 @@ export interface Tx {
    * seq range; the newest event is always kept, so a seq is never reused.
    * Returns how many were deleted.
    */
-  pruneAudit(olderThan: number, maxRows: number, limit: number): Promise<number>;
+  pruneAudit(olderThan: Millis, maxRows: number, limit: number): Promise<number>;
 
   getMeta(key: string): Promise<string | undefined>;
   /** Set a meta value only if it is absent; returns the value now stored. */
@@ -275,7 +276,7 @@ export interface WaiterRow {
   /** The metadata object as JSON text, or null. */
   metadata: string | null;
   /** The waiter's deadline (backend time); past it the row is ignored and removed. */
-  deadline: number;
+  deadline: Millis;
 }
 
 /**
@@ -286,13 +287,13 @@ export interface WaiterRow {
 export interface SharedWaiters {
   enqueueWaiter(row: WaiterRow): Promise<void>;
   /** The head waiter of a route, skipping (and removing) rows past their deadline or of instances no longer listening. */
-  headWaiter(family: string, route: string, now: number): Promise<WaiterRow | undefined>;
+  headWaiter(family: string, route: string, now: Millis): Promise<WaiterRow | undefined>;
   deleteWaiter(family: string, route: string, requestId: string): Promise<boolean>;
-  countWaiters(family: string, route: string, now: number): Promise<number>;
+  countWaiters(family: string, route: string, now: Millis): Promise<number>;
   /** Waiter counts of several routes (absent: none). */
-  countWaitersOf(family: string, routes: readonly string[], now: number): Promise<Map<string, number>>;
-  findWaiter(family: string, route: string, requestId: string, now: number): Promise<WaiterRow | undefined>;
-  sessionWaiting(family: string, route: string, sessionHash: string, now: number): Promise<boolean>;
+  countWaitersOf(family: string, routes: readonly string[], now: Millis): Promise<Map<string, number>>;
+  findWaiter(family: string, route: string, requestId: string, now: Millis): Promise<WaiterRow | undefined>;
+  sessionWaiting(family: string, route: string, sessionHash: string, now: Millis): Promise<boolean>;
   /** Remove and return every waiter of a session. */
   takeSessionWaiters(sessionHash: string): Promise<WaiterRow[]>;
   /** Remove every waiter an instance holds (at its shutdown). */
@@ -371,7 +372,7 @@ export interface Store {
   /** Shared stores only: the channel between instances. */
   readonly bus?: Bus;
   /** Backend time now, for decisions outside a step (cache ages, timers). */
-  now(): number;
+  now(): Millis;
   /** The store's epoch (created with the store, never changes). */
   epoch(): string;
   /** Flush pending work and release the store. */

@@ -4,18 +4,28 @@
  */
 
 import type { Scheduler, TimerHandle } from '../engine/scheduler';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startAppServer, type AppServer, type AppServerOptions } from '../app-server';
+import { millis, type Millis } from '../store/millis';
+import { createTestDatabase, dropTestDatabase, type Backend } from './pg';
+
+/**
+ * The store HTTP-level tests run against: `LEASEHOLD_TEST_STORE=postgres`
+ * runs them on two instances sharing one fresh PostgreSQL database (the
+ * unit script's second pass, docs/design.md "Testing on both stores");
+ * anything else is SQLite.
+ */
+export const TEST_STORE: Backend = process.env.LEASEHOLD_TEST_STORE === 'postgres' ? 'postgres' : 'sqlite';
 
 /** A clock tests move by hand, so engine tests never sleep for expiry. */
 export class ManualClock implements Scheduler {
   private timers: Array<{ at: number; every: number; fn: () => void; seq: number }> = [];
   private seq = 0;
   constructor(public t = Date.parse('2026-01-01T00:00:00.000Z')) {}
-  now = (): number => this.t;
+  now = (): Millis => millis(this.t);
   /** Move time forward, running every timer that falls due on the way, in due order. */
   advance(ms: number): void {
     const end = this.t + ms;
@@ -114,16 +124,38 @@ export function call(baseUrl: string, method: string, path: string, body?: unkno
 const keepAliveAgent = new Agent({ keepAlive: true, maxSockets: 256 });
 
 export interface TestServer {
+  /** Instance A: its engine and store (on PostgreSQL, B runs beside it on the same database). */
   app: AppServer;
+  /** Every instance: [A] on SQLite, [A, B] on PostgreSQL. */
+  apps: AppServer[];
+  backend: Backend;
+  /** PostgreSQL: the database both instances use. */
+  databaseUrl: string | undefined;
+  /** Instance A's base URL. */
   url: string;
+  /** Every instance's base URL, A first. */
+  urls: string[];
   /** The bootstrap root admin token (grants `lease://**#admin`, family `default`). */
   token: string;
   dataDir: string;
+  /** One request; on PostgreSQL successive calls alternate between A and B. */
   call(method: string, path: string, body?: unknown, opts?: CallOptions): Promise<Reply>;
+  /** A `fetch` for clients (the SDK) given `url`: on PostgreSQL it sends successive requests to A and B in turn. */
+  fetch: typeof fetch;
   /** Open a session with the admin token; returns its session_id and incarnation. */
   openSession(ownerId?: string, ttlMs?: number, token?: string): Promise<{ sessionId: string; incarnation: string }>;
   /** Create a token with these grants (by the admin token unless `by` is given). */
   createToken(grants: string[], extra?: Record<string, unknown>, by?: string): Promise<string>;
+  /**
+   * A call whose answer depends on another instance having heard of a change
+   * (a revoked token is refused by the other instance when the revoke's
+   * notification arrives: milliseconds, 1 s at most, docs/design.md): on
+   * SQLite one call; on PostgreSQL repeated while `until` is false, for at
+   * most 1 s. Returns the last answer.
+   */
+  settledCall(method: string, path: string, body: unknown, opts: CallOptions, until: (r: Reply) => boolean): Promise<Reply>;
+  /** Write every instance's buffered audit events (a read flushes only its own instance's buffer). */
+  flushAudit(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -140,31 +172,124 @@ export function leasePath(route: string, action?: string): string {
   return action ? `${p}/${action}` : p;
 }
 
-/** Start a real server on a free port over a fresh (or given) data directory. */
-export async function startTestServer(opts: Partial<AppServerOptions> & { keepDir?: boolean } = {}): Promise<TestServer> {
+/** Databases bound to a caller's data directory (a restart on it finds the same one): dropped when the test process ends. */
+const boundDatabases = new Set<string>();
+process.once('beforeExit', () => {
+  void Promise.all([...boundDatabases].map((name) => dropTestDatabase(name).catch(() => undefined)));
+  boundDatabases.clear();
+});
+
+export interface TestServerOptions extends Partial<AppServerOptions> {
+  keepDir?: boolean;
+  /**
+   * false: every call goes to A, and B does no background sweeps (it still
+   * runs on the same database, hearing A's notifications): A alone observes
+   * the workload. For what is per process by design, such as Prometheus
+   * metrics.
+   */
+  spread?: boolean;
+  /** The store (TEST_STORE unless given). */
+  backend?: Backend;
+}
+
+/**
+ * Start a real server on a free port over a fresh (or given) data directory.
+ * On PostgreSQL (TEST_STORE, or `backend`) two instances on one fresh
+ * database, with `call` and `fetch` alternating between them; a given data
+ * directory keeps its database across restarts. `wrapStore` decorates A's
+ * store only, and then every call goes to A (a gate on one instance's steps
+ * says nothing about the other's).
+ */
+export async function startTestServer(opts: TestServerOptions = {}): Promise<TestServer> {
+  const backend = opts.backend ?? TEST_STORE;
   const dataDir = opts.dataDir ?? tempDir();
   const bootstrapSecret = opts.engine?.bootstrapSecret ?? `lh_test_bootstrap_${Math.random().toString(36).slice(2)}xxxxxxxx`;
-  const app = await startAppServer({ ...opts, dataDir, engine: { ...opts.engine, bootstrapSecret }, log: opts.log ?? (() => {}) });
+  const base = { ...opts, dataDir, engine: { ...opts.engine, bootstrapSecret }, log: opts.log ?? (() => {}) };
+  let apps: AppServer[];
+  let databaseUrl: string | undefined;
+  let dropDb: (() => Promise<void>) | undefined;
+  if (backend === 'postgres') {
+    const bound = join(dataDir, 'test-database');
+    if (opts.dataDir && existsSync(bound)) databaseUrl = readFileSync(bound, 'utf8');
+    else {
+      const db = await createTestDatabase();
+      databaseUrl = db.url;
+      if (opts.dataDir || opts.keepDir) {
+        writeFileSync(bound, db.url);
+        boundDatabases.add(db.name);
+      } else dropDb = db.drop;
+    }
+    // B: its own port and data directory, A's store undecorated, and A's
+    // origin as the public one (two instances behind one address, as deployed).
+    const { wrapStore: _wrapped, port: _port, ...rest } = base;
+    const dirB = tempDir();
+    try {
+      const a = await startAppServer({ ...base, databaseUrl });
+      const quietB = opts.spread === false ? { engine: { ...rest.engine, sweepIntervalMs: 2 ** 31 - 1 } } : {};
+      apps = [a, await startAppServer({ ...rest, ...quietB, publicOrigin: opts.publicOrigin ?? a.url, dataDir: dirB, databaseUrl }).catch(async (e: unknown) => {
+        await a.close();
+        throw e;
+      })];
+    } catch (e) {
+      await dropDb?.();
+      throw e;
+    }
+    const inner = dropDb;
+    dropDb = async () => {
+      rmSync(dirB, { recursive: true, force: true });
+      await inner?.();
+    };
+  } else {
+    apps = [await startAppServer(base)];
+  }
+  const app = apps[0]!;
+  const urls = apps.map((a) => a.url);
+  // Calls spread over the instances, except when A's store is decorated (see above) or asked not to.
+  const targets = opts.wrapStore || opts.spread === false ? [urls[0]!] : urls;
+  let turn = 0;
+  const next = () => targets[turn++ % targets.length]!;
   const url = app.url;
   const token = bootstrapSecret;
   const ts: TestServer = {
     app,
+    apps,
+    backend,
+    databaseUrl,
     url,
+    urls,
     token,
     dataDir,
-    call: (method, path, body, o = {}) => call(url, method, path, body, { ...o, token: o.token === null ? undefined : (o.token ?? token) }),
+    call: (method, path, body, o = {}) => call(next(), method, path, body, { ...o, token: o.token === null ? undefined : (o.token ?? token) }),
+    fetch: (input, init) => {
+      const target = next();
+      if (typeof input === 'string' && input.startsWith(url)) return fetch(target + input.slice(url.length), init);
+      if (input instanceof URL && input.origin === url) return fetch(new URL(input.pathname + input.search, target), init);
+      return fetch(input, init);
+    },
     async openSession(ownerId = 'worker', ttlMs = 15_000, tok = token) {
-      const r = await call(url, 'POST', '/api/v1/sessions', { owner_id: ownerId, ttl_ms: ttlMs }, { token: tok });
+      const r = await call(next(), 'POST', '/api/v1/sessions', { owner_id: ownerId, ttl_ms: ttlMs }, { token: tok });
       if (r.status !== 201) throw new Error(`openSession: ${r.status} ${r.text}`);
       return { sessionId: r.body.session.session_id as string, incarnation: r.body.session.holder_incarnation as string };
     },
     async createToken(grants, extra = {}, by = token) {
-      const r = await call(url, 'POST', '/api/v1/tokens', { name: 'test', grants, ...extra }, { token: by });
+      const r = await call(next(), 'POST', '/api/v1/tokens', { name: 'test', grants, ...extra }, { token: by });
       if (r.status !== 201) throw new Error(`createToken: ${r.status} ${r.text}`);
       return r.body.token as string;
     },
+    async settledCall(method, path, body, o, until) {
+      const deadline = Date.now() + 1_000;
+      for (;;) {
+        const r = await ts.call(method, path, body, o);
+        if (backend === 'sqlite' || until(r) || Date.now() > deadline) return r;
+        await new Promise((res) => setTimeout(res, 10));
+      }
+    },
+    async flushAudit() {
+      await Promise.all(apps.map((a) => a.engine.audit.flush()));
+    },
     async close() {
-      await app.close();
+      await Promise.all(apps.map((a) => a.close()));
+      await dropDb?.();
       if (!opts.keepDir && !opts.dataDir) rmSync(dataDir, { recursive: true, force: true });
     },
   };

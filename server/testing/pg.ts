@@ -38,6 +38,12 @@ async function admin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
   }
 }
 
+/** Drop a test database by name (disconnecting whoever is still connected). */
+export async function dropTestDatabase(name: string): Promise<void> {
+  if (!/^leasehold_test_[0-9a-f]+$/.test(name)) throw new Error(`not a test database: ${name}`);
+  await admin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+}
+
 /** Create `leasehold_test_<random>`. */
 export async function createTestDatabase(): Promise<TestDatabase> {
   const name = `leasehold_test_${randomBytes(6).toString('hex')}`;
@@ -45,7 +51,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   return {
     name,
     url: urlFor(name),
-    drop: () => admin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).then(() => undefined),
+    drop: () => dropTestDatabase(name),
   };
 }
 

@@ -14,7 +14,7 @@ let s: TestServer;
 let client: LeaseholdClient;
 before(async () => {
   s = await startTestServer();
-  client = new LeaseholdClient({ baseUrl: s.url, token: s.token });
+  client = new LeaseholdClient({ baseUrl: s.url, token: s.token, fetch: s.fetch });
 });
 after(async () => {
   await s.close();
@@ -101,7 +101,7 @@ test('closing a session releases its handles, and their signals abort', async ()
 });
 
 test('a retried acquire whose first answer was lost does not take a second token', async () => {
-  const ctl = new ControlledFetch();
+  const ctl = new ControlledFetch(s.fetch);
   const lossy = new LeaseholdClient({ baseUrl: s.url, token: s.token, fetch: ctl.fetch });
   const session = await lossy.openSession({ ownerId: 'lossy', ttlMs: 10_000 });
   try {
@@ -123,7 +123,7 @@ test('a retried acquire whose first answer was lost does not take a second token
 });
 
 test('a lost release answer is retried with the same request_id and succeeds', async () => {
-  const ctl = new ControlledFetch();
+  const ctl = new ControlledFetch(s.fetch);
   const lossy = new LeaseholdClient({ baseUrl: s.url, token: s.token, fetch: ctl.fetch });
   const session = await lossy.openSession({ ownerId: 'lossy-release' });
   try {
@@ -139,7 +139,7 @@ test('a lost release answer is retried with the same request_id and succeeds', a
 });
 
 test('renewals ride out a short outage, and a handle whose renewals cannot reach the server is lost by its deadline', async () => {
-  const ctl = new ControlledFetch();
+  const ctl = new ControlledFetch(s.fetch);
   const flaky = new LeaseholdClient({ baseUrl: s.url, token: s.token, fetch: ctl.fetch, retry: { attempts: 2, baseDelayMs: 50, maxDelayMs: 100 } });
   const session = await flaky.openSession({ ownerId: 'flaky', ttlMs: 10_000 });
   try {
@@ -203,7 +203,7 @@ test('errors are typed: code, status, retryable, retryAfterMs, correlationId', a
       (err: unknown) => err,
     );
     assert.ok(badTtl instanceof LeaseholdError && badTtl.code === 'invalid_request' && badTtl.status === 400 && !badTtl.retryable);
-    const denied = new LeaseholdClient({ baseUrl: s.url, token: 'lh_not_a_token' });
+    const denied = new LeaseholdClient({ baseUrl: s.url, token: 'lh_not_a_token', fetch: s.fetch });
     await assert.rejects(denied.whoami(), (err: unknown) => err instanceof LeaseholdError && err.code === 'invalid_credential' && err.status === 401);
   } finally {
     await a.close();
@@ -263,7 +263,7 @@ test('list() fetches pages lazily and stops when the loop breaks', async () => {
   const session = await client.openSession({ ownerId: 'lister' });
   try {
     for (let i = 0; i < 7; i++) await session.acquire(`lease://sdk/list/r${i}`);
-    const ctl = new ControlledFetch();
+    const ctl = new ControlledFetch(s.fetch);
     const c = new LeaseholdClient({ baseUrl: s.url, token: s.token, fetch: ctl.fetch });
     const all: string[] = [];
     for await (const item of c.list('lease://sdk/list/*', { pageSize: 2 })) all.push(item.route);

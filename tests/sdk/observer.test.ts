@@ -61,7 +61,7 @@ for (const phase of ['stream_open', 'registered', 'page', 'listed'] as const sat
     const churn = new Churn(s, routes(area, 40), prng(phase.length * 7919));
     await churn.init();
     await churn.steps(30);
-    const client = new LeaseholdClient({ baseUrl: s.url, token: s.token });
+    const client = new LeaseholdClient({ baseUrl: s.url, token: s.token, fetch: s.fetch });
     let inFlight: Promise<void> | undefined;
     let hits = 0;
     const o = observe(client, selector, {
@@ -104,7 +104,7 @@ test('the view is ready only after the snapshot: every lease held before observi
   await churn.steps(25);
   const expected = await truth(s, selector);
   assert.ok(expected.size > 0);
-  const o = observe(new LeaseholdClient({ baseUrl: s.url, token: s.token }), selector, { pageSize: 2 });
+  const o = observe(new LeaseholdClient({ baseUrl: s.url, token: s.token, fetch: s.fetch }), selector, { pageSize: 2 });
   let seenBeforeReady = -1;
   o.onStateChange((st) => {
     if (st === 'ready') seenBeforeReady = o.view.size;
@@ -122,7 +122,7 @@ test('a dropped stream: the observer resubscribes, relists and converges on chan
   const churn = new Churn(s, routes(area, 20), prng(11));
   await churn.init();
   await churn.steps(20);
-  const ctl = new ControlledFetch();
+  const ctl = new ControlledFetch(s.fetch);
   const o = observe(new LeaseholdClient({ baseUrl: s.url, token: s.token, fetch: ctl.fetch }), selector, { backoff: { initialMs: 50, maxMs: 200 } });
   await o.ready;
   await converged(o, selector);
@@ -148,11 +148,12 @@ test('an overflow (resync): the observer relists on a new stream and converges',
   const churn = new Churn(s, routes(area, 20), prng(13));
   await churn.init();
   await churn.steps(15);
-  const o = observe(new LeaseholdClient({ baseUrl: s.url, token: s.token }), selector);
+  const o = observe(new LeaseholdClient({ baseUrl: s.url, token: s.token, fetch: s.fetch }), selector);
   await o.ready;
   // The server ends every stream of the family with `overflow` (reason
   // `resync`), as a shared store does on a revision gap.
-  s.app.engine.feed.resync('default');
+  // (On PostgreSQL the stream may be on either instance: both resync.)
+  for (const a of s.apps) a.engine.feed.resync('default');
   await churn.steps(15);
   await converged(o, selector);
   assert.ok(o.stats.connects >= 2, `a new stream was opened (${JSON.stringify(o.stats)})`);
@@ -169,7 +170,8 @@ test('a server restart: the observer reconnects to the new process, relists and 
   const o = observe(new LeaseholdClient({ baseUrl: local.url, token: local.token }), selector, { backoff: { initialMs: 100, maxMs: 400 } });
   await o.ready;
   const before = o.stats.connects;
-  await local.app.close();
+  // Every instance goes down (on PostgreSQL B too, or it would keep the database busy and this process alive).
+  await Promise.all(local.apps.map((x) => x.close()));
   await eventually('the observer to see the server go', () => o.state === 'resyncing');
   const again = await startTestServer({ dataDir: local.dataDir, port, engine: { bootstrapSecret: local.token } });
   try {
@@ -199,7 +201,7 @@ test('a server restart: the observer reconnects to the new process, relists and 
 
 test('periodic reconciliation repairs a view whose events were withheld', async () => {
   const selector = 'lease://obs/withheld/*';
-  const client = new LeaseholdClient({ baseUrl: s.url, token: s.token });
+  const client = new LeaseholdClient({ baseUrl: s.url, token: s.token, fetch: s.fetch });
   let withhold = true;
   let withheld = 0;
   const o = observe(client, selector, {
@@ -234,13 +236,13 @@ test('maxItems: a selector matching more leases than allowed ends in error, not 
     const r = await s.call('POST', leasePath(`lease://obs/many/r${i}`, 'acquire'), { session_id: sessionId, request_id: rid(), ttl_ms: 60_000 });
     assert.equal(r.status, 200);
   }
-  const o = observe(new LeaseholdClient({ baseUrl: s.url, token: s.token }), 'lease://obs/many/*', { maxItems: 3, pageSize: 2 });
+  const o = observe(new LeaseholdClient({ baseUrl: s.url, token: s.token, fetch: s.fetch }), 'lease://obs/many/*', { maxItems: 3, pageSize: 2 });
   await assert.rejects(o.ready, (e: unknown) => e instanceof LeaseholdError && e.code === 'too_many_items');
   assert.equal(o.state, 'error');
   assert.equal(o.error?.code, 'too_many_items');
   assert.ok(o.view.size <= 3);
   // Live growth past the cap errors too.
-  const o2 = observe(new LeaseholdClient({ baseUrl: s.url, token: s.token }), 'lease://obs/many/*', { maxItems: 5 });
+  const o2 = observe(new LeaseholdClient({ baseUrl: s.url, token: s.token, fetch: s.fetch }), 'lease://obs/many/*', { maxItems: 5 });
   await o2.ready;
   const r = await s.call('POST', leasePath('lease://obs/many/r9', 'acquire'), { session_id: sessionId, request_id: rid(), ttl_ms: 60_000 });
   assert.equal(r.status, 200);
@@ -251,12 +253,12 @@ test('maxItems: a selector matching more leases than allowed ends in error, not 
 
 test('refusals a retry cannot fix end in error: a denied selector, a revoked token', async () => {
   const narrow = await s.createToken(['lease://obs/one/*#read']);
-  const denied = observe(new LeaseholdClient({ baseUrl: s.url, token: narrow }), 'lease://obs/**');
+  const denied = observe(new LeaseholdClient({ baseUrl: s.url, token: narrow, fetch: s.fetch }), 'lease://obs/**');
   await assert.rejects(denied.ready, (e: unknown) => e instanceof LeaseholdError && e.code === 'access_denied');
   assert.equal(denied.state, 'error');
 
   const created = await s.call('POST', '/api/v1/tokens', { name: 'short', grants: ['lease://obs/**#read'] });
-  const o = observe(new LeaseholdClient({ baseUrl: s.url, token: created.body.token }), 'lease://obs/**');
+  const o = observe(new LeaseholdClient({ baseUrl: s.url, token: created.body.token, fetch: s.fetch }), 'lease://obs/**');
   await o.ready;
   assert.equal((await s.call('DELETE', `/api/v1/tokens/${created.body.token_id}`)).status, 200);
   await eventually('the revocation to end the observer', () => o.state === 'error');
@@ -267,7 +269,7 @@ test('observed items are read-only views: frozen, without lease or session ids',
   const { sessionId } = await s.openSession('ro', 60_000);
   const r = await s.call('POST', leasePath('lease://obs/ro/a', 'acquire'), { session_id: sessionId, request_id: rid(), ttl_ms: 60_000, metadata: { shard: 3 } });
   assert.equal(r.status, 200);
-  const o = observe(new LeaseholdClient({ baseUrl: s.url, token: s.token }), 'lease://obs/ro/*');
+  const o = observe(new LeaseholdClient({ baseUrl: s.url, token: s.token, fetch: s.fetch }), 'lease://obs/ro/*');
   await o.ready;
   const item = o.view.get('lease://obs/ro/a');
   assert.ok(item);
@@ -306,7 +308,7 @@ test('the default reconciliation interval follows the shortest TTL in the view',
     const r = await s.call('POST', leasePath(route, 'acquire'), { session_id: sessionId, request_id: rid(), ttl_ms: ttl });
     assert.equal(r.status, 200, r.text);
   };
-  const client = new LeaseholdClient({ baseUrl: s.url, token: s.token });
+  const client = new LeaseholdClient({ baseUrl: s.url, token: s.token, fetch: s.fetch });
   const o = observe(client, 'lease://obs/ttl/*');
   await o.ready;
   assert.equal(o.reconcileIntervalMs(), 60_000, 'empty view: the longest interval');
@@ -328,7 +330,7 @@ test('a failed registration: the observer backs off, opens a new stream and gets
   const { sessionId } = await s.openSession('failreg', 60_000);
   const r = await s.call('POST', leasePath('lease://obs/failreg/a', 'acquire'), { session_id: sessionId, request_id: rid(), ttl_ms: 60_000 });
   assert.equal(r.status, 200);
-  const ctl = new ControlledFetch();
+  const ctl = new ControlledFetch(s.fetch);
   ctl.failWhile((method, url) => method === 'POST' && url.includes('/subscriptions'));
   const client = new LeaseholdClient({ baseUrl: s.url, token: s.token, fetch: ctl.fetch, retry: { attempts: 1 } });
   const o = observe(client, 'lease://obs/failreg/*', { backoff: { initialMs: 50, maxMs: 100 } });

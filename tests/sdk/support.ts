@@ -16,6 +16,8 @@ export function isStreamOpen(url: string): boolean {
 
 /** Wraps the real fetch; everything still reaches the real server. */
 export class ControlledFetch {
+  /** `inner` sends the requests (the harness's `s.fetch` spreads them over both instances on PostgreSQL). */
+  constructor(private readonly inner: Fetch = fetch) {}
   readonly calls: { method: string; url: string }[] = [];
   #streams = new Set<AbortController>();
   #loseAnswers: ((method: string, url: string) => boolean)[] = [];
@@ -30,9 +32,9 @@ export class ControlledFetch {
       const ctrl = new AbortController();
       this.#streams.add(ctrl);
       const signal = init?.signal ? AbortSignal.any([init.signal, ctrl.signal]) : ctrl.signal;
-      return fetch(input, { ...init, signal });
+      return this.inner(input, { ...init, signal });
     }
-    const res = await fetch(input, init);
+    const res = await this.inner(input, init);
     const i = this.#loseAnswers.findIndex((p) => p(method, url));
     if (i >= 0) {
       this.#loseAnswers.splice(i, 1);

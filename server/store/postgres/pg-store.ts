@@ -19,6 +19,7 @@
 
 import pg from 'pg';
 import { randomBytes } from 'node:crypto';
+import { addMs, millis, systemClock, type Clock, type Millis } from '../millis';
 import { StoreUnavailableError, type Bus, type StepScope, type Store, type Tx } from '../types';
 import { PgBus } from './pg-bus';
 import { connectionConfig, destroy, guard, LOCK_MIGRATE } from './pg-connection';
@@ -36,7 +37,7 @@ export interface PgStoreOptions {
   /** Waiting for a pooled connection fails after this long (ms). */
   connectTimeoutMs?: number;
   /** Tests only: backend time from this clock (read at the same point, after the locks) instead of the database's. */
-  clock?: () => number;
+  clock?: Clock;
 }
 
 export class PgStore implements Store {
@@ -45,7 +46,7 @@ export class PgStore implements Store {
   private readonly pool: pg.Pool;
   private readonly stepTimeoutMs: number;
   private epochValue = '';
-  /** Database clock minus local clock, refreshed by every step. */
+  /** Database clock minus local clock in whole milliseconds, refreshed by every step. */
   private offset = 0;
   private closed = false;
 
@@ -90,7 +91,7 @@ export class PgStore implements Store {
       await c.query(`INSERT INTO meta (key, value) VALUES ('epoch', $1) ON CONFLICT (key) DO NOTHING`, [epoch]);
       this.epochValue = (await c.query<{ value: string }>(`SELECT value FROM meta WHERE key = 'epoch'`)).rows[0]!.value;
       const t = await c.query<{ now: number }>(`SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8 AS now`);
-      this.offset = t.rows[0]!.now - Date.now();
+      this.offset = Math.round(Number(t.rows[0]!.now) - Date.now());
       await c.query('COMMIT');
       c.release();
     } catch (e) {
@@ -100,8 +101,8 @@ export class PgStore implements Store {
     }
   }
 
-  now(): number {
-    return this.opts.clock ? this.opts.clock() : Date.now() + this.offset;
+  now(): Millis {
+    return this.opts.clock ? this.opts.clock() : addMs(systemClock(), this.offset);
   }
 
   epoch(): string {
@@ -152,9 +153,10 @@ export class PgStore implements Store {
         tx.lockFamily(family, revision, (results[3]!.rows[0] as { waiters: boolean }).waiters);
         if (scope?.prefetch) tx.prefetched(family, scope.prefetch, results.slice(4, -1));
       }
-      const now = Number(results[results.length - 1]!.rows[0].now);
+      const now = millis(Number(results[results.length - 1]!.rows[0].now));
       tx.now = this.opts.clock ? this.opts.clock() : now;
-      this.offset = tx.now - (sent + Date.now()) / 2;
+      // The midpoint of the round trip is half a millisecond when it is odd: round, so now() stays whole.
+      this.offset = Math.round(tx.now - (sent + Date.now()) / 2);
       let value: T;
       try {
         value = await fn(tx);

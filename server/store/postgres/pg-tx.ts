@@ -4,6 +4,7 @@
  * Statements are named, so each connection prepares each of them once.
  */
 
+import { millis } from '../millis';
 import type { PoolClient, QueryResult } from 'pg';
 import { routeSegments } from '@/lib/selector';
 import {
@@ -62,7 +63,7 @@ const leaseKey = (family: string, route: string) => `l\n${family}\n${route}`;
 const SCAN_CHUNK = 500;
 
 export class PgTx implements Tx {
-  now = 0;
+  now = millis(0);
   readonly waiters: SharedWaiters = new PgWaiters(this);
   private messages: string[] = [];
   private locked: { family: string; revision: number; dirty: boolean; hasWaiters: boolean } | undefined;

@@ -16,6 +16,7 @@
  * locking mode, so a second process fails at open instead of sharing it.
  */
 
+import { millis, systemClock, type Clock, type Millis } from '../millis';
 import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -49,7 +50,7 @@ export interface SqliteStoreOptions {
   /** `full` adds an fsync per commit (power-loss durable). */
   synchronous?: 'normal' | 'full';
   /** Backend time; injected so tests move time instead of sleeping. */
-  clock?: () => number;
+  clock?: Clock;
 }
 
 interface Pending {
@@ -86,7 +87,7 @@ function prefixEnd(prefix: string): string {
 export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const;
   private readonly db: Database.Database;
-  private readonly clock: () => number;
+  private readonly clock: Clock;
   private readonly tx: BatchTx;
   private queue: Pending[] = [];
   private scheduled = false;
@@ -99,7 +100,7 @@ export class SqliteStore implements Store {
   /** Open (creating if needed) the store in `dataDir`. Throws if another process holds it. */
   constructor(opts: SqliteStoreOptions) {
     mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
-    this.clock = opts.clock ?? Date.now;
+    this.clock = opts.clock ?? systemClock;
     this.db = new Database(join(opts.dataDir, 'leasehold.sqlite'));
     try {
       this.db.pragma('journal_mode = WAL');
@@ -156,7 +157,7 @@ export class SqliteStore implements Store {
     }
   }
 
-  now(): number {
+  now(): Millis {
     return this.clock();
   }
 
@@ -250,7 +251,7 @@ export class SqliteStore implements Store {
 
 /** The `Tx` over one connection: prepared statements, answered synchronously but typed async. */
 class SqliteTx implements DirectTx {
-  now = 0;
+  now = millis(0);
   private readonly s;
   /** Audit queries by shape (which filters are present), prepared on first use. */
   private readonly auditQueries = new Map<string, Database.Statement>();

@@ -33,6 +33,7 @@ import type {
   Tx,
 } from '../types';
 import { RARE_AUDIT_TYPES } from '../types';
+import { millis, type Millis } from '../millis';
 
 /** Rows per multi-row statement (SQLite allows 32,766 parameters; the widest table has 18 columns). */
 const CHUNK = 128;
@@ -238,7 +239,7 @@ export interface StepControl {
 
 /** The direct statements: every `Tx` method answered by SQL at once, and the cached rows' loaders. */
 export interface DirectTx extends Tx {
-  now: number;
+  now: Millis;
   revisionRow(family: string): number;
   sessionRow(idHash: string): SessionRow | undefined;
   leaseRow(family: string, route: string): LeaseRow | undefined;
@@ -248,7 +249,7 @@ export interface DirectTx extends Tx {
 
 /** One batch's `Tx`: see the file comment. */
 export class BatchTx implements Tx {
-  now = 0;
+  now = millis(0);
   /**
    * Mutable state lives in one object, so a wrapper made with
    * `Object.create(tx)` (tests inject faults that way) changes the batch's
@@ -286,7 +287,7 @@ export class BatchTx implements Tx {
 
   // ---- the runner's side ----------------------------------------------------
 
-  beginStep(now: number): void {
+  beginStep(now: Millis): void {
     this.now = now;
     this.base.now = now;
   }
@@ -392,7 +393,7 @@ export class BatchTx implements Tx {
     if (this.st.direct) return this.base.insertSession(row);
     this.sessions.write(row.idHash, row);
   }
-  async setSessionExpiry(idHash: string, expiresAt: number): Promise<void> {
+  async setSessionExpiry(idHash: string, expiresAt: Millis): Promise<void> {
     if (this.st.direct) return this.base.setSessionExpiry(idHash, expiresAt);
     const s = await this.getSession(idHash);
     if (s) this.sessions.write(idHash, { ...s, expiresAt });
@@ -410,7 +411,7 @@ export class BatchTx implements Tx {
     if (this.st.direct) return this.base.insertLease(row);
     this.leases.write(LEASES.key(row), row);
   }
-  async updateLeaseRenewal(family: string, route: string, leaseId: string, renewedAt: number, expiresAt: number, ttlMs: number, renewalCount: number): Promise<void> {
+  async updateLeaseRenewal(family: string, route: string, leaseId: string, renewedAt: Millis, expiresAt: Millis, ttlMs: number, renewalCount: number): Promise<void> {
     if (this.st.direct) return this.base.updateLeaseRenewal(family, route, leaseId, renewedAt, expiresAt, ttlMs, renewalCount);
     const l = await this.getLease(family, route);
     if (l && l.leaseId === leaseId) this.leases.write(leaseKey(family, route), { ...l, renewedAt, expiresAt, ttlMs, renewalCount });
@@ -452,10 +453,10 @@ export class BatchTx implements Tx {
 
   // ---- reads the caches cannot answer ------------------------------------------
 
-  dueSessions(now: number, limit: number, family?: string): Promise<SessionRow[]> {
+  dueSessions(now: Millis, limit: number, family?: string): Promise<SessionRow[]> {
     return this.read(() => this.base.dueSessions(now, limit, family));
   }
-  dueFamilies(now: number, limit: number): Promise<string[]> {
+  dueFamilies(now: Millis, limit: number): Promise<string[]> {
     return this.read(() => this.base.dueFamilies(now, limit));
   }
   listSessions(family: string, ownerId: string | undefined, after: [number, string] | null, limit: number): Promise<SessionRow[]> {
@@ -467,7 +468,7 @@ export class BatchTx implements Tx {
   sessionLeases(idHash: string): Promise<LeaseRow[]> {
     return this.read(() => this.base.sessionLeases(idHash));
   }
-  dueLeases(now: number, limit: number, family?: string): Promise<LeaseRow[]> {
+  dueLeases(now: Millis, limit: number, family?: string): Promise<LeaseRow[]> {
     return this.read(() => this.base.dueLeases(now, limit, family));
   }
   scanLeases(scan: LeaseScan): Promise<LeaseScanResult> {
@@ -496,7 +497,7 @@ export class BatchTx implements Tx {
   countTokens(): Promise<number> {
     return this.base.countTokens();
   }
-  countLiveRootTokens(now: number): Promise<number> {
+  countLiveRootTokens(now: Millis): Promise<number> {
     return this.base.countLiveRootTokens(now);
   }
   getLogin(idHash: string): Promise<LoginRow | undefined> {
@@ -508,13 +509,13 @@ export class BatchTx implements Tx {
 
   // ---- uncached writes: the step writes through from here -----------------------
 
-  pruneIdempotency(now: number, limit: number): Promise<number> {
+  pruneIdempotency(now: Millis, limit: number): Promise<number> {
     return this.write(() => this.base.pruneIdempotency(now, limit));
   }
   insertToken(row: TokenRow): Promise<void> {
     return this.write(() => this.base.insertToken(row));
   }
-  revokeToken(id: string, at: number): Promise<void> {
+  revokeToken(id: string, at: Millis): Promise<void> {
     return this.write(() => this.base.revokeToken(id, at));
   }
   insertLogin(row: LoginRow): Promise<void> {
@@ -523,13 +524,13 @@ export class BatchTx implements Tx {
   deleteLogin(idHash: string): Promise<void> {
     return this.write(() => this.base.deleteLogin(idHash));
   }
-  pruneLogins(now: number): Promise<number> {
+  pruneLogins(now: Millis): Promise<number> {
     return this.write(() => this.base.pruneLogins(now));
   }
-  pruneEmbedTokens(now: number, limit: number): Promise<number> {
+  pruneEmbedTokens(now: Millis, limit: number): Promise<number> {
     return this.write(() => this.base.pruneEmbedTokens(now, limit));
   }
-  pruneAudit(olderThan: number, maxRows: number, limit: number): Promise<number> {
+  pruneAudit(olderThan: Millis, maxRows: number, limit: number): Promise<number> {
     return this.write(() => this.base.pruneAudit(olderThan, maxRows, limit));
   }
   initMeta(key: string, value: string): Promise<string> {
