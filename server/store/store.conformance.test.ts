@@ -71,6 +71,60 @@ for (const backend of BACKENDS) {
       assert.equal(await store.atomic((tx) => tx.revision('default')), 2);
     });
 
+    test('steps started together each keep their own outcome, and each sees the steps committed before it', async () => {
+      // 48 steps in flight at once (one batch on SQLite): every third throws after writing.
+      const steps = Array.from({ length: 48 }, (_, i) =>
+        store.atomic(async (tx) => {
+          const route = `lease://batch/r/${i}`;
+          const rev = await tx.bumpRevision('default');
+          await tx.insertLease(lease(route, rev));
+          await tx.putIdempotency({ family: 'default', op: 'acquire', route, requestId: `q${i}`, digest: 'd', status: 0, answer: `{"i":${i}}`, expiresAt: millis(10_000) });
+          await tx.insertAudit([{ time: millis(i), eventType: 'lease_acquire', family: 'default', route, tokenId: null, subjectTokenId: null, ownerId: 'o', incarnation: null, result: 'lease_acquired', fencingToken: rev, reason: null, correlationId: `c${i}`, latencyMs: 0 }]);
+          if (i % 3 === 0) throw new Error(`boom ${i}`);
+          return rev;
+        }, { family: 'default' }),
+      );
+      const outcomes = await Promise.allSettled(steps);
+      const kept = outcomes.flatMap((o, i) => (o.status === 'fulfilled' ? [{ i, rev: o.value }] : []));
+      assert.equal(kept.length, 32);
+      outcomes.forEach((o, i) => assert.equal(o.status === 'rejected', i % 3 === 0, `step ${i}`));
+      // Revisions of the kept steps are contiguous: a thrown step's bump was undone before the next step read it.
+      assert.deepEqual(kept.map((k) => k.rev).sort((a, b) => a - b), Array.from({ length: 32 }, (_, i) => i + 1));
+      assert.equal(await store.atomic((tx) => tx.revision('default')), 32);
+      const scan = await store.atomic((tx) => tx.scanLeases({ family: 'default', triple: ['batch', 'r', null], after: null, want: 100, budget: 1_000, now: millis(0) }));
+      assert.deepEqual(scan.rows.map((r) => r.route).sort(), kept.map((k) => `lease://batch/r/${k.i}`).sort());
+      for (let i = 0; i < 48; i++) {
+        const rec = await store.atomic((tx) => tx.getIdempotency('default', 'acquire', `lease://batch/r/${i}`, `q${i}`));
+        assert.equal(rec?.answer, i % 3 === 0 ? undefined : `{"i":${i}}`);
+      }
+      const audit = await store.atomic((tx) => tx.scanAudit({ family: 'default', triple: [null, null, null], routeless: true, before: null, limit: 100, budget: 1_000 }));
+      assert.deepEqual(audit.rows.map((r) => r.correlationId).sort(), kept.map((k) => `c${k.i}`).sort());
+    });
+
+    test('a step that scans after its own writes sees them, and a throw after the scan still undoes them all', async () => {
+      await store.atomic((tx) => tx.insertLease(lease('lease://scan/r/keep', 1)));
+      const seen = await Promise.allSettled([
+        store.atomic(async (tx) => {
+          await tx.insertLease(lease('lease://scan/r/a', 2));
+          await tx.deleteLease('default', 'lease://scan/r/keep', 'ls_1', 1);
+          const s = await tx.scanLeases({ family: 'default', triple: ['scan', 'r', null], after: null, want: 10, budget: 100, now: millis(0) });
+          await tx.insertLease(lease('lease://scan/r/b', 3));
+          await tx.putCheckpoint({ family: 'default', route: 'lease://scan/r/a', value: '1', fencingToken: 2, leaseId: 'ls_2', writtenAt: millis(0), version: 1 });
+          throw new Error(`saw ${s.rows.map((r) => r.route).join(',')}`);
+        }),
+        store.atomic(async (tx) => {
+          await tx.insertLease(lease('lease://scan/r/c', 4));
+          return (await tx.scanLeases({ family: 'default', triple: ['scan', 'r', null], after: null, want: 10, budget: 100, now: millis(0) })).rows.map((r) => r.route);
+        }),
+      ]);
+      assert.equal(seen[0]!.status, 'rejected');
+      assert.match(String((seen[0] as PromiseRejectedResult).reason), /saw lease:\/\/scan\/r\/a$/);
+      assert.deepEqual((seen[1] as PromiseFulfilledResult<string[]>).value, ['lease://scan/r/c', 'lease://scan/r/keep']);
+      const after = await store.atomic((tx) => tx.scanLeases({ family: 'default', triple: ['scan', 'r', null], after: null, want: 10, budget: 100, now: millis(0) }));
+      assert.deepEqual(after.rows.map((r) => r.route), ['lease://scan/r/c', 'lease://scan/r/keep']);
+      assert.equal(await store.atomic((tx) => tx.getCheckpoint('default', 'lease://scan/r/a')), undefined);
+    });
+
     test('64-bit integers come back as numbers; JSON values round-trip as text exactly', async () => {
       const big = 2 ** 53 - 1;
       const value = '{"b":[1,2.5,"\\u00e9\\ud83d\\ude00"],"a":null,"n":-0.000001}';
