@@ -9,6 +9,7 @@ const framework = [
   { name: 'react', message: 'The engine and store are free of React.' },
   { name: 'node:http', message: 'HTTP belongs in server/http.' },
   { name: 'http', message: 'HTTP belongs in server/http.' },
+  { name: 'pino', message: 'The engine and store log through the injected Logger (server/engine/logger.ts); server/log.ts owns pino.' },
 ];
 
 const libBoundary = {
@@ -82,7 +83,7 @@ export default tseslint.config(
     },
   },
   {
-    // The SDK runs in browsers (SDK.md): no Node built-ins outside its tests.
+    // The SDK runs in browsers (docs/sdk.md): no Node built-ins outside its tests.
     // This entry replaces the one above for these files, so it repeats libBoundary.
     files: ['lib/client/**/*.ts', 'lib/react/**/*.ts', 'lib/react/**/*.tsx'],
     ignores: ['**/*.test.ts', '**/*.test.tsx'],
@@ -112,6 +113,17 @@ export default tseslint.config(
             { group: ['../client/*', '../*', '!../client'], message: 'lib/react imports only react and ../client (the client\'s index).' },
           ],
         },
+      ],
+    },
+  },
+  {
+    // The command line is an API client like any other: the SDK, never the
+    // engine, the store or the console (docs/cli.md).
+    files: ['cli/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ group: ['**/server/*', '@/server/*', '**/app/*', '@/app/*', '**/components/*', '@/components/*'], message: 'The command line talks to the API through the SDK only.' }] },
       ],
     },
   },

@@ -62,6 +62,8 @@ const serverEnv = {
   LEASEHOLD_BOOTSTRAP_TOKEN: process.env.LEASEHOLD_E2E_ADMIN_TOKEN!,
   // Short heartbeats, so a silent stream is noticed within the test's patience.
   LEASEHOLD_FEED_HEARTBEAT_MS: '5000',
+  // Stop at once when the run ends (no balancer to drain from).
+  LEASEHOLD_DRAIN_MS: '0',
   NEXT_TELEMETRY_DISABLED: '1',
   ...(postgres ? { LEASEHOLD_DATABASE_URL: process.env.LEASEHOLD_E2E_DATABASE_URL! } : {}),
 };

@@ -1,5 +1,5 @@
 /**
- * The change kinds of the held set (CONTRACT.md §8), shared by the engine, the
+ * The change kinds of the held set (docs/semantics.md §8), shared by the engine, the
  * feed and the SDK.
  */
 export type ChangeKind =

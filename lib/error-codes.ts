@@ -1,5 +1,5 @@
 /**
- * The contract's error codes (HTTP.md table), shared by the engine, the HTTP
+ * The contract's error codes (the error table in docs/semantics.md "The wire"), shared by the engine, the HTTP
  * layer and the SDK so that the server and its clients can never disagree on
  * the vocabulary. `internal_error` is the server's answer to its own faults.
  */

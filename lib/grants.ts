@@ -1,5 +1,5 @@
 /**
- * Grants: `selector#permission` (CONTRACT.md §10). A request is allowed only
+ * Grants: `selector#permission` (docs/semantics.md §10). A request is allowed only
  * if ONE grant's selector contains the request's whole match set and its
  * permission implies the one needed; grants are never unioned.
  */

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { contains, matches, parseRoute, parseSelector, routeSegments, selectorOrThrow } from './selector';
 import { allowingGrant, parseGrant } from './grants';
 
-describe('selector grammar (CONTRACT.md §3)', () => {
+describe('selector grammar (docs/semantics.md §3)', () => {
   const valid = [
     'lease://acme/renderers/doc-1',
     'lease://acme/renderers/*',

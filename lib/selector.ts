@@ -1,5 +1,5 @@
 /**
- * The one route and selector grammar (CONTRACT.md §3), shared by the engine,
+ * The one route and selector grammar (docs/semantics.md §3), shared by the engine,
  * the HTTP layer, the SDK and the console. Pure: no Node or browser APIs.
  *
  * Every valid selector is equivalent to a triple of literal-or-`*` segments,

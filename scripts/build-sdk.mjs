@@ -1,19 +1,23 @@
 /**
- * Builds dist/sdk/, the installable `leasehold` package (SDK.md "Packaging"):
+ * Builds dist/sdk/, the installable `leasehold` package (docs/sdk.md "Installing it"):
  *
  *   leasehold/client      lib/client/index.ts bundled to one ES module
  *   leasehold/react       lib/react/index.ts, importing react and leasehold/client
- *   leasehold/widget.css  the widget's stylesheet
+ *   leasehold/widget.css  the widget's stylesheet (and widget.css.d.ts)
+ *   bin `leasehold`       cli.mjs, the command line (docs/cli.md); also
+ *                         copied to dist/cli.mjs for use inside the project
  *
- * esbuild writes the JavaScript; tsc (tsconfig.sdk.json) writes the
- * declarations under types/. Run with `npm run build:sdk`.
+ * with its README, LICENSE and third-party notices. esbuild writes the
+ * JavaScript; tsc (tsconfig.sdk.json) writes the declarations under types/.
+ * Run with `npm run build:sdk`; `npm pack dist/sdk` makes the tarball.
  */
 
 import { build } from 'esbuild';
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { buildCli } from './build-cli.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const out = join(root, 'dist', 'sdk');
@@ -80,6 +84,15 @@ await build({
 });
 
 copyFileSync(join(reactDir, 'widget.css'), join(out, 'widget.css'));
+// A stylesheet import (`import 'leasehold/widget.css'`) type-checks under
+// NodeNext only if the subpath names declarations: this one says it exports nothing.
+writeFileSync(join(out, 'widget.css.d.ts'), '/** The inventory widget\'s stylesheet: import it for its side effect. */\nexport {};\n');
+
+await buildCli(join(out, 'cli.mjs'));
+copyFileSync(join(out, 'cli.mjs'), join(root, 'dist', 'cli.mjs'));
+chmodSync(join(root, 'dist', 'cli.mjs'), 0o755);
+copyFileSync(join(root, 'LICENSE'), join(out, 'LICENSE'));
+copyFileSync(join(root, 'docs', 'package-readme.md'), join(out, 'README.md'));
 
 const tsc = spawnSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(root, 'tsconfig.sdk.json')], {
   cwd: root,
@@ -91,11 +104,16 @@ if (tsc.status !== 0) {
 }
 fixDeclarationSpecifiers(join(out, 'types'));
 
-const notice = readFileSync(join(root, 'node_modules', 'eventsource-parser', 'LICENSE'), 'utf8');
-const parserVersion = JSON.parse(readFileSync(join(root, 'node_modules', 'eventsource-parser', 'package.json'), 'utf8')).version;
+/** The notice for a bundled package: its version, where it lives, its license text. */
+function bundledNotice(name, url, where) {
+  const dir = join(root, 'node_modules', name);
+  const license = readFileSync(join(dir, 'LICENSE'), 'utf8').trim();
+  const version = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')).version;
+  return `${where} bundles ${name} ${version} (${url}):\n\n\`\`\`\n${license}\n\`\`\`\n`;
+}
 writeFileSync(
   join(out, 'THIRD-PARTY-NOTICES.md'),
-  `# Third-party notices\n\n\`leasehold/client\` bundles eventsource-parser ${parserVersion} (https://github.com/rexxars/eventsource-parser):\n\n\`\`\`\n${notice.trim()}\n\`\`\`\n`,
+  `# Third-party notices\n\n${bundledNotice('eventsource-parser', 'https://github.com/rexxars/eventsource-parser', '`leasehold/client` (and the `leasehold` command)')}\n${bundledNotice('commander', 'https://github.com/tj/commander.js', 'The `leasehold` command')}`,
 );
 
 const pkg = {
@@ -105,13 +123,16 @@ const pkg = {
   // Installable (a folder, a tarball from `npm pack`), not publishable by
   // accident: publishing is a release decision (which registry, which scope).
   private: true,
+  license: 'MIT',
   type: 'module',
   engines: rootPkg.engines,
   sideEffects: ['*.css'],
+  bin: { leasehold: './cli.mjs' },
+  files: ['client/', 'react/', 'types/', 'widget.css', 'widget.css.d.ts', 'cli.mjs', 'README.md', 'LICENSE', 'THIRD-PARTY-NOTICES.md'],
   exports: {
     './client': { types: './types/client/index.d.ts', default: './client/index.js' },
     './react': { types: './types/react/index.d.ts', default: './react/index.js' },
-    './widget.css': './widget.css',
+    './widget.css': { types: './widget.css.d.ts', default: './widget.css' },
     './package.json': './package.json',
   },
   // Optional: a Node worker that imports only leasehold/client needs no React.

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Unit and HTTP tests: node's test runner (through tsx), in two passes.
 #
-# 1. SQLite: every *.test.ts in lib/, components/, server/ and tests/
+# 1. SQLite: every *.test.ts in lib/, components/, server/, cli/ and tests/
 #    (engine and store suites run on both stores themselves).
 # 2. PostgreSQL: the HTTP-level files again (server/http, the SDK tests
-#    against a real server, the SIGKILL durability test) with
+#    against a real server, the command line, the SIGKILL durability test) with
 #    LEASEHOLD_TEST_STORE=postgres: each test server is two instances on one
 #    fresh database, requests spread over both (docs/design.md "Testing on
 #    both stores").
@@ -13,16 +13,31 @@
 # node's summary lines (`# pass N`, `# fail N`) under its own heading, then
 # `postgres pass: N passed, N failed`; exits non-zero when any test fails.
 # LEASEHOLD_TEST_PASSES=sqlite or =postgres runs one pass alone.
+# 3. Last, whichever passes ran: tests/logs/secrets.test.ts scans every
+#    server log they wrote (LEASEHOLD_TEST_LOG_DIR) for every secret used.
 set -uo pipefail
 shopt -s globstar nullglob
 cd "$(dirname "$0")/.."
 
 passes="${LEASEHOLD_TEST_PASSES:-sqlite postgres}"
-all=(lib/**/*.test.ts components/**/*.test.ts server/**/*.test.ts tests/**/*.test.ts)
-http=(server/http/*.test.ts tests/sdk/*.test.ts server/durability.test.ts)
+# The secrets scan of every server log the passes wrote runs last, on its own (tests/logs/secrets.test.ts).
+scan=tests/logs/secrets.test.ts
+all=()
+for f in lib/**/*.test.ts components/**/*.test.ts server/**/*.test.ts cli/**/*.test.ts tests/**/*.test.ts; do
+  [[ $f == "$scan" ]] || all+=("$f")
+done
+http=(server/http/*.test.ts tests/sdk/*.test.ts tests/cli/*.test.ts server/durability.test.ts)
 
 tap="$(mktemp -t leasehold-unit-XXXXXX.tap)"
-trap 'rm -f "$tap"' EXIT
+# Every test server's log, request lines included, for the secrets scan.
+# Set LEASEHOLD_TEST_LOG_DIR to keep them; else they go with the run.
+own_logs=
+if [[ -z ${LEASEHOLD_TEST_LOG_DIR:-} ]]; then
+  LEASEHOLD_TEST_LOG_DIR="$(mktemp -d -t leasehold-test-logs-XXXXXX)"
+  own_logs=1
+fi
+export LEASEHOLD_TEST_LOG_DIR
+trap 'rm -f "$tap"; if [[ -n $own_logs ]]; then rm -rf "$LEASEHOLD_TEST_LOG_DIR"; fi' EXIT
 
 status=0
 # run <label> <files…>: readable spec output on the terminal, TAP to a file for the summary lines.
@@ -55,4 +70,5 @@ for pass in $passes; do
     *) echo "unknown pass: $pass (sqlite or postgres)" >&2; status=2 ;;
   esac
 done
+[[ -f $scan ]] && run logs "$scan"
 exit "$status"

@@ -9,6 +9,9 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { LeaseEngine, type EngineOptions } from './engine/engine';
 import { createApiHandler } from './http/api';
+import { AccessLog } from './http/access-log';
+import type { DrainState } from './http/health';
+import { silentLogger, type Logger } from './engine/logger';
 import { isOriginForm, refuseRawRequest, refuseRequestTarget } from './http/request-target';
 import { MetricsCollector, type CollectorOptions } from './metrics/collector';
 import { PgStore } from './store/postgres/pg-store';
@@ -32,7 +35,12 @@ export interface AppServerOptions {
   version?: string;
   /** Serves everything outside /api/. */
   fallback?: (req: IncomingMessage, res: ServerResponse) => void;
-  log?: (line: string) => void;
+  /** Where the server's lines go (silent when absent). */
+  logger?: Logger;
+  /** Request lines: every request (`all`), else only server errors and those slower than `slowMs`. */
+  accessLog?: { all?: boolean; slowMs?: number };
+  /** PostgreSQL: this process's instance id (the one its log lines carry); else generated. */
+  instanceId?: string;
   /**
    * Metrics (`LEASEHOLD_METRICS`, `LEASEHOLD_METRICS_PUBLIC`): on unless
    * `enabled` is false; off, nothing subscribes and nothing is measured.
@@ -71,6 +79,12 @@ export interface AppServer {
   bootstrapCreated: boolean;
   /** The metrics collector, when metrics are on. */
   metrics: MetricsCollector | undefined;
+  /**
+   * The first half of a graceful shutdown: readiness answers 503 from now on
+   * and answers carry `Connection: close`, while everything is still served.
+   */
+  beginDrain(): void;
+  readonly draining: boolean;
   /** Close the listener and every connection, then the engine and store. */
   close(): Promise<void>;
 }
@@ -81,10 +95,11 @@ export async function startAppServer(opts: AppServerOptions): Promise<AppServer>
   // instance's own files (the bootstrap token): created for either store.
   mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
   const base: Store = opts.databaseUrl
-    ? await PgStore.open({ url: opts.databaseUrl, poolSize: opts.poolSize, clock: opts.clock })
+    ? await PgStore.open({ url: opts.databaseUrl, poolSize: opts.poolSize, clock: opts.clock, instanceId: opts.instanceId })
     : new SqliteStore({ dataDir: opts.dataDir, synchronous: opts.synchronous, clock: opts.clock });
   const store = opts.wrapStore ? opts.wrapStore(base) : base;
-  const engine = new LeaseEngine(store, opts.engine);
+  const logger = opts.logger ?? silentLogger;
+  const engine = new LeaseEngine(store, { logger, ...opts.engine });
   let bootstrapToken: string | undefined;
   let bootstrapCreated = false;
   try {
@@ -95,11 +110,14 @@ export async function startAppServer(opts: AppServerOptions): Promise<AppServer>
   }
   const metrics = opts.metrics?.enabled === false ? undefined : new MetricsCollector(engine, opts.metrics);
   await metrics?.start();
+  const accessLog = new AccessLog({ logger, all: opts.accessLog?.all, slowMs: opts.accessLog?.slowMs });
+  const drain: DrainState = { draining: false };
   const api = createApiHandler(engine, {
     corsOrigins: opts.corsOrigins,
     publicOrigin: opts.publicOrigin,
     version: opts.version,
-    log: opts.log,
+    accessLog,
+    drain,
     metrics: metrics && { collector: metrics, public: opts.metrics?.public === true },
   });
   const fallback =
@@ -122,6 +140,8 @@ export async function startAppServer(opts: AppServerOptions): Promise<AppServer>
     (req, res) => {
       // Browsers on https keep to https for a year (on every answer: pages, assets, the API).
       if (hsts) res.setHeader('Strict-Transport-Security', 'max-age=31536000');
+      // Draining: each answer asks its client to reconnect (to another instance, through the balancer).
+      if (drain.draining) res.shouldKeepAlive = false;
       if (!isOriginForm(req.url)) refuseRequestTarget(req, res);
       else if (req.url === '/api' || req.url?.startsWith('/api/')) {
         inFlight++;
@@ -150,6 +170,12 @@ export async function startAppServer(opts: AppServerOptions): Promise<AppServer>
     bootstrapToken,
     bootstrapCreated,
     metrics,
+    beginDrain() {
+      drain.draining = true;
+    },
+    get draining() {
+      return drain.draining;
+    },
     close() {
       // Stop accepting, answer waiting acquires, let in-flight answers finish
       // (for at most 3 s), then commit what is pending and close the store,
@@ -166,6 +192,7 @@ export async function startAppServer(opts: AppServerOptions): Promise<AppServer>
           });
         }
         await engine.stop();
+        accessLog.close();
         server.closeAllConnections();
         await closed;
       })();

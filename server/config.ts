@@ -1,5 +1,5 @@
 /**
- * The environment, read and validated once at start (CONTRACT.md §14). An
+ * The environment, read and validated once at start (docs/semantics.md §14). An
  * invalid value stops the server with a message naming the variable.
  */
 
@@ -56,6 +56,15 @@ const Env = z.object({
   LEASEHOLD_KEEPALIVE_TIMEOUT_MS: int(1_000, 600_000).default(65_000),
   /** `off` serves only /api/* (no console): for benchmarks and headless deployments. */
   LEASEHOLD_CONSOLE: z.enum(['on', 'off']).default('on'),
+  /** `json` lines or `pretty` (readable) lines; unset: pretty on a terminal, JSON otherwise. */
+  LEASEHOLD_LOG_FORMAT: z.enum(['json', 'pretty']).optional(),
+  LEASEHOLD_LOG_LEVEL: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
+  /** `on` logs every API request; errors (5xx) and slow requests are logged either way. */
+  LEASEHOLD_ACCESS_LOG: z.enum(['on', 'off']).default('off'),
+  /** A request answered slower than this is logged as slow (waiting acquires excepted). */
+  LEASEHOLD_SLOW_REQUEST_MS: int(1, 3_600_000).default(1_000),
+  /** After SIGTERM, how long readiness answers 503 while everything is still served (ms). */
+  LEASEHOLD_DRAIN_MS: int(0, 600_000).default(5_000),
 });
 
 export type Config = z.infer<typeof Env> & { corsOrigins: string[] };

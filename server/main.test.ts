@@ -25,14 +25,18 @@ function dir(): string {
   return d;
 }
 
-test('first start prints the bootstrap admin token once and writes it to a 0600 file', async () => {
+test('first start shows the generated bootstrap admin token once, writes it to a 0600 file, and keeps it out of every log line', async () => {
   const d = dir();
   const first = await spawnServer({ LEASEHOLD_DATA_DIR: d });
   const file = join(d, 'admin-token');
   const token = readFileSync(file, 'utf8').trim();
   assert.match(token, /^lh_/);
   assert.equal(statSync(file).mode & 0o777, 0o600);
-  assert.ok(first.output().includes(token), 'the token is shown on stdout');
+  const line = first.output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l)).find((l) => /bootstrap admin token/.test(l.message));
+  assert.equal(line?.file, file, 'the log says where the token is');
+  const lines = first.output().split('\n');
+  assert.equal(lines.filter((l) => l.includes(token)).length, 1, 'the token is shown exactly once');
+  assert.equal(lines.some((l) => l.startsWith('{') && l.includes(token)), false, 'no log line carries the token');
   const who = await call(first.url, 'GET', '/api/v1/auth/whoami', undefined, { token });
   assert.deepEqual([who.status, who.body.family, who.body.root, who.body.grants], [200, 'default', true, ['lease://**#admin']]);
   assert.equal(await stopServer(first.proc), 0);
@@ -85,6 +89,11 @@ for (const [name, value] of [
   ['LEASEHOLD_PUBLIC_ORIGIN', 'not a url'],
   ['LEASEHOLD_METRICS', 'yes'],
   ['LEASEHOLD_METRICS_PUBLIC', 'on'],
+  ['LEASEHOLD_LOG_FORMAT', 'xml'],
+  ['LEASEHOLD_LOG_LEVEL', 'loud'],
+  ['LEASEHOLD_ACCESS_LOG', 'yes'],
+  ['LEASEHOLD_SLOW_REQUEST_MS', '0'],
+  ['LEASEHOLD_DRAIN_MS', '-1'],
 ] as const) {
   test(`an invalid ${name} stops the server with a message naming it`, async () => {
     const r = await runServerToExit({ LEASEHOLD_DATA_DIR: dir(), [name]: value });

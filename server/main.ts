@@ -1,14 +1,18 @@
 /**
  * The application's own Node server (Next's custom-server mode). It owns the
  * lease engine, serves /api/* through server/http, and hands every other
- * request to Next. See ../shared/STACK.md for why the API does not run
- * through Next's route pipeline (about 30x slower here).
+ * request to Next. The API does not run through Next's route
+ * pipeline: that costs about half a millisecond of CPU per request, about
+ * 30x slower here than answering /api/* in this server.
  */
 
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError, loadConfig, type Config } from './config';
 import { startAppServer, type AppServerOptions } from './app-server';
+import { createLog, defaultLogFormat, type ServerLog } from './log';
+import { errorFields } from './engine/logger';
+import { randomId } from './engine/ids';
 
 const VERSION = process.env.npm_package_version ?? '0.1.0';
 
@@ -22,28 +26,42 @@ async function nextHandler(config: Config): Promise<AppServerOptions['fallback']
   return (req, res) => void handle(req, res);
 }
 
-async function main(): Promise<void> {
+/** Write the last line, flush, and exit. */
+function exit(log: ServerLog, code: number): never {
+  log.flush();
+  process.exit(code);
+}
+
+async function main(instance: string): Promise<void> {
   let config: Config;
   try {
     config = loadConfig();
   } catch (e) {
     if (e instanceof ConfigError) {
-      console.error(`leasehold: ${e.message}`);
-      process.exit(2);
+      // The log's own settings may be what is invalid: the defaults say so.
+      const log = createLog({ format: defaultLogFormat(), level: 'info', instance });
+      log.fatal(e.message);
+      exit(log, 2);
     }
     throw e;
   }
+  const log = createLog({ format: config.LEASEHOLD_LOG_FORMAT ?? defaultLogFormat(), level: config.LEASEHOLD_LOG_LEVEL, instance });
+  const { logger } = log;
+  current = log;
   const fallback = await nextHandler(config);
   const app = await startAppServer({
     dataDir: config.LEASEHOLD_DATA_DIR,
     databaseUrl: config.LEASEHOLD_DATABASE_URL,
     poolSize: config.LEASEHOLD_DATABASE_POOL_SIZE,
+    instanceId: instance,
     host: config.HOST,
     port: config.PORT,
     synchronous: config.LEASEHOLD_SYNC,
     corsOrigins: config.corsOrigins,
     publicOrigin: config.LEASEHOLD_PUBLIC_ORIGIN,
     version: VERSION,
+    logger,
+    accessLog: { all: config.LEASEHOLD_ACCESS_LOG === 'on', slowMs: config.LEASEHOLD_SLOW_REQUEST_MS },
     http: {
       maxConnections: config.LEASEHOLD_MAX_CONNECTIONS,
       headersTimeoutMs: config.LEASEHOLD_HEADERS_TIMEOUT_MS,
@@ -66,39 +84,83 @@ async function main(): Promise<void> {
         retentionMs: config.LEASEHOLD_AUDIT_RETENTION_DAYS * 86_400_000,
         maxRows: config.LEASEHOLD_AUDIT_MAX_ROWS,
         maxRowsPerFamily: config.LEASEHOLD_AUDIT_MAX_ROWS_PER_FAMILY,
-        log: (line) => console.warn(`leasehold: ${line}`),
       },
     },
     fallback,
   });
-  if (app.bootstrapToken) {
+  // A generated bootstrap token is shown once, on this first start, whatever
+  // stdout is (the README's first command promises it, and whoever started
+  // the server needs it to sign in), and kept in its 0600 file; it is never a
+  // log line's field. An operator who must keep secrets out of stdout sets
+  // LEASEHOLD_BOOTSTRAP_TOKEN, which is never printed (docs/operations.md).
+  if (app.bootstrapToken && config.LEASEHOLD_BOOTSTRAP_TOKEN === undefined) {
     const file = join(config.LEASEHOLD_DATA_DIR, 'admin-token');
     writeFileSync(file, `${app.bootstrapToken}\n`, { mode: 0o600 });
-    console.log(`leasehold: bootstrap admin token (shown once, also in ${file}):\n\n  ${app.bootstrapToken}\n`);
+    logger.warn('bootstrap admin token created (shown once below, kept in its file)', { file });
+    process.stdout.write(`\n  bootstrap admin token (shown once, also in ${file}):\n\n  ${app.bootstrapToken}\n\n`);
   } else if (app.bootstrapCreated) {
-    console.log('leasehold: bootstrap admin token created from LEASEHOLD_BOOTSTRAP_TOKEN (not shown)');
+    logger.info('bootstrap admin token created from LEASEHOLD_BOOTSTRAP_TOKEN (not shown)');
   }
-  const where = config.LEASEHOLD_DATABASE_URL ? `postgres, instance ${app.engine.cluster?.instanceId}` : `sqlite in ${config.LEASEHOLD_DATA_DIR}`;
+  const store = config.LEASEHOLD_DATABASE_URL ? 'postgres' : 'sqlite';
+  const where = store === 'postgres' ? `postgres, instance ${instance}` : `sqlite in ${config.LEASEHOLD_DATA_DIR}`;
   const metrics = config.LEASEHOLD_METRICS === 'on' ? (config.LEASEHOLD_METRICS_PUBLIC ? 'on (public)' : 'on') : 'off';
-  console.log(`leasehold: listening on ${app.url} (store: ${where}${fallback ? ', console on' : ', API only'}, metrics ${metrics})`);
+  logger.info(`listening on ${app.url} (store: ${where}${fallback ? ', console on' : ', API only'}, metrics ${metrics})`, {
+    url: app.url,
+    store,
+    console: fallback !== undefined,
+    metrics,
+    access_log: config.LEASEHOLD_ACCESS_LOG,
+    version: VERSION,
+  });
 
+  // SIGTERM: readiness fails at once so the balancer stops sending work, but
+  // everything is served for LEASEHOLD_DRAIN_MS; then streams get `closed`
+  // (shutdown), in-flight requests are answered (waiting acquires
+  // `backend_unavailable`), the audit buffer is written, and the process
+  // exits 0. A second signal exits at once.
+  let stopping = false;
   const shutdown = (signal: string) => {
-    console.log(`leasehold: ${signal}, shutting down`);
-    const force = setTimeout(() => process.exit(1), 10_000);
-    force.unref();
-    app.close().then(
-      () => process.exit(0),
-      (e: unknown) => {
-        console.error('leasehold: shutdown failed', e);
-        process.exit(1);
-      },
-    );
+    if (stopping) {
+      logger.warn('second signal: exiting at once', { signal });
+      exit(log, 1);
+    }
+    stopping = true;
+    app.beginDrain();
+    logger.info('draining: readiness answers 503, still serving', { signal, drain_ms: config.LEASEHOLD_DRAIN_MS });
+    setTimeout(() => {
+      logger.info('shutting down: closing streams, answering in-flight requests');
+      const force = setTimeout(() => {
+        logger.error('shutdown took longer than 10 s: exiting');
+        exit(log, 1);
+      }, 10_000);
+      force.unref();
+      app.close().then(
+        () => {
+          logger.info('stopped');
+          exit(log, 0);
+        },
+        (e: unknown) => {
+          logger.error('shutdown failed', { error: errorFields(e) });
+          exit(log, 1);
+        },
+      );
+    }, config.LEASEHOLD_DRAIN_MS);
   };
-  process.once('SIGTERM', () => shutdown('SIGTERM'));
-  process.once('SIGINT', () => shutdown('SIGINT'));
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
 }
 
-main().catch((e: unknown) => {
-  console.error(`leasehold: failed to start: ${e instanceof Error ? e.message : String(e)}`);
-  process.exit(1);
+const instance = randomId('i_', 9);
+/** The log once configured (before that, the defaults). */
+let current: ServerLog | undefined;
+const fallbackLog = () => (current ??= createLog({ format: defaultLogFormat(), level: 'info', instance }));
+
+process.on('uncaughtException', (e) => {
+  fallbackLog().fatal('uncaught exception', { error: errorFields(e) });
+  exit(fallbackLog(), 1);
+});
+
+main(instance).catch((e: unknown) => {
+  fallbackLog().fatal(`failed to start: ${e instanceof Error ? e.message : String(e)}`, { error: errorFields(e) });
+  exit(fallbackLog(), 1);
 });

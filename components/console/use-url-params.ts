@@ -32,7 +32,7 @@ export function useUrlParams() {
 }
 
 /**
- * Previous goes back through the cursors seen (CONSOLE.md). The trail is the
+ * Previous goes back through the cursors seen (docs/console.md). The trail is the
  * cursors of the pages visited under one filter, first page as `null`; the
  * current cursor comes from the URL, so the browser's own Back keeps it
  * consistent. A shared link that starts mid-way goes back to the first page.

@@ -12,7 +12,7 @@ const LOOK = {
   stale: { text: 'stale', dot: 'bg-red-500', ring: 'ring-red-200 dark:ring-red-800' },
 } as const;
 
-/** The Feed badge (CONSOLE.md): the stream's state and the newest revision it has seen. */
+/** The Feed badge (docs/console.md): the stream's state and the newest revision it has seen. */
 export function FeedStatus({ className }: { className?: string }) {
   const state = useFeedStore((s) => s.state);
   const revision = useFeedStore((s) => s.revision);

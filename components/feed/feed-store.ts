@@ -1,7 +1,7 @@
 import { create } from 'zustand';
 
 /**
- * What the Feed badge says (CONSOLE.md): `live` when the stream is open and
+ * What the Feed badge says (docs/console.md): `live` when the stream is open and
  * every selector is registered, `reconnecting` while connecting or
  * resyncing, `stale` when the stream was closed for good or fell silent.
  */

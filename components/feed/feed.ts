@@ -32,7 +32,7 @@ function describeEnd(end: StreamEnd): string {
 }
 
 /**
- * The console's one inventory stream per tab (CONSOLE.md: browsers allow few
+ * The console's one inventory stream per tab (docs/console.md: browsers allow few
  * connections per origin), shared by every component on the page. Components
  * `watch` a selector; the feed registers each selector once, reconnects with
  * backoff when the stream ends, registers everything again, and then tells

@@ -27,7 +27,7 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 }
 
 /**
- * GET /api/v1/health. The body is plain JSON, not the API envelope (HTTP.md):
+ * GET /api/v1/health. The body is plain JSON, not the API envelope (docs/semantics.md "The wire"):
  * 200 `{ status: "ok", store, epoch, version, uptime_ms }`, 503 `{ status: "unavailable", store }`.
  * Anything else throws HealthError.
  */

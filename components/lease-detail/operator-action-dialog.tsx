@@ -58,7 +58,7 @@ export function actionTitle(kind: OperatorAction): string {
 }
 
 /**
- * The guarded force-release and revoke (CONSOLE.md "Guarded operator
+ * The guarded force-release and revoke (docs/console.md "Guarded operator
  * actions"): the lease as the operator saw it when opening, a reason of 10 to
  * 500 characters, for revoke the resource name typed to confirm. The request
  * carries the fencing token seen, so a lease that changed meanwhile is

@@ -13,7 +13,7 @@ export type ParsedRouteParams =
 /**
  * The lease route a detail URL `/leases/{realm}/{area}/{resource}` names,
  * checked against the grammar. Next hands the segments over decoded once, as
- * the API does (HTTP.md "Lease paths"); they are not decoded again, so
+ * the API does (docs/semantics.md "The wire"); they are not decoded again, so
  * `a%253A` stays the invalid `a%3A` and never becomes another route, `a:`.
  */
 export function routeFromParams(params: RouteParams): ParsedRouteParams {

@@ -1,5 +1,5 @@
 /**
- * The leases table's live rows (CONSOLE.md /leases): the LIST snapshot with
+ * The leases table's live rows (docs/console.md /leases): the LIST snapshot with
  * the feed's later changes applied; a new route joins the page only inside
  * its bounds, otherwise it counts toward the "new leases" badge.
  */

@@ -5,7 +5,7 @@
  * refetch simply moves the snapshot forward and drops what it already holds.
  *
  * A route acquired after the snapshot joins the page only if it sorts inside
- * the page's bounds (CONSOLE.md); one that sorts elsewhere is counted as a
+ * the page's bounds (docs/console.md); one that sorts elsewhere is counted as a
  * "new lease" for the badge that offers a refresh.
  */
 

@@ -29,7 +29,7 @@ const FANOUT: ChartSeries[] = [
 ];
 
 /**
- * The /metrics charts: the summary polled every second (CONSOLE.md: the one
+ * The /metrics charts: the summary polled every second (docs/console.md: the one
  * page that polls, its series being sampled), drawn for the window in the URL.
  */
 export function MetricsDashboard() {

@@ -13,7 +13,7 @@ export function isDenied(error: unknown): boolean {
   return isLeaseholdError(error, 'access_denied');
 }
 
-/** A failed call: the API's message and its correlation id (CONSOLE.md: any failed action is an alert). */
+/** A failed call: the API's message and its correlation id (docs/console.md: any failed action is an alert). */
 export function ErrorAlert({ error, title = 'Something went wrong', action, className }: { error: unknown; title?: string; action?: ReactNode; className?: string }) {
   const { code, message, correlationId } = describeError(error);
   return (

@@ -1,5 +1,5 @@
 /**
- * The Leasehold client (SDK.md): one typed method per API call, plus the
+ * The Leasehold client (docs/sdk.md): one typed method per API call, plus the
  * objects that make the protocols safe (Session, LeaseHandle, Subscription,
  * InventoryObserver). Runs in Node.js 20+ and in browsers: fetch and Web
  * Streams only.
@@ -32,16 +32,16 @@ export type LeaseholdClientOptions = TransportOptions;
 
 export interface ListOptions {
   /** Items per page (default 100, at most 1,000). */
-  pageSize?: number;
-  ownerId?: string;
-  holderIncarnation?: string;
+  pageSize?: number | undefined;
+  ownerId?: string | undefined;
+  holderIncarnation?: string | undefined;
 }
 
 export interface ListPageOptions {
-  limit?: number;
-  cursor?: string;
-  ownerId?: string;
-  holderIncarnation?: string;
+  limit?: number | undefined;
+  cursor?: string | undefined;
+  ownerId?: string | undefined;
+  holderIncarnation?: string | undefined;
 }
 
 export interface OperatorActionOptions {
@@ -53,22 +53,22 @@ export interface OperatorActionOptions {
 
 export interface AuditQuery {
   /** A route or selector (default `lease://**`). */
-  route?: string;
-  eventType?: AuditEventType;
-  since?: string;
-  until?: string;
-  limit?: number;
-  cursor?: string;
+  route?: string | undefined;
+  eventType?: AuditEventType | undefined;
+  since?: string | undefined;
+  until?: string | undefined;
+  limit?: number | undefined;
+  cursor?: string | undefined;
 }
 
 export interface CreateTokenOptions {
   name: string;
   /** `selector#permission` strings. */
   grants: readonly string[];
-  expiresAt?: string;
+  expiresAt?: string | undefined;
   /** Root tokens only. */
-  family?: string;
-  root?: boolean;
+  family?: string | undefined;
+  root?: boolean | undefined;
 }
 
 export class LeaseholdClient {
@@ -107,7 +107,7 @@ export class LeaseholdClient {
 
   // --- sessions and leases --------------------------------------------------
 
-  /** Open a session that keeps itself alive until closed (SDK.md). */
+  /** Open a session that keeps itself alive until closed (docs/sdk.md). */
   async openSession(opts: OpenSessionOptions): Promise<Session> {
     const body: Record<string, unknown> = { owner_id: opts.ownerId };
     if (opts.ttlMs !== undefined) body.ttl_ms = opts.ttlMs;
@@ -133,7 +133,7 @@ export class LeaseholdClient {
     }
   }
 
-  /** One page of LIST (CONTRACT.md §7). */
+  /** One page of LIST (docs/semantics.md §7). */
   async listPage(selector: string, opts: ListPageOptions = {}): Promise<LeasePage> {
     const query = { selector, owner_id: opts.ownerId, holder_incarnation: opts.holderIncarnation, limit: opts.limit, cursor: opts.cursor };
     const { data } = await this.#transport.call<LeasePage>('GET', '/api/v1/leases', { query, retry: 'safe' });
@@ -237,7 +237,7 @@ export class LeaseholdClient {
     return new Subscription(this.#transport, selectors, opts);
   }
 
-  /** The safe, self-healing view of what `selector` holds (SDK.md, docs/sdk.md). */
+  /** The safe, self-healing view of what `selector` holds (docs/sdk.md). */
   observeInventory(selector: string, opts: ObserveOptions = {}): InventoryObserver {
     return new InventoryObserver(
       {

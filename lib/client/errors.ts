@@ -13,9 +13,12 @@ import { ERROR_CODES, type ErrorCode } from '../error-codes';
  * `invalid_response` (an answer that is not the API's), `stream_closed` (the
  * live stream ended while a call on it was pending), `too_many_items` (an
  * observer reached its `maxItems`), `closed` (the object was closed or
- * disposed), `session_lost` (a lease handle whose session was lost).
+ * disposed), `session_lost` (a lease handle whose session was lost),
+ * `invalid_config` (the client's options are wrong: thrown by the
+ * constructor at once, never retried, since no retry can fix them).
  */
 export const CLIENT_ERROR_CODES = [
+  'invalid_config',
   'network_error',
   'timeout',
   'invalid_response',
@@ -58,7 +61,7 @@ export class LeaseholdError extends Error {
     this.correlationId = init.correlationId;
   }
 
-  /** True for a code the server can answer (HTTP.md table), false for a client-side one. */
+  /** True for a code the server can answer (the error table in docs/semantics.md "The wire"), false for a client-side one. */
   get fromServer(): boolean {
     return SERVER_CODES.has(this.code);
   }

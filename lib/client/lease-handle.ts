@@ -124,7 +124,7 @@ export class LeaseHandle {
   }
 
   /**
-   * The fenced write (CONTRACT.md §5): stores `value` as this route's
+   * The fenced write (docs/semantics.md §5): stores `value` as this route's
    * checkpoint if, in the same atomic step, this lease is still the active one.
    * Throws `lease_lost` (and aborts `signal`) otherwise.
    */

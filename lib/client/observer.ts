@@ -1,5 +1,5 @@
 /**
- * The safe way to know what is held (SDK.md `observeInventory`, CONTRACT.md
+ * The safe way to know what is held (docs/sdk.md "Fleet managers", docs/semantics.md
  * §8 "Bootstrap without a blind window"). Per stream it:
  *
  *   1. opens a stream and registers the selector, waiting for the server's
@@ -117,7 +117,7 @@ interface Listing {
   epoch: string;
 }
 
-const TERMINAL: ReadonlySet<string> = new Set(['invalid_credential', 'access_denied', 'invalid_selector', 'invalid_request', 'too_many_items']);
+const TERMINAL: ReadonlySet<string> = new Set(['invalid_config', 'invalid_credential', 'access_denied', 'invalid_selector', 'invalid_request', 'too_many_items']);
 const CREDENTIAL_CLOSE: ReadonlySet<string> = new Set(['token_revoked', 'token_expired', 'logged_out']);
 
 function compareRoutes(a: string, b: string): number {

@@ -1,4 +1,4 @@
-/** API paths the SDK calls, with route segments encoded (HTTP.md "Lease paths"). */
+/** API paths the SDK calls, with route segments encoded (docs/semantics.md "The wire"). */
 
 import { parseRoute } from '../selector';
 import { LeaseholdError } from './errors';

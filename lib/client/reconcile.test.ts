@@ -1,5 +1,5 @@
 /**
- * The observer's reconciliation interval (SDK.md): by default
+ * The observer's reconciliation interval (docs/sdk.md): by default
  * clamp(shortest TTL / 2, 5 s, 60 s), jittered by ±20 %, shown on a fake
  * clock so that no test sleeps.
  */

@@ -1,6 +1,6 @@
 /**
  * When an inventory observer relists to repair what events could not tell it
- * (SDK.md): every clamp(shortest expected lease TTL / 2, 5 s, 60 s), jittered
+ * (docs/sdk.md): every clamp(shortest expected lease TTL / 2, 5 s, 60 s), jittered
  * by ±20 % so that a fleet of observers does not poll in lockstep.
  */
 

@@ -19,18 +19,18 @@ export type SessionState = 'open' | 'closed' | 'lost';
 export interface OpenSessionOptions {
   ownerId: string;
   /** 2 s to 300 s; the server's default (15 s) when omitted. */
-  ttlMs?: number;
+  ttlMs?: number | undefined;
 }
 
 export interface AcquireOptions {
   /** 1 s to 600 s; the server's default (30 s) when omitted. */
-  ttlMs?: number;
-  maxLifetimeMs?: number;
+  ttlMs?: number | undefined;
+  maxLifetimeMs?: number | undefined;
   /** Wait in the route's FIFO queue up to this long (0 to 30 s); 0 answers `lease_conflict` at once. */
-  waitMs?: number;
-  metadata?: Metadata;
+  waitMs?: number | undefined;
+  metadata?: Metadata | undefined;
   /** Abandons the call (a waiting acquire leaves the queue). */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
 }
 
 export interface Session extends AsyncDisposable {}

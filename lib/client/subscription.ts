@@ -1,5 +1,5 @@
 /**
- * One live stream (CONTRACT.md §8, HTTP.md "Live inventory feed") read with
+ * One live stream (docs/semantics.md §8) read with
  * fetch streaming, so it carries the bearer token when the client has one
  * (else the browser's cookie). Registrations are named by their selector: the
  * server's subscription ids never leave this file.
@@ -246,14 +246,15 @@ export class Subscription implements AsyncIterable<StreamEvent> {
   async #run(selectors: readonly string[], renewals: boolean): Promise<HelloEvent> {
     const query: Record<string, string | readonly string[]> = { selector: selectors };
     if (renewals) query.renewals = '1';
-    const url = this.#transport.url(STREAM_PATH, query);
     const init = this.#transport.init('GET', undefined, this.#controller.signal);
     (init.headers as Record<string, string>).Accept = 'text/event-stream';
     let res: Response;
     try {
-      res = await this.#transport.fetch(url, init);
+      res = await this.#transport.fetch(this.#transport.url(STREAM_PATH, query), init);
     } catch (cause) {
-      const error = new LeaseholdError({ code: 'network_error', message: 'could not open the stream', retryable: true, cause });
+      const error = isLeaseholdError(cause, 'invalid_config')
+        ? cause
+        : new LeaseholdError({ code: 'network_error', message: 'could not open the stream', retryable: true, cause });
       this.#finish(this.#end ?? { reason: 'refused', error });
       throw error;
     }

@@ -2,10 +2,11 @@
  * One HTTP call to the API, with the envelope unwrapped, errors typed and, for
  * calls that are safe to repeat, bounded jittered retries. A mutation is safe
  * to repeat only because it carries a request_id that every retry reuses: the
- * server then replays the first answer instead of acting twice (CONTRACT.md §6).
+ * server then replays the first answer instead of acting twice (docs/semantics.md §6).
  */
 
 import { LeaseholdError } from './errors';
+import { assertPageOrigin, validateConfig } from './config';
 import { backoffMs, sleep, systemClock, type Clock, type Random } from './runtime';
 
 export interface RetryPolicy {
@@ -18,11 +19,19 @@ export interface RetryPolicy {
 }
 
 export interface TransportOptions {
-  /** The server's origin, e.g. `http://127.0.0.1:8080`; empty for the page's own origin in a browser. */
-  baseUrl?: string;
-  /** A bearer token. Without one, a browser sends the console's cookie (same origin only). */
-  token?: string;
-  fetch?: typeof fetch;
+  /**
+   * The server's origin, e.g. `http://127.0.0.1:8080` (http or https, no
+   * query or fragment). Required outside a browser; in a browser, omit it
+   * for the page's own origin.
+   */
+  baseUrl?: string | undefined;
+  /**
+   * A bearer token. Without one, a browser sends the console's cookie (same
+   * origin only). `undefined` is accepted (`token: process.env.LEASEHOLD_TOKEN`
+   * compiles under `exactOptionalPropertyTypes`) and means no token.
+   */
+  token?: string | undefined;
+  fetch?: typeof fetch | undefined;
   retry?: Partial<RetryPolicy>;
   /** Per-attempt deadline for calls that do not wait on the server (default 10 s). */
   timeoutMs?: number;
@@ -65,19 +74,21 @@ export class Transport {
   readonly timeoutMs: number;
   readonly #fetch: typeof fetch;
 
+  /** Throws `invalid_config` (at once, not retryable) when the options cannot work. */
   constructor(opts: TransportOptions = {}) {
-    this.baseUrl = (opts.baseUrl ?? '').replace(/\/+$/, '');
-    this.token = opts.token;
+    const config = validateConfig(opts);
+    this.baseUrl = config.baseUrl;
+    this.token = config.token;
     this.clock = opts.clock ?? systemClock;
     this.random = opts.random ?? Math.random;
     this.retry = { attempts: 5, baseDelayMs: 100, maxDelayMs: 2000, ...opts.retry };
     this.timeoutMs = opts.timeoutMs ?? 10_000;
-    const f = opts.fetch ?? globalThis.fetch;
-    if (typeof f !== 'function') throw new TypeError('no fetch implementation: pass one as options.fetch');
-    this.#fetch = f.bind(globalThis);
+    this.#fetch = config.fetch.bind(globalThis);
   }
 
+  /** The call's URL; throws `invalid_config` when there is no baseUrl and no page origin to resolve against. */
   url(path: string, query?: CallOptions['query']): string {
+    if (this.baseUrl === '') assertPageOrigin();
     let url = this.baseUrl + path;
     if (query) {
       const params = new URLSearchParams();
@@ -188,7 +199,7 @@ function describe(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
 
-/** Unwrap the envelope (HTTP.md "Envelopes"), or throw the error it carries. */
+/** Unwrap the envelope (docs/semantics.md "The wire"), or throw the error it carries. */
 export function parseAnswer<T>(res: Response, text: string): Answer<T> {
   const correlationId = res.headers.get('x-correlation-id') ?? undefined;
   let body: Envelope | undefined;

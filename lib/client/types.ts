@@ -1,5 +1,5 @@
 /**
- * The API's views, exactly as they travel (HTTP.md "Views"): the SDK hands
+ * The API's views, exactly as they travel (docs/semantics.md "The wire"): the SDK hands
  * them over unchanged, so a field keeps one name from the wire to the console.
  * Options and handles, which are the SDK's own, are camelCase.
  */
@@ -160,7 +160,7 @@ export type MetricsFamilySeries =
 export type MetricsPoint = [number, number];
 
 /**
- * `GET /api/v1/metrics/summary` (HTTP.md "Health and metrics"): the last
+ * `GET /api/v1/metrics/summary` (docs/operations.md "Metrics"): the last
  * `window_s` seconds of the caller's family's series, the current second
  * included as it stands, and request latency per operation (instance-wide)
  * as `latency_p50_ms.<operation>` and `latency_p99_ms.<operation>`, with a
@@ -173,5 +173,5 @@ export interface MetricsSummary {
   readonly series: Readonly<Record<string, MetricsPoint[]>>;
 }
 
-/** Change kinds of the feed (CONTRACT.md §8). */
+/** Change kinds of the feed (docs/semantics.md §8). */
 export type { ChangeKind } from '../change-kinds';

@@ -9,16 +9,16 @@ export interface InventoryWidgetProps {
   /** The leases to show, e.g. `lease://acme/renderers/*`. */
   selector: string;
   /** The client to observe with. Without one: `baseUrl`/`token` if given, else the nearest `<LeaseholdProvider>`, else the page's own origin with the console's cookie. */
-  client?: LeaseholdClient;
+  client?: LeaseholdClient | undefined;
   /** The Leasehold server's origin, for a widget on another origin (the server must list the page's origin in `LEASEHOLD_CORS_ORIGINS`). */
-  baseUrl?: string;
+  baseUrl?: string | undefined;
   /** A bearer token, normally a read-only embed token for `selector`. */
-  token?: string;
+  token?: string | undefined;
   /** The heading, which also names the table (default `Inventory`). */
-  title?: string;
+  title?: string | undefined;
   /** Force a colour scheme; by default the widget follows `prefers-color-scheme` (or `data-theme` on the document's root). */
-  theme?: 'light' | 'dark';
-  className?: string;
+  theme?: 'light' | 'dark' | undefined;
+  className?: string | undefined;
 }
 
 /**

@@ -1,5 +1,5 @@
 /**
- * The audit trail (CONTRACT.md §11).
+ * The audit trail (docs/semantics.md §11).
  *
  * Two ways in. An admin action (force-release, revoke) writes its event in
  * the same atomic step as its state change, so there is no success without
@@ -25,6 +25,7 @@ import { correlationId } from './ids';
 import { RARE_AUDIT_EVENT_TYPES, type AuditRow, type NewAuditRow, type Store } from '../store/types';
 import { iso } from './views';
 import type { Principal } from './tokens';
+import type { Logger } from './logger';
 
 export const AUDIT_EVENT_TYPES = [
   'session_open',
@@ -40,7 +41,7 @@ export const AUDIT_EVENT_TYPES = [
 
 export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number];
 
-/** What the API shows of one event (HTTP.md `AuditEvent`, plus `subject_token_id`). */
+/** What the API shows of one event (docs/semantics.md §11, plus `subject_token_id`). */
 export interface AuditEvent {
   id: string;
   time: string;
@@ -119,8 +120,8 @@ export interface AuditOptions {
   maxRowsPerFamily: number;
   flushIntervalMs?: number;
   pruneIntervalMs?: number;
-  /** Where counted-not-audited refusals are logged (rate limited). */
-  log?: (line: string) => void;
+  /** Where counted-not-audited refusals are reported (at most every 10 s, with their counts). */
+  logger?: Logger;
 }
 
 export const DEFAULT_AUDIT: AuditOptions = { retentionMs: 30 * 86_400_000, maxRows: 10_000_000, maxRowsPerFamily: 1_000_000 };
@@ -155,7 +156,7 @@ export class AuditLog {
    * events lost to a full buffer.
    */
   readonly counts = { lease_conflict: 0, invalid_credential: 0, anonymous_refusal: 0, dropped: 0 };
-  readonly opts: Required<Omit<AuditOptions, 'log'>> & Pick<AuditOptions, 'log'>;
+  readonly opts: Required<Omit<AuditOptions, 'logger'>> & Pick<AuditOptions, 'logger'>;
 
   constructor(
     private readonly store: Store,
@@ -224,11 +225,10 @@ export class AuditLog {
     this.counts[code]++;
     this.unlogged[code]++;
     const now = this.store.now();
-    if (this.opts.log && now - this.lastLog >= LOG_EVERY_MS) {
-      const u = this.unlogged;
-      this.opts.log(
-        `audit: not audited row by row since the last report: ${u.lease_conflict} lease_conflict, ${u.invalid_credential} invalid_credential, ${u.anonymous_refusal} refusals of unauthenticated callers`,
-      );
+    if (this.opts.logger && now - this.lastLog >= LOG_EVERY_MS) {
+      // Refused credentials in numbers may be someone guessing: a warning; conflicts are routine.
+      const level = this.unlogged.invalid_credential > 0 ? 'warn' : 'info';
+      this.opts.logger[level]('refusals counted, not audited row by row', { since_last_report: { ...this.unlogged } });
       this.unlogged = { lease_conflict: 0, invalid_credential: 0, anonymous_refusal: 0 };
       this.lastLog = now;
     }

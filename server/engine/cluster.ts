@@ -24,6 +24,7 @@ import type { FeedHub, Subscribed } from './feed';
 import { randomId } from './ids';
 import { systemScheduler, type Scheduler, type TimerHandle } from './scheduler';
 import type { WaiterNotice } from './step';
+import { silentLogger, type Logger } from './logger';
 
 /** pg_notify payloads are at most 8,000 bytes. */
 const MAX_MESSAGE_BYTES = 7_000;
@@ -38,7 +39,11 @@ export interface ClusterOptions {
   granted?: (n: Extract<WaiterNotice, { kind: 'grant' }>) => void;
   /** Another instance dropped one of this instance's waiters (its session ended). */
   refused?: (n: Extract<WaiterNotice, { kind: 'refuse' }>) => void;
+  /** Where losing and regaining the channel, and resynced gaps, are reported (gaps at most every 10 s, counted). */
+  logger?: Logger;
 }
+
+const GAP_LOG_EVERY_MS = 10_000;
 
 type StreamCall =
   | { op: 'register'; tokenId: string; streamId: string; selector: string; renewals: boolean }
@@ -74,6 +79,8 @@ export class Cluster {
   private firstReady: Promise<void>;
   private resolveReady!: () => void;
   private counts = { gaps: 0, lost: 0 };
+  private readonly logger: Logger;
+  private gapLog = { at: -Infinity, unreported: 0 };
 
   constructor(
     private readonly bus: Bus,
@@ -85,6 +92,7 @@ export class Cluster {
     this.gapMs = opts.gapMs ?? 1_000;
     this.scheduler = opts.scheduler ?? systemScheduler;
     this.opts = opts;
+    this.logger = opts.logger ?? silentLogger;
     this.firstReady = new Promise((r) => (this.resolveReady = r));
   }
 
@@ -296,6 +304,12 @@ export class Cluster {
     if (f.pending.size === 0) return;
     this.counts.gaps++;
     this.feed.resync(family);
+    this.gapLog.unreported++;
+    const now = performance.now();
+    if (now - this.gapLog.at >= GAP_LOG_EVERY_MS) {
+      this.logger.warn('a change from another instance never arrived: streams resynced', { family, gaps_since_last_report: this.gapLog.unreported, gaps: this.counts.gaps });
+      this.gapLog = { at: now, unreported: 0 };
+    }
     const ahead = [...f.pending.values()].sort((a, b) => a.revision - b.revision);
     f.pending.clear();
     for (const e of ahead) {
@@ -314,7 +328,10 @@ export class Cluster {
     for (const [family, revision] of revisions) this.families.set(family, { last: revision, pending: new Map(), timer: undefined });
     this.ready = true;
     // Changes made while the channel was down never reached this instance's streams.
-    if (again) this.feed.resyncAll();
+    if (again) {
+      this.feed.resyncAll();
+      this.logger.info('notification channel back: streams resynced', { lost: this.counts.lost });
+    }
     this.resolveReady();
   }
 
@@ -322,5 +339,6 @@ export class Cluster {
     this.ready = false;
     this.counts.lost++;
     this.feed.resyncAll();
+    this.logger.warn('notification channel to the database lost: streams resynced, reconnecting', { lost: this.counts.lost });
   }
 }

@@ -51,6 +51,7 @@ export type { ListPage, ListQuery };
 /** The caller of system events (expiry): no token, no request. */
 const SYSTEM: Principal = { tokenId: '', name: 'system', family: '', grants: [], root: false, kind: 'api', expiresAt: null };
 import { waitQueueFor, type WaitQueue, type Waiter } from './waiters';
+import type { Logger } from './logger';
 
 export interface Outcome<T> {
   answer: T;
@@ -95,6 +96,8 @@ export interface EngineOptions {
   feed?: Partial<FeedLimits>;
   /** Shared stores: cross-instance publication. */
   cluster?: ClusterOptions;
+  /** Where the engine reports what an operator should see (silent when absent). */
+  logger?: Logger;
   /** Live (unexpired, unrevoked) embed tokens one token may have minted at once (default 1,000). */
   embedTokensPerCreator?: number;
 }
@@ -163,7 +166,7 @@ export class LeaseEngine {
     this.scheduler = opts.scheduler ?? systemScheduler;
     this.sweeper = new ExpirySweeper(this.ctx, (fn, family) => this.run(fn, undefined, family), this.scheduler);
     this.tokens = new TokenAuthority(store);
-    this.audit = new AuditLog(store, opts.audit);
+    this.audit = new AuditLog(store, { logger: opts.logger, ...opts.audit });
     this.startedAt = store.now();
     this.feed = new FeedHub(this.events, {
       limits: opts.feed,
@@ -175,6 +178,7 @@ export class LeaseEngine {
     this.cluster = store.bus
       ? new Cluster(store.bus, this.events, this.feed, {
           scheduler: this.scheduler,
+          logger: opts.logger,
           ...opts.cluster,
           granted: (n) => this.remoteGrant(n),
           refused: (n) => this.remoteRefusal(n),

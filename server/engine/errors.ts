@@ -1,5 +1,5 @@
 /**
- * The domain's one error class. Codes are the contract's (HTTP.md table); the
+ * The domain's one error class. Codes are the contract's (the error table in docs/semantics.md "The wire"); the
  * HTTP layer maps each to a status with an exhaustive record, so a new code
  * without a status fails to compile.
  */

@@ -49,7 +49,7 @@ export interface SessionEvent {
 export type CredentialEvent = { type: 'token_revoked'; tokenId: string; remote?: true } | { type: 'logged_out'; loginHash: string; remote?: true };
 
 /**
- * One LIST page was read (CONTRACT.md §7): how many stored routes it examined
+ * One LIST page was read (docs/semantics.md §7): how many stored routes it examined
  * and how many items it returned. For metrics; the feed ignores it.
  */
 export interface ListedEvent {

@@ -1,6 +1,6 @@
 /**
  * FeedHub: the live inventory feed's streams and registrations
- * (CONTRACT.md §8), free of HTTP. A transport (server/http/sse.ts) supplies a
+ * (docs/semantics.md §8), free of HTTP. A transport (server/http/sse.ts) supplies a
  * FeedSink per stream; the hub decides what each stream is sent.
  *
  * The hub subscribes to the engine's change events, which the engine

@@ -1,5 +1,5 @@
 /**
- * Idempotency by request_id (CONTRACT.md §6). The key is (family, operation,
+ * Idempotency by request_id (docs/semantics.md §6). The key is (family, operation,
  * route, request_id); the record holds the digest and the original answer and
  * is written in the same atomic step as the mutation. Only successes are
  * recorded. The lookup runs before every semantic check, so a replay answers

@@ -44,7 +44,7 @@ export function canonicalJson(value: unknown): string {
 }
 
 /**
- * The idempotency digest (CONTRACT.md §6): SHA-256 of the request body as
+ * The idempotency digest (docs/semantics.md §6): SHA-256 of the request body as
  * canonical JSON without `request_id`. An omitted field and a field sent with
  * its default value give different digests, by design.
  */

@@ -1,5 +1,5 @@
 /**
- * Inventory (CONTRACT.md §7): LIST of held, unexpired leases matching a
+ * Inventory (docs/semantics.md §7): LIST of held, unexpired leases matching a
  * selector, in route byte order, with keyset pagination and a per-page budget
  * of examined routes, so a sparse selector always makes progress.
  */

@@ -1,5 +1,5 @@
 /**
- * Lease transitions (CONTRACT.md §2, §5), as functions over one atomic step.
+ * Lease transitions (docs/semantics.md §2, §5), as functions over one atomic step.
  *
  * Every removal is a compare-and-delete on (lease_id, fencing_token), so a late
  * cleanup never touches a successor. Every change of the held set bumps the

@@ -1,5 +1,5 @@
 /**
- * Operator actions (CONTRACT.md §9): force-release (operational) and revoke
+ * Operator actions (docs/semantics.md §9): force-release (operational) and revoke
  * (security). Both are compare-and-delete on the token the operator saw, so
  * an operator never removes a successor they did not see; the freed route
  * goes to its next waiter in the same step, and the former holder's next

@@ -1,5 +1,5 @@
 /**
- * Sessions (CONTRACT.md §4): open, keep alive, close, list. A session's secret
+ * Sessions (docs/semantics.md §4): open, keep alive, close, list. A session's secret
  * id is shown once, in the answer to opening it, and stored only as a hash;
  * observers see its random holder incarnation instead.
  */

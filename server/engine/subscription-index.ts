@@ -1,7 +1,7 @@
 /**
  * SubscriptionIndex: the live registrations of every stream, indexed so that
  * matching one change costs in proportion to the registrations it matches,
- * never to all of them (CONTRACT.md §8).
+ * never to all of them (docs/semantics.md §8).
  *
  * Every selector normalizes to a triple of literal-or-any positions
  * (lib/selector.ts: `**` expands to the wildcards it stands for), so the index

@@ -1,5 +1,5 @@
 /**
- * Bearer tokens and authorization (CONTRACT.md §10). Secrets are stored only
+ * Bearer tokens and authorization (docs/semantics.md §10). Secrets are stored only
  * as SHA-256 hashes. A principal is allowed an operation only if ONE of its
  * grants contains the operation's whole match set.
  */

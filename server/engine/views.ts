@@ -1,4 +1,4 @@
-/** The read-only views of leases and sessions the API shows (HTTP.md "Views"). */
+/** The read-only views of leases and sessions the API shows (docs/semantics.md "The wire"). */
 
 import type { LeaseRow, SessionRow } from '../store/types';
 

@@ -157,6 +157,19 @@ export const HealthOk = z
 export const HealthUnavailable = z
   .object({ status: z.literal('unavailable'), store: z.enum(['sqlite', 'postgres']) })
   .meta({ id: 'HealthUnavailable' });
+export const HealthLive = z.object({ status: z.literal('ok'), uptime_ms: count }).meta({ id: 'HealthLive', description: 'The process runs (a liveness probe)' });
+const readinessChecks = z.object({
+  store: z.enum(['ok', 'unavailable']),
+  /** `mismatch`: the store's schema is not the one this build migrates to; `unknown` while the store does not answer. */
+  schema: z.enum(['ok', 'mismatch', 'unknown']),
+  draining: z.boolean(),
+});
+export const HealthReady = z
+  .object({ status: z.literal('ready'), store: z.enum(['sqlite', 'postgres']), checks: readinessChecks })
+  .meta({ id: 'HealthReady', description: 'Send this instance traffic' });
+export const HealthNotReady = z
+  .object({ status: z.enum(['unavailable', 'draining']), store: z.enum(['sqlite', 'postgres']), checks: readinessChecks })
+  .meta({ id: 'HealthNotReady', description: '`draining`: a graceful shutdown began; `unavailable`: the store does not answer or its schema does not match' });
 
 // ---- the live inventory feed (text/event-stream) ------------------------------
 

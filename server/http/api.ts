@@ -25,6 +25,9 @@ import { SseSink } from './sse';
 import { authorize } from '../engine/tokens';
 import type { Caller } from '../engine/audit';
 import type { MetricsCollector, RequestOutcome } from '../metrics/collector';
+import { AccessLog, CLIENT_CLOSED } from './access-log';
+import { LIVE_PATH, probe, READY_PATH, type DrainState } from './health';
+import { silentLogger } from '../engine/logger';
 import { compile, decodeSegment, matchPath, parseQuery, pathRoute, validate } from './router';
 import { authenticate, bearer, LOGIN_COOKIE, NO_PRINCIPAL, onHttps, readCookie, SAFE_METHODS, sameOrigin } from './credentials';
 import { Cors } from './cors';
@@ -36,8 +39,10 @@ export interface ApiOptions {
   version?: string;
   /** The origin browsers use (`LEASEHOLD_PUBLIC_ORIGIN`); else taken from the Host header. */
   publicOrigin?: string;
-  /** Where unexpected errors are logged (with their correlation id). */
-  log?: (line: string) => void;
+  /** Request lines, and unexpected errors with their correlation id (silent when absent). */
+  accessLog?: AccessLog;
+  /** Set once a graceful shutdown begins: readiness answers 503. */
+  drain?: DrainState;
   /**
    * Metrics on: `GET /api/metrics` and the summary route are served, and every
    * answered request is reported to the collector. Off (absent): both are
@@ -49,15 +54,18 @@ export interface ApiOptions {
 /** The health answers, typed by the schemas the OpenAPI document shows. */
 type Health = z.output<typeof HealthOk> | z.output<typeof HealthUnavailable>;
 
-/** What dispatch learns about a request, for its outcome (only when metrics are on); `code` stays '' until it is answered. */
-type Trace = RequestOutcome;
+/** What dispatch learns about a request, for its metrics and its log line; `code` stays '' until it is answered. */
+type Trace = RequestOutcome & { route: string; waits: boolean; error: unknown };
 
 const getOrHead = () => Object.assign(new LeaseholdError('method_not_allowed', 'this path takes GET, HEAD'), { allow: 'GET, HEAD' });
 
 /** Build the `/api/*` request handler over an engine. */
 export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
   const cors = new Cors(opts.corsOrigins);
-  const respond = new Responder(engine, cors, opts.log ?? ((l: string) => console.error(l)));
+  // Unexpected errors are logged by the access log, in the request's one line (with the stack).
+  const respond = new Responder(engine, cors);
+  const accessLog = opts.accessLog ?? new AccessLog({ logger: silentLogger });
+  const drain = opts.drain ?? { draining: false };
   const version = opts.version ?? '0.0.0';
   const metrics = opts.metrics;
   const compiled = compile(metrics !== undefined);
@@ -89,6 +97,16 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
     if (path === '/api/metrics') {
       if (trace) trace.operation = 'metrics';
       return serveMetrics(req, res, cid, trace);
+    }
+    if (path === LIVE_PATH || path === READY_PATH) {
+      if (trace) trace.operation = path === LIVE_PATH ? 'health_live' : 'health_ready';
+      if (req.method !== 'GET' && req.method !== 'HEAD') {
+        throw Object.assign(new LeaseholdError('method_not_allowed', 'this path takes GET, HEAD'), { allow: 'GET, HEAD' });
+      }
+      const answer = await probe(path, engine, drain);
+      respond.send(req, res, answer.status, answer.body, cid);
+      if (trace) trace.code = answer.body.status;
+      return;
     }
     if (path === '/api/v1/health' || path === '/api/v1/openapi.json') {
       if (trace) trace.operation = path === '/api/v1/health' ? 'health' : 'openapi';
@@ -130,6 +148,7 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
       if (trace) trace.family = principal.family;
     }
     const route = params.realm !== undefined ? pathRoute(params) : '';
+    if (trace) trace.route = route;
     // Every refusal from here to the permission check is an audited access_denied.
     const denied = (message: string) => {
       engine.audit.note({ caller: principal, type: 'access_denied', route: route || null, success: '' }, 'access_denied');
@@ -149,6 +168,7 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
     let ac: AbortController | undefined;
     const signal = () => {
       if (!ac) {
+        if (trace) trace.waits = true;
         const controller = (ac = new AbortController());
         if (res.destroyed || res.writableFinished) controller.abort();
         else res.on('close', () => res.writableFinished || controller.abort());
@@ -216,30 +236,26 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
     }
   }
 
-  /** Serve one `/api/*` request. Never throws. */
+  /**
+   * Serve one `/api/*` request (never throws), reporting its outcome once:
+   * when it is answered, or when the client leaves before any answer
+   * (`client_closed`: a waiting acquire whose client gave up). The metrics
+   * get requests on known paths; the access log gets every request.
+   */
   function api(req: IncomingMessage, res: ServerResponse): void {
     const cid = correlationId();
-    dispatch(req, res, cid, undefined).catch((e: unknown) => respond.error(req, res, e, cid));
-  }
-
-  /**
-   * The same, reporting the request's outcome to the metrics once: when it
-   * is answered, or when the client leaves before any answer (`client_closed`:
-   * a waiting acquire whose client gave up). Requests on unknown paths have
-   * no operation and are not reported.
-   */
-  function measuredApi(collector: MetricsCollector, req: IncomingMessage, res: ServerResponse): void {
-    const cid = correlationId();
     const t0 = performance.now();
-    const trace: Trace = { operation: '', family: undefined, code: '', ok: false, replayed: false, queued: false, cursor: false, seconds: 0 };
+    const trace: Trace = { operation: '', family: undefined, code: '', ok: false, replayed: false, queued: false, cursor: false, seconds: 0, route: '', waits: false, error: undefined };
     let reported = false;
     const report = (code: string, ok: boolean) => {
-      if (reported || trace.operation === '') return;
+      if (reported) return;
       reported = true;
       trace.code = code;
       trace.ok = ok;
       trace.seconds = (performance.now() - t0) / 1000;
-      collector.observe(trace);
+      if (metrics && trace.operation !== '') metrics.collector.observe(trace);
+      const status = code === 'client_closed' ? CLIENT_CLOSED : res.statusCode;
+      accessLog.record({ correlationId: cid, method: req.method ?? '', operation: trace.operation, family: trace.family, route: trace.route, status, code, latencyMs: trace.seconds * 1000, waits: trace.waits, error: trace.error });
     };
     res.once('close', () => {
       if (!res.writableFinished && trace.code === '') report('client_closed', false);
@@ -248,10 +264,11 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
       () => report(trace.code || 'ok', true),
       (e: unknown) => {
         respond.error(req, res, e, cid);
+        if (!(e instanceof LeaseholdError)) trace.error = e;
         report(e instanceof LeaseholdError ? e.code : 'internal_error', false);
       },
     );
   }
 
-  return metrics ? (req: IncomingMessage, res: ServerResponse) => measuredApi(metrics.collector, req, res) : api;
+  return api;
 }

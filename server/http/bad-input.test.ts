@@ -1,6 +1,6 @@
 /**
  * Malformed requests through a real server: every row names one fault and
- * the exact status and code the contract gives it (HTTP.md, CONTRACT.md §3,
+ * the exact status and code the contract gives it (docs/semantics.md "The wire", docs/semantics.md §3,
  * §13), including the order of checks for requests with several faults.
  * Around the table, the held state is compared so that no bad request ever
  * changes anything.

@@ -1,4 +1,4 @@
-/** Envelopes, status mapping and correlation ids (HTTP.md "Envelopes"). */
+/** Envelopes, status mapping and correlation ids (docs/semantics.md "The wire"). */
 
 import type { z } from 'zod';
 import type { ErrorCode } from '../engine/errors';

@@ -1,5 +1,5 @@
 /**
- * Every error code of HTTP.md's table that sessions, leases, idempotency and
+ * Every error code of the error table in docs/semantics.md "The wire" that sessions, leases, idempotency and
  * tokens can produce, produced through a real server, each with its
  * documented status and `retryable` value. (lease_mismatch is in
  * operators.test.ts; stream caps, backend_unavailable and outcome_unknown
@@ -244,7 +244,7 @@ describe('error codes', () => {
   });
 
   describe('lease_conflict', () => {
-    // HTTP.md's table: retryable "no when this session already holds or waits for the route", whatever its wait_ms.
+    // the error table in docs/semantics.md "The wire": retryable "no when this session already holds or waits for the route", whatever its wait_ms.
     test('a session already waiting for the route that asks again with wait_ms 0 gets lease_conflict, not retryable', async () => {
       const route = 'lease://conf/a/5';
       const a = await s.openSession('a');

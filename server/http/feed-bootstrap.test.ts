@@ -1,5 +1,5 @@
 /**
- * The bootstrap sequence of CONTRACT.md §8 (register, buffer, list to the
+ * The bootstrap sequence of docs/semantics.md §8 (register, buffer, list to the
  * end, apply newer revisions) converges to the true held set, with the held
  * set changing at every step of it: while the registration is in flight,
  * between its acknowledgement and the first page, between pages, and right

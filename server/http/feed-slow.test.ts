@@ -1,5 +1,5 @@
 /**
- * Slow consumers (CONTRACT.md §8): 100 streams whose clients stop reading
+ * Slow consumers (docs/semantics.md §8): 100 streams whose clients stop reading
  * each get one `overflow` (slow_consumer) and are closed, the server's memory
  * stays bounded while they hang on, and a stream that keeps reading receives
  * every change. Real sockets: the paused clients' kernel buffers fill, the

@@ -1,5 +1,5 @@
 /**
- * Metrics through a real server (HTTP.md "Health and metrics"): a scripted
+ * Metrics through a real server (docs/operations.md "Metrics"): a scripted
  * workload through the API, tallied by the test from the answers it got,
  * then the Prometheus text (read with a parser) and the summary's series
  * compared with the tallies. Also: who may read them, public and off modes,

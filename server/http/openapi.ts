@@ -8,7 +8,7 @@
 
 import { z } from 'zod';
 import { ERROR_CODES, type ErrorCode } from '../engine/errors';
-import { Answers, ErrorBody, FeedEvents, HealthOk, HealthUnavailable, JsonValue, type Operation } from './answers';
+import { Answers, ErrorBody, FeedEvents, HealthLive, HealthNotReady, HealthOk, HealthReady, HealthUnavailable, JsonValue, type Operation } from './answers';
 import { STATUS_OF } from './envelope';
 import { CONFLICT_EXAMPLE, EXAMPLES, STREAM_EXAMPLE } from './openapi-examples';
 import { ROUTES, type AnyRoute } from './routes';
@@ -348,19 +348,22 @@ export function openApiDocument(version: string): Json {
     (paths[r.path] ??= {})[r.method.toLowerCase()] = op;
   }
 
-  paths['/api/v1/health'] = {
-    get: {
-      operationId: 'getHealth',
-      summary: 'Liveness and store status (a plain body for load balancers, not the envelope)',
-      tags: ['service'],
-      security: [],
-      responses: {
-        200: { description: 'The store answers', content: { 'application/json': { schema: c.named('Health', HealthOk, 'output') } } },
-        503: { description: 'The store is unavailable', content: { 'application/json': { schema: c.named('HealthUnavailable', HealthUnavailable, 'output') } } },
-        ...errorResponses(['method_not_allowed'], false),
-      },
-    },
-  };
+  // The probes: plain bodies for load balancers and supervisors, not the envelope.
+  const plain = (description: string, id: string, schema: z.ZodType): Json => ({ description, content: { 'application/json': { schema: c.named(id, schema, 'output') } } });
+  const probe = (operationId: string, summary: string, responses: Json): Json => ({
+    get: { operationId, summary, tags: ['service'], security: [], responses: { ...responses, ...errorResponses(['method_not_allowed'], false) } },
+  });
+  paths['/api/v1/health'] = probe('getHealth', 'Liveness and store status (a plain body for load balancers, not the envelope)', {
+    200: plain('The store answers', 'Health', HealthOk),
+    503: plain('The store is unavailable', 'HealthUnavailable', HealthUnavailable),
+  });
+  paths['/api/v1/health/live'] = probe('getHealthLive', 'Liveness probe: the process runs (restart it when this fails; never for a store outage)', {
+    200: plain('The process runs', 'HealthLive', HealthLive),
+  });
+  paths['/api/v1/health/ready'] = probe('getHealthReady', 'Readiness probe: send this instance traffic (503 from the first moment of a graceful shutdown)', {
+    200: plain('Ready', 'HealthReady', HealthReady),
+    503: plain('Draining, or the store is unavailable', 'HealthNotReady', HealthNotReady),
+  });
   paths['/api/metrics'] = {
     get: {
       operationId: 'getMetrics',
@@ -397,7 +400,7 @@ export function openApiDocument(version: string): Json {
         'Every answer is an envelope: `status` (`success` or `error`), `code`, `correlation_id` (also the `X-Correlation-Id` header), then the call’s fields. ' +
         'Errors add `message`, `retryable` and, when known, `retry_after_ms`. Answers may gain fields: clients ignore unknown ones. ' +
         'Times are RFC 3339 UTC with milliseconds; durations are integer milliseconds.',
-      license: { name: 'Proprietary', identifier: 'LicenseRef-Leasehold-Proprietary' },
+      license: { name: 'MIT', identifier: 'MIT' },
     },
     servers: [
       {

@@ -1,7 +1,8 @@
 /**
  * Writing answers: the JSON envelope with its fixed headers, and the one
  * place an error becomes an answer (a client's mistake its contract code;
- * anything else a logged `internal_error` 500 with the correlation id).
+ * anything else an `internal_error` 500 with the correlation id, whose
+ * stack the access log writes in the request's one line).
  */
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -14,7 +15,6 @@ export class Responder {
   constructor(
     private readonly engine: LeaseEngine,
     private readonly cors: Cors,
-    private readonly log: (line: string) => void,
   ) {}
 
   /** A JSON answer with `body` (nothing once headers are sent or the socket is gone). */
@@ -38,7 +38,7 @@ export class Responder {
     res.end(req.method === 'HEAD' ? undefined : text);
   }
 
-  /** The answer for a thrown error: its contract code, or a logged 500. */
+  /** The answer for a thrown error: its contract code, or a 500 (logged by the access log). */
   error(req: IncomingMessage, res: ServerResponse, e: unknown, cid: string): void {
     const allow = (e as { allow?: string }).allow;
     const extra: Record<string, string> = allow ? { Allow: allow } : {};
@@ -48,7 +48,6 @@ export class Responder {
       this.send(req, res, STATUS_OF[e.code], errorBody(e.code, e.message, cid, e.retryable, e.retryAfterMs), cid, extra);
       return;
     }
-    this.log(`[${cid}] unexpected error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
     this.send(req, res, 500, errorBody('internal_error', 'internal error', cid, false), cid);
   }
 }

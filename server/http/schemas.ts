@@ -1,7 +1,7 @@
 /**
  * Request schemas (zod), strict: unknown fields are rejected. The same
  * schemas generate the OpenAPI document, so the contract is written once.
- * Limits are CONTRACT.md §13's.
+ * Limits are docs/semantics.md §13's.
  */
 
 import { z } from 'zod';
@@ -73,7 +73,7 @@ export const CheckpointBody = z.strictObject({ ...holderProof, value: JsonValue 
 
 /**
  * Grants and family are checked here, with the rest of the body, because
- * HTTP.md orders body validation before the permission check for token
+ * docs/semantics.md "The wire" orders body validation before the permission check for token
  * creation: a malformed grant is 400 even next to one the creator may not give.
  */
 export const CreateTokenBody = z.strictObject({

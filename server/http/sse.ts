@@ -2,7 +2,7 @@
  * Server-Sent Events framing for the live feed: one SseSink per stream, over
  * Node's ServerResponse. It writes straight to the socket while the socket
  * takes data, queues while it pushes back, and reports an overflow when the
- * unsent data passes 1,024 events or 1 MiB (CONTRACT.md §8), so a slow
+ * unsent data passes 1,024 events or 1 MiB (docs/semantics.md §8), so a slow
  * reader costs bounded memory and never slows the engine.
  */
 

@@ -1,5 +1,5 @@
 /**
- * Tokens through a real server (HTTP.md "Operators and tokens", CONTRACT.md
+ * Tokens through a real server (docs/semantics.md §10, docs/semantics.md
  * §10): containment in ONE admin grant, families and root-only fields,
  * expiry bounded by the creator, listing without secrets, revocation.
  */

@@ -1,5 +1,5 @@
 /**
- * MetricsCollector: the Prometheus figures (HTTP.md "Health and metrics") and
+ * MetricsCollector: the Prometheus figures (docs/operations.md "Metrics") and
  * the per-second history of the console's charts, fed from two places only:
  * the engine's change events (changes, sessions, LIST pages, the census) and
  * the API's request wrapper (one outcome per answered request). Business

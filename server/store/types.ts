@@ -92,7 +92,7 @@ export interface LoginRow {
   expiresAt: Millis;
 }
 
-/** One audit event (CONTRACT.md §11). `seq` is assigned by the store, increasing. */
+/** One audit event (docs/semantics.md §11). `seq` is assigned by the store, increasing. */
 export interface AuditRow {
   seq: number;
   time: Millis;
@@ -186,6 +186,8 @@ export interface Tx {
 
   /** The current revision of a family (0 when it has never changed). */
   revision(family: string): Promise<number>;
+  /** Is the store's schema the one this build migrates to (not older, not newer)? For readiness. */
+  schemaCurrent(): Promise<boolean>;
   /** Increment the family's revision and return the new value. */
   bumpRevision(family: string): Promise<number>;
 

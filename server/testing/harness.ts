@@ -9,6 +9,7 @@ import { Agent, request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startAppServer, type AppServer, type AppServerOptions } from '../app-server';
+import { captureLogger, noteSecrets } from './log-capture';
 import { millis, type Millis } from '../store/millis';
 import { createTestDatabase, dropTestDatabase, type Backend } from './pg';
 
@@ -110,6 +111,7 @@ export function call(baseUrl: string, method: string, path: string, body?: unkno
           } catch {
             // Leave non-JSON bodies as text.
           }
+          noteSecrets(headers, body, parsed, res.headers['set-cookie']);
           resolve({ status: res.statusCode ?? 0, headers: res.headers, body: parsed, text });
         });
         res.on('error', reject);
@@ -204,7 +206,9 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
   const backend = opts.backend ?? TEST_STORE;
   const dataDir = opts.dataDir ?? tempDir();
   const bootstrapSecret = opts.engine?.bootstrapSecret ?? `lh_test_bootstrap_${Math.random().toString(36).slice(2)}xxxxxxxx`;
-  const base = { ...opts, dataDir, engine: { ...opts.engine, bootstrapSecret }, log: opts.log ?? (() => {}) };
+  // Under scripts/test-unit.sh every server's log, every request line included, is kept for the run's secrets scan.
+  const capture = opts.logger ? undefined : captureLogger();
+  const base = { ...opts, dataDir, engine: { ...opts.engine, bootstrapSecret }, logger: opts.logger ?? capture, accessLog: opts.accessLog ?? (capture && { all: true }) };
   let apps: AppServer[];
   let databaseUrl: string | undefined;
   let dropDb: (() => Promise<void>) | undefined;

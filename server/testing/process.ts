@@ -4,8 +4,10 @@
  */
 
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createWriteStream } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { testLogDir } from './log-capture';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const SERVER = join(ROOT, 'dist', 'server.mjs');
@@ -22,7 +24,7 @@ export function ensureServerBuilt(): void {
 export interface ServerProcess {
   proc: ChildProcess;
   url: string;
-  /** Everything the process printed so far (stdout and stderr). */
+  /** What the process printed so far (stdout and stderr; the last MiB). */
   output(): string;
 }
 
@@ -36,16 +38,28 @@ export function killServers(): void {
   for (const p of children) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
 }
 
-const BASE_ENV: Record<string, string> = { NODE_ENV: 'production', LEASEHOLD_CONSOLE: 'off', HOST: '127.0.0.1', PORT: '0' };
+/** No drain pause on SIGTERM unless a test asks for one (tests/drain). */
+const BASE_ENV: Record<string, string> = { NODE_ENV: 'production', LEASEHOLD_CONSOLE: 'off', HOST: '127.0.0.1', PORT: '0', LEASEHOLD_DRAIN_MS: '0' };
 
-/** Start `node <args>` with the production environment plus `env`, keeping (the tail of) what it prints. */
+let launched = 0;
+
+/**
+ * Start `node <args>` with the production environment plus `env`, keeping
+ * (the tail of) what it prints; under a capturing run, every request line
+ * too, all of it into the run's log directory (server/testing/log-capture.ts).
+ */
 function launch(args: string[], env: Record<string, string>): { proc: ChildProcess; output: () => string } {
-  const proc = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...BASE_ENV, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const dir = testLogDir();
+  const capture = dir ? { LEASEHOLD_ACCESS_LOG: 'on', LEASEHOLD_LOG_LEVEL: 'debug' } : {};
+  const proc = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...BASE_ENV, ...capture, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   children.add(proc);
+  const file = dir ? createWriteStream(join(dir, `proc-${process.pid}-${++launched}.log`)) : undefined;
   let out = '';
   const keep = (d: Buffer) => {
-    out = (out + d.toString()).slice(-65_536);
+    file?.write(d);
+    out = (out + d.toString()).slice(-1_048_576);
   };
+  proc.once('close', () => file?.end());
   proc.stdout!.on('data', keep);
   proc.stderr!.on('data', keep);
   return { proc, output: () => out };
@@ -66,7 +80,7 @@ export function spawnListening(name: string, args: string[], env: Record<string,
     };
     proc.once('exit', onExit);
     proc.stdout!.on('data', function watch() {
-      const m = /listening on (http:\/\/[^\s,)]+)/.exec(output());
+      const m = /listening on (http:\/\/[^\s,)"]+)/.exec(output());
       if (!m) return;
       proc.stdout!.off('data', watch);
       proc.off('exit', onExit);

@@ -29,7 +29,8 @@ before(async () => {
   const viaProxy = new URL(urlFor(db.name));
   viaProxy.hostname = '127.0.0.1';
   viaProxy.port = String(proxy.port);
-  I = await startInstances(2, {}, { ...db, url: viaProxy.toString() });
+  // Request lines off (even in a capturing run): the assertions on the log below read its tail.
+  I = await startInstances(2, { LEASEHOLD_ACCESS_LOG: 'off' }, { ...db, url: viaProxy.toString() });
 });
 after(async () => {
   await I.close();
@@ -128,6 +129,11 @@ test('a database outage: answers within 5 s (503 backend_unavailable / outcome_u
   console.log(`outcomes ${JSON.stringify([...outcomes])}, slowest answer ${Math.round(slowest)} ms, acknowledged ${acked.length}`);
 
   for (const i of I.list) assert.equal((await i.call('GET', '/api/v1/health')).status, 200, `${i.name} healthy again`);
+  // The log says what happened: the channel lost and back, and the refused requests (rate-limited, counted).
+  const said = I.list[0]!.proc.output();
+  assert.match(said, /"level":"warn"[^\n]*"message":"notification channel to the database lost/);
+  assert.match(said, /"level":"info"[^\n]*"message":"notification channel back: streams resynced"/);
+  assert.match(said, /"level":"error"[^\n]*"status":503[^\n]*"message":"request failed"/);
 
   // Every acknowledged request_id replays to its original answer, on either instance.
   for (const [n, a] of acked.entries()) {

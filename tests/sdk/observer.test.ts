@@ -1,5 +1,5 @@
 /**
- * Conformance of `observeInventory` against the real server (SDK.md, CONTRACT.md
+ * Conformance of `observeInventory` against the real server (docs/sdk.md, docs/semantics.md
  * §8): it converges to the true held set whatever changes while it
  * bootstraps, after its stream is cut, after an overflow, after a server
  * restart, and when events are withheld (periodic reconciliation).

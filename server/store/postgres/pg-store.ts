@@ -38,6 +38,8 @@ export interface PgStoreOptions {
   connectTimeoutMs?: number;
   /** Tests only: backend time from this clock (read at the same point, after the locks) instead of the database's. */
   clock?: Clock;
+  /** This instance's id (in other instances' view, stream ids and log lines); else generated. */
+  instanceId?: string;
 }
 
 export class PgStore implements Store {
@@ -52,7 +54,7 @@ export class PgStore implements Store {
 
   private constructor(private readonly opts: PgStoreOptions) {
     this.stepTimeoutMs = opts.stepTimeoutMs ?? 4_000;
-    const instanceId = `i_${randomBytes(9).toString('base64url')}`;
+    const instanceId = opts.instanceId ?? `i_${randomBytes(9).toString('base64url')}`;
     this.pool = new pg.Pool({
       ...connectionConfig(opts.url, opts.connectTimeoutMs ?? 2_000, 'leasehold'),
       max: opts.poolSize ?? 10,

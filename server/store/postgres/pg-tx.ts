@@ -32,6 +32,7 @@ import {
 import { CHANNEL, LOCK_TOKENS } from './pg-connection';
 import { toStoreError } from './pg-errors';
 import { PgWaiters } from './pg-waiters';
+import { MIGRATIONS } from './schema';
 
 const LEASE_COLS = `family, route, lease_id AS "leaseId", fencing_token AS "fencingToken",
   session_hash AS "sessionHash", owner_id AS "ownerId", incarnation, acquired_at AS "acquiredAt",
@@ -167,6 +168,11 @@ export class PgTx implements Tx {
     for (const m of this.messages) sql += `SELECT pg_notify('${CHANNEL}', ${quote(m)}); `;
     this.messages = [];
     return sql;
+  }
+
+  async schemaCurrent(): Promise<boolean> {
+    const r = await this.one<{ version: number }>('schema', 'SELECT version FROM leasehold_schema');
+    return r?.version === MIGRATIONS.length;
   }
 
   async revision(family: string): Promise<number> {

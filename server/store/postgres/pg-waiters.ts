@@ -1,5 +1,5 @@
 /**
- * The shared FIFO queues (CONTRACT.md §5's waiters, across instances) in
+ * The shared FIFO queues (docs/semantics.md §5's waiters, across instances) in
  * the step's transaction. A row counts while before its deadline and while
  * its instance is listening (its bus connection is in pg_stat_activity), so
  * a dead instance's waiters never block a route.

@@ -391,6 +391,10 @@ class SqliteTx implements DirectTx {
     };
   }
 
+  async schemaCurrent(): Promise<boolean> {
+    return this.db.pragma('user_version', { simple: true }) === MIGRATIONS.length;
+  }
+
   revisionRow(family: string): number {
     return (this.s.revision.get(family) as number | undefined) ?? 0;
   }

@@ -524,6 +524,9 @@ export class BatchTx implements Tx {
   getMeta(key: string): Promise<string | undefined> {
     return this.base.getMeta(key);
   }
+  schemaCurrent(): Promise<boolean> {
+    return this.base.schemaCurrent();
+  }
 
   // ---- uncached writes: the step writes through from here -----------------------
 

@@ -1,0 +1,93 @@
+/**
+ * `audit`: the trail newest first, or `--follow`ed. The live feed carries
+ * lease changes, not audit rows, so following polls the trail (every
+ * `--interval`, 1 s by default) and prints each new event once, oldest first.
+ */
+
+import { InvalidArgumentError, type Command } from 'commander';
+import type { AuditEvent, AuditEventType, AuditQuery, LeaseholdClient } from '../../lib/client/index';
+import { jsonLine, parseSince, styleFor } from '../format';
+import { clientFor, durationArg, example, positiveInt, print, withConnection, withJson, type CommonOptions } from '../common';
+import { auditTable } from './leases';
+
+interface AuditOptions extends CommonOptions {
+  route?: string;
+  type?: AuditEventType;
+  since?: string;
+  limit?: number;
+  follow?: boolean;
+  interval?: number;
+}
+
+function sinceArg(value: string): string {
+  const iso = parseSince(value);
+  if (iso === undefined) throw new InvalidArgumentError('an ISO time (2026-01-01T12:00:00Z) or a duration ago (10m, 2h, 1d)');
+  return iso;
+}
+
+export function registerAudit(program: Command): void {
+  example(
+    withJson(
+      withConnection(
+        program
+          .command('audit')
+          .description('the audit trail, newest first, or followed live with --follow')
+          .option('--route <selector>', 'a route or selector (default lease://**)')
+          .option('--type <event>', 'one event type, e.g. lease_force_release')
+          .option('--since <time>', 'from this ISO time, or this long ago (10m, 2h)', sinceArg)
+          .option('--limit <n>', 'events to show (default 50, at most 1000)', positiveInt)
+          .option('-f, --follow', 'keep printing new events as they are recorded')
+          .option('--interval <duration>', 'how often --follow asks for new events (default 1s)', durationArg),
+      ),
+    ).action(async (opts: AuditOptions) => {
+      const client = clientFor(opts);
+      const query: AuditQuery = { ...(opts.route ? { route: opts.route } : {}), ...(opts.type ? { eventType: opts.type } : {}), ...(opts.since ? { since: opts.since } : {}) };
+      const page = await client.listAudit({ ...query, limit: opts.limit ?? 50 });
+      const style = styleFor(process.stdout);
+      const show = (items: readonly AuditEvent[]): void => {
+        if (opts.json) for (const e of items) print(jsonLine(e));
+        else if (items.length > 0) print(auditTable(items, style));
+      };
+      if (!opts.follow) {
+        show(page.items);
+        return;
+      }
+      // Following reads oldest first, like `tail -f`.
+      show([...page.items].reverse());
+      await follow(client, query, page.items, opts.interval ?? 1000, show);
+    }),
+    "leasehold audit --route 'lease://acme/**' --since 1h",
+    'leasehold audit --type lease_force_release --follow --json',
+  );
+}
+
+async function follow(client: LeaseholdClient, query: AuditQuery, seenFirst: readonly AuditEvent[], intervalMs: number, show: (items: readonly AuditEvent[]) => void): Promise<void> {
+  const seen = new Set(seenFirst.map((e) => e.id));
+  // Rows can land with a time a little before the newest one already read
+  // (batched writers), so each poll looks back a second and skips what it saw.
+  let since = seenFirst[0]?.time ?? query.since ?? new Date().toISOString();
+  let stopped = false;
+  const stop = (): void => {
+    stopped = true;
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  while (!stopped) {
+    await new Promise((r) => setTimeout(r, intervalMs));
+    if (stopped) break;
+    const from = new Date(Date.parse(since) - 1000).toISOString();
+    const fresh: AuditEvent[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await client.listAudit({ ...query, since: from, limit: 1000, ...(cursor ? { cursor } : {}) });
+      for (const e of page.items) if (!seen.has(e.id)) fresh.push(e);
+      cursor = page.next_cursor ?? undefined;
+    } while (cursor !== undefined);
+    fresh.reverse();
+    for (const e of fresh) {
+      seen.add(e.id);
+      if (e.time > since) since = e.time;
+    }
+    show(fresh);
+  }
+}

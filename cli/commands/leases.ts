@@ -1,0 +1,107 @@
+/** `ls` and `show`: what is held, as a table or as JSON. */
+
+import type { Command } from 'commander';
+import type { AuditEvent, LeaseView } from '../../lib/client/index';
+import { jsonLine, relative, shortDuration, styleFor, table, type Style } from '../format';
+import { clientFor, example, note, positiveInt, print, withConnection, withJson, type CommonOptions } from '../common';
+
+interface LsOptions extends CommonOptions {
+  owner?: string;
+  incarnation?: string;
+  limit?: number;
+  all?: boolean;
+}
+
+const LEASE_HEADER = ['ROUTE', 'OWNER', 'INCARNATION', 'TOKEN', 'EXPIRES', 'RENEWALS', 'WAITERS'];
+
+export function leaseRow(l: LeaseView, now = Date.now()): string[] {
+  return [l.route, l.owner_id, l.holder_incarnation, String(l.fencing_token), relative(l.expires_at, now), String(l.renewal_count), String(l.waiters)];
+}
+
+export function leaseTable(items: readonly LeaseView[], style: Style): string {
+  return table(LEASE_HEADER, items.map((l) => leaseRow(l)), style, new Set([3, 5, 6]));
+}
+
+export function auditTable(items: readonly AuditEvent[], style: Style, now = Date.now()): string {
+  return table(
+    ['TIME', 'EVENT', 'RESULT', 'ROUTE', 'OWNER', 'TOKEN', 'REASON'],
+    items.map((e) => [relative(e.time, now), e.event_type, e.result, e.route ?? '-', e.owner_id ?? '-', e.fencing_token === null ? '-' : String(e.fencing_token), e.reason ?? '']),
+    style,
+  );
+}
+
+export function registerLeases(program: Command): void {
+  example(
+    withJson(
+      withConnection(
+        program
+          .command('ls')
+          .description('held leases matching a selector, a page at a time (--all fetches every page, lazily)')
+          .argument('<selector>', "a route or selector, e.g. 'lease://acme/renderers/*' or 'lease://acme/**'")
+          .option('--owner <owner>', 'only leases of this owner id')
+          .option('--incarnation <id>', 'only leases of this holder incarnation (one session)')
+          .option('--limit <n>', 'leases per page (default 100, at most 1000)', positiveInt)
+          .option('--all', 'every matching lease, not just the first page'),
+      ),
+    ).action(async (selector: string, opts: LsOptions) => {
+      const client = clientFor(opts);
+      const filter = { ownerId: opts.owner, holderIncarnation: opts.incarnation };
+      const style = styleFor(process.stdout);
+      if (opts.all) {
+        const items: LeaseView[] = [];
+        for await (const lease of client.list(selector, { ...filter, pageSize: opts.limit ?? 500 })) {
+          if (opts.json) print(jsonLine(lease));
+          else items.push(lease);
+        }
+        if (!opts.json) print(leaseTable(items, style));
+        return;
+      }
+      const page = await client.listPage(selector, { ...filter, limit: opts.limit ?? 100 });
+      if (opts.json) for (const lease of page.items) print(jsonLine(lease));
+      else print(leaseTable(page.items, style));
+      if (page.next_cursor !== null) note(`(more leases match: --all lists every one)`);
+    }),
+    "leasehold ls 'lease://acme/renderers/*'",
+    "leasehold ls 'lease://acme/**' --owner renderer-7 --all --json",
+  );
+
+  example(
+    withJson(
+      withConnection(
+        program
+          .command('show')
+          .description('one lease: every field, its checkpoint, and its last audit events')
+          .argument('<route>', 'e.g. lease://acme/renderers/doc-1')
+          .option('--events <n>', 'how many audit events (default 10)', positiveInt),
+      ),
+    ).action(async (route: string, opts: CommonOptions & { events?: number }) => {
+      const client = clientFor(opts);
+      const [lease, checkpoint, audit] = await Promise.all([client.inspect(route), client.readCheckpoint(route), client.listAudit({ route, limit: opts.events ?? 10 })]);
+      if (opts.json) return print(jsonLine({ route, lease: lease ?? null, checkpoint: checkpoint ?? null, audit: audit.items }));
+      const style = styleFor(process.stdout);
+      const now = Date.now();
+      const rows: string[][] = [['route', route]];
+      if (lease === undefined) rows.push(['lease', 'not held']);
+      else {
+        rows.push(
+          ['owner', lease.owner_id],
+          ['incarnation', lease.holder_incarnation],
+          ['fencing token', String(lease.fencing_token)],
+          ['acquired', `${lease.acquired_at} (${relative(lease.acquired_at, now)})`],
+          ['renewed', `${lease.renewed_at} (${relative(lease.renewed_at, now)})`],
+          ['expires', `${lease.expires_at} (${relative(lease.expires_at, now)}; ttl ${shortDuration(lease.ttl_ms)})`],
+          ['max expiry', `${lease.max_expires_at} (${relative(lease.max_expires_at, now)})`],
+          ['renewals', String(lease.renewal_count)],
+          ['waiters', String(lease.waiters)],
+          ['revision', String(lease.revision)],
+          ['metadata', lease.metadata === null ? '-' : JSON.stringify(lease.metadata)],
+        );
+      }
+      rows.push(['checkpoint', checkpoint === undefined ? 'none' : `v${checkpoint.version} by token ${checkpoint.fencing_token}, ${relative(checkpoint.written_at, now)}: ${JSON.stringify(checkpoint.value)}`]);
+      print(table(['FIELD', 'VALUE'], rows, style));
+      print(`\n${style.bold('Last audit events')}\n`);
+      print(audit.items.length === 0 ? '(none)\n' : auditTable(audit.items, style, now));
+    }),
+    'leasehold show lease://acme/renderers/doc-1',
+  );
+}

@@ -1,0 +1,159 @@
+/**
+ * `run <route> -- <command…>`: hold a lease while a command runs, like
+ * `consul lock` and `etcdctl lock`, so a cron job becomes a singleton.
+ *
+ * - The child gets LEASEHOLD_ROUTE and LEASEHOLD_FENCING_TOKEN (pass the
+ *   token to whatever the job writes to, and have that store check it).
+ * - When the lease is lost (a force-release, a revoke, expiry after a
+ *   partition) the child gets SIGTERM, then SIGKILL after `--grace`, and
+ *   `run` exits 4. Loss is noticed at the next renewal (a third of the TTL)
+ *   or at once when the live feed reports a change on the route.
+ * - SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to `run` are passed on to the child.
+ * - When the child exits the lease is released and `run` exits with the
+ *   child's code (128 + the signal number if a signal ended it).
+ * - A held route exits 3 at once, or after `--wait` in the route's FIFO queue.
+ */
+
+import { spawn } from 'node:child_process';
+import { constants, hostname } from 'node:os';
+import type { Command } from 'commander';
+import { isLeaseholdError, type LeaseHandle, type LeaseholdClient, type Session } from '../../lib/client/index';
+import { CliError, EXIT } from '../errors';
+import { shortDuration } from '../format';
+import { clientFor, durationArg, example, note, withConnection, type CommonOptions } from '../common';
+
+interface RunOptions extends CommonOptions {
+  ttl?: number;
+  wait?: number;
+  owner?: string;
+  grace?: number;
+}
+
+/** The server holds a waiting acquire at most this long; longer waits queue again. */
+const MAX_SERVER_WAIT_MS = 30_000;
+const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'] as const;
+
+export function registerRun(program: Command): void {
+  example(
+    withConnection(
+      program
+        .command('run')
+        .description('hold a lease while a command runs; the child gets LEASEHOLD_ROUTE and LEASEHOLD_FENCING_TOKEN, and is stopped if the lease is lost (exit 4)')
+        .argument('<route>', 'the lease to hold, e.g. lease://acme/cron/nightly-report')
+        .argument('<command...>', 'the command and its arguments, after --')
+        .option('--ttl <duration>', 'lease TTL, renewed at a third of it (default 30s)', durationArg)
+        .option('--wait <duration>', 'wait this long in the route\'s queue if it is held (default: exit 3 at once)', durationArg)
+        .option('--owner <owner>', 'owner id shown to others (default: host:pid)')
+        .option('--grace <duration>', 'after SIGTERM on loss, SIGKILL this much later (default 10s)', durationArg),
+    ).action(async (route: string, command: string[], opts: RunOptions) => {
+      process.exitCode = await run(clientFor(opts), route, command, opts);
+    }),
+    "leasehold run lease://acme/cron/nightly-report --ttl 30s -- ./nightly-report.sh --since yesterday",
+    'leasehold run lease://acme/cron/backup --wait 5m -- sh -c \'pg_dump app > "/backups/$LEASEHOLD_FENCING_TOKEN.sql"\'',
+  );
+}
+
+async function run(client: LeaseholdClient, route: string, command: string[], opts: RunOptions): Promise<number> {
+  const ttlMs = opts.ttl ?? 30_000;
+  const graceMs = opts.grace ?? 10_000;
+  const ownerId = opts.owner ?? `${hostname()}:${process.pid}`;
+  // The session lives as long as the lease would without it, within the
+  // server's bounds (2 s to 300 s): losing it loses the lease too.
+  const session = await client.openSession({ ownerId, ttlMs: Math.min(300_000, Math.max(2_000, ttlMs)) });
+  try {
+    const lease = await acquire(client, session, route, ttlMs, opts.wait ?? 0);
+    if (lease === undefined) return 128 + constants.signals.SIGINT;
+    return await supervise(client, lease, command, graceMs);
+  } finally {
+    await session.close().catch(() => {});
+  }
+}
+
+/** Acquire, queueing up to `waitMs` in slices the server accepts; undefined when interrupted while waiting. */
+async function acquire(client: LeaseholdClient, session: Session, route: string, ttlMs: number, waitMs: number): Promise<LeaseHandle | undefined> {
+  const interrupted = new AbortController();
+  const onSignal = (): void => interrupted.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  const deadline = Date.now() + waitMs;
+  try {
+    for (;;) {
+      const slice = Math.min(MAX_SERVER_WAIT_MS, Math.max(0, deadline - Date.now()));
+      try {
+        return await session.acquire(route, { ttlMs, waitMs: slice, signal: interrupted.signal });
+      } catch (e) {
+        if (interrupted.signal.aborted) return undefined;
+        if (!isLeaseholdError(e, 'lease_conflict')) throw e;
+        if (deadline - Date.now() > 0) continue;
+        const holder = await client.inspect(route).catch(() => undefined);
+        const who = holder ? ` by ${holder.owner_id} (fencing token ${holder.fencing_token}, expires in ${shortDuration(holder.remaining_ms)})` : '';
+        throw new CliError(`${route} is held${who}${waitMs > 0 ? ` after waiting ${shortDuration(waitMs)}` : '; --wait to queue for it'}`, EXIT.conflict);
+      }
+    }
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}
+
+/** Runs the child under the lease; resolves with `run`'s exit code. */
+async function supervise(client: LeaseholdClient, lease: LeaseHandle, command: string[], graceMs: number): Promise<number> {
+  const [file, ...args] = command;
+  if (file === undefined) throw new CliError('no command given after --', EXIT.usage);
+  const child = spawn(file, args, {
+    stdio: 'inherit',
+    env: { ...process.env, LEASEHOLD_ROUTE: lease.route, LEASEHOLD_FENCING_TOKEN: String(lease.fencingToken) },
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; error?: Error }>((resolve) => {
+    child.once('exit', (code, signal) => resolve({ code, signal }));
+    child.once('error', (error) => resolve({ code: null, signal: null, error }));
+  });
+
+  const forward = (sig: NodeJS.Signals): void => {
+    child.kill(sig);
+  };
+  for (const sig of FORWARDED) process.on(sig, forward);
+
+  let lost = false;
+  let killTimer: NodeJS.Timeout | undefined;
+  const onLost = (): void => {
+    if (lease.state !== 'lost') return; // released by us: not a loss
+    lost = true;
+    note(`leasehold: the lease on ${lease.route} was lost (${lease.lostReason?.message ?? 'unknown'}); sending SIGTERM, SIGKILL in ${shortDuration(graceMs)}`);
+    child.kill('SIGTERM');
+    killTimer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+  };
+  lease.signal.addEventListener('abort', onLost, { once: true });
+
+  // Renewals notice a loss within a third of the TTL; the feed, when the token
+  // may read the route, tells at once: any change on it other than our own
+  // acquisition makes the handle check with a renewal.
+  const feed = client.subscribe([lease.route]);
+  feed.opened.catch(() => {});
+  feed.on((ev) => {
+    if (ev.type === 'change' && ev.route === lease.route && ev.revision > lease.lease.revision && lease.state === 'held') {
+      lease.renew().catch(() => {});
+    }
+  });
+
+  const result = await exited;
+  for (const sig of FORWARDED) process.off(sig, forward);
+  if (killTimer !== undefined) clearTimeout(killTimer);
+  lease.signal.removeEventListener('abort', onLost);
+  feed.close();
+
+  if (result.error) {
+    await lease.release().catch(() => {});
+    throw new CliError(`could not start ${file}: ${result.error.message}`, 127);
+  }
+  if (lost) return EXIT.lost;
+  try {
+    await lease.release();
+  } catch (e) {
+    // The command's work is done either way: report, and keep its exit code.
+    if (isLeaseholdError(e, 'lease_lost')) note(`leasehold: the lease on ${lease.route} was already lost when the command ended`);
+    else note(`leasehold: could not release ${lease.route} (${e instanceof Error ? e.message : String(e)}); it expires by itself within its TTL`);
+  }
+  if (result.code !== null) return result.code;
+  return 128 + (result.signal ? (constants.signals[result.signal] ?? 0) : 0);
+}

@@ -1,0 +1,44 @@
+/**
+ * The load balancer's and the supervisor's probes (docs/operations.md,
+ * "Health checks"):
+ * - `GET /api/v1/health/live`: the process runs and its event loop answers.
+ *   Restart the process when this fails; never for a store outage.
+ * - `GET /api/v1/health/ready`: send this instance traffic. 503 while the
+ *   store is unreachable, when its schema is not the one this build migrates
+ *   to, and from the first moment of a graceful shutdown (draining).
+ * Plain bodies (not the envelope), like `GET /api/v1/health`.
+ */
+
+import type { z } from 'zod';
+import type { LeaseEngine } from '../engine/engine';
+import type { HealthLive, HealthNotReady, HealthReady } from './answers';
+
+export const LIVE_PATH = '/api/v1/health/live';
+export const READY_PATH = '/api/v1/health/ready';
+
+/** Whether the server is draining: set once by a graceful shutdown, never cleared. */
+export interface DrainState {
+  draining: boolean;
+}
+
+export type ProbeAnswer =
+  | { status: 200; body: z.output<typeof HealthLive> | z.output<typeof HealthReady> }
+  | { status: 503; body: z.output<typeof HealthNotReady> };
+
+/** Answer a liveness or readiness probe. Never throws. */
+export async function probe(path: typeof LIVE_PATH | typeof READY_PATH, engine: LeaseEngine, drain: DrainState): Promise<ProbeAnswer> {
+  const store = engine.store.kind;
+  if (path === LIVE_PATH) return { status: 200, body: { status: 'ok', uptime_ms: engine.uptimeMs() } };
+  let reachable = true;
+  let schema = false;
+  try {
+    schema = await engine.store.atomic((tx) => tx.schemaCurrent());
+  } catch {
+    reachable = false;
+  }
+  const draining = drain.draining;
+  const checks = { store: reachable ? ('ok' as const) : ('unavailable' as const), schema: reachable ? (schema ? ('ok' as const) : ('mismatch' as const)) : ('unknown' as const), draining };
+  if (draining) return { status: 503, body: { status: 'draining', store, checks } };
+  if (!reachable || !schema) return { status: 503, body: { status: 'unavailable', store, checks } };
+  return { status: 200, body: { status: 'ready', store, checks } };
+}

@@ -1,0 +1,148 @@
+/**
+ * `leasehold run <route> -- <command>` against a real server: the child's
+ * environment, its exit code, the release on exit, SIGTERM then SIGKILL
+ * after the grace when the lease is force-released (exit 4), a held route
+ * (exit 3), and `--wait` queueing behind a holder.
+ */
+
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { leasePath, rid, type TestServer } from '../../server/testing/harness';
+import { startCli, type CliHarness } from './support';
+
+let s: TestServer;
+let cli: CliHarness;
+let stop: () => Promise<void>;
+before(async () => ({ s, cli, stop } = await startCli()));
+after(() => stop());
+
+/** `node -e SCRIPT` as the command `run` supervises. */
+function node(script: string): string[] {
+  return [process.execPath, '-e', script];
+}
+
+async function inspect(route: string): Promise<{ owner_id: string; fencing_token: number; waiters: number } | undefined> {
+  const r = await s.call('GET', leasePath(route));
+  if (r.status === 404) return undefined;
+  assert.equal(r.status, 200, r.text);
+  return r.body.lease;
+}
+
+test('run gives the child LEASEHOLD_ROUTE and LEASEHOLD_FENCING_TOKEN while it holds the lease, exits with its code and releases', async () => {
+  const route = 'lease://run/env/job';
+  const probe = `
+    const r = process.env.LEASEHOLD_ROUTE, t = process.env.LEASEHOLD_FENCING_TOKEN;
+    fetch(process.env.LEASEHOLD_URL + '/api/v1/leases/run/env/job', { headers: { authorization: 'Bearer ' + process.env.LEASEHOLD_TOKEN } })
+      .then((res) => res.json())
+      .then((b) => { console.log(JSON.stringify({ r, t, holder: b.lease.owner_id, token: b.lease.fencing_token })); process.exit(7); });`;
+  const r = await cli.run(['run', route, '--owner', 'cron-1', '--ttl', '5s', '--', ...node(probe)]);
+  assert.equal(r.code, 7, r.stderr);
+  const seen = JSON.parse(r.stdout);
+  assert.equal(seen.r, route);
+  assert.equal(seen.holder, 'cron-1', 'the lease is held while the child runs');
+  assert.equal(seen.t, String(seen.token));
+  assert.equal(await inspect(route), undefined, 'released when the child exited');
+  const audit = await s.call('GET', `/api/v1/audit?route=${encodeURIComponent(route)}&limit=5`);
+  assert.equal(audit.body.items[0].event_type, 'lease_release', 'released, not left to expire');
+});
+
+test('run exits 0 when the child succeeds, and 128 + n when a signal n ended it', async () => {
+  assert.equal((await cli.run(['run', 'lease://run/code/ok', '--', ...node('process.exit(0)')])).code, 0);
+  const killed = await cli.run(['run', 'lease://run/code/killed', '--', ...node("process.kill(process.pid, 'SIGKILL')")]);
+  assert.equal(killed.code, 137);
+  assert.equal(await inspect('lease://run/code/killed'), undefined);
+});
+
+test('run passes SIGTERM sent to it on to the child, and exits with the child\'s code', async () => {
+  const route = 'lease://run/signal/job';
+  const run = cli.start(['run', route, '--', ...node("process.on('SIGTERM', () => { console.log('child got SIGTERM'); process.exit(3); }); console.log('started'); setInterval(() => {}, 1000);")]);
+  await run.waitFor(/started/);
+  run.child.kill('SIGTERM');
+  assert.equal(await run.exited, 3, run.stderr);
+  assert.match(run.stdout, /child got SIGTERM/);
+  assert.equal(await inspect(route), undefined);
+});
+
+test('a force-release of its lease makes run send SIGTERM, then SIGKILL after the grace, and exit 4', async () => {
+  const route = 'lease://run/lost/job';
+  // The child ignores SIGTERM, so only the SIGKILL after the grace ends it.
+  const run = cli.start(['run', route, '--ttl', '6s', '--grace', '1500ms', '--', ...node("process.on('SIGTERM', () => console.log('TERM at ' + Date.now())); console.log('started'); setInterval(() => {}, 1000);")]);
+  await run.waitFor(/started/);
+  const held = await inspect(route);
+  assert.ok(held);
+  const forced = await s.call('POST', leasePath(route, 'force-release'), { request_id: rid(), reason: 'testing run under loss', expected_fencing_token: held.fencing_token });
+  assert.equal(forced.status, 200, forced.text);
+  const sentAt = Date.now();
+  await run.waitFor(/TERM at (\d+)/, 5000);
+  const termAt = Number(/TERM at (\d+)/.exec(run.stdout)![1]);
+  // Through the live feed the loss is seen well before the next renewal (2 s).
+  assert.ok(termAt - sentAt < 1500, `SIGTERM ${termAt - sentAt} ms after the force-release`);
+  assert.equal(await run.exited, 4, run.stderr);
+  const endedAt = Date.now();
+  assert.ok(endedAt - termAt >= 1400, `SIGKILL came ${endedAt - termAt} ms after SIGTERM, before the 1.5 s grace`);
+  assert.match(run.stderr, /the lease on lease:\/\/run\/lost\/job was lost .*sending SIGTERM, SIGKILL in 1s|SIGKILL in 2s/);
+});
+
+test('a child that stops on SIGTERM within the grace is not killed, and run still exits 4', async () => {
+  const route = 'lease://run/lost/polite';
+  const run = cli.start(['run', route, '--grace', '10s', '--', ...node("process.on('SIGTERM', () => { console.log('stopping'); process.exit(0); }); console.log('started'); setInterval(() => {}, 1000);")]);
+  await run.waitFor(/started/);
+  const held = await inspect(route);
+  assert.ok(held);
+  const started = Date.now();
+  await s.call('POST', leasePath(route, 'revoke'), { request_id: rid(), reason: 'testing run under revoke', expected_fencing_token: held.fencing_token });
+  assert.equal(await run.exited, 4, run.stderr);
+  assert.ok(Date.now() - started < 5000, 'did not wait for the grace');
+  assert.match(run.stdout, /stopping/);
+});
+
+test('run on a held route exits 3 at once, naming the holder, and never starts the command', async () => {
+  const route = 'lease://run/held/job';
+  const { sessionId } = await s.openSession('other-holder', 30_000);
+  const a = await s.call('POST', leasePath(route, 'acquire'), { session_id: sessionId, request_id: rid(), ttl_ms: 30_000 });
+  assert.equal(a.status, 200, a.text);
+  const r = await cli.run(['run', route, '--', ...node("console.log('ran')")]);
+  assert.equal(r.code, 3);
+  assert.equal(r.stdout, '');
+  assert.match(r.stderr, /is held by other-holder \(fencing token \d+/);
+  await s.call('POST', '/api/v1/sessions/close', { session_id: sessionId });
+});
+
+test('run --wait queues behind the holder and runs the command once the holder releases', async () => {
+  const route = 'lease://run/wait/job';
+  const { sessionId } = await s.openSession('first-holder', 30_000);
+  const a = await s.call('POST', leasePath(route, 'acquire'), { session_id: sessionId, request_id: rid(), ttl_ms: 30_000 });
+  assert.equal(a.status, 200, a.text);
+  const run = cli.start(['run', route, '--wait', '20s', '--owner', 'second', '--', ...node("console.log('ran with token ' + process.env.LEASEHOLD_FENCING_TOKEN)")]);
+  const deadline = Date.now() + 5000;
+  while ((await inspect(route))?.waiters !== 1) {
+    assert.ok(Date.now() < deadline, 'run joined the queue');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.equal(run.stdout, '', 'the command waits for the lease');
+  await s.call('POST', leasePath(route, 'release'), { session_id: sessionId, request_id: rid(), lease_id: a.body.lease.lease_id, fencing_token: a.body.lease.fencing_token });
+  assert.equal(await run.exited, 0, run.stderr);
+  const token = Number(/ran with token (\d+)/.exec(run.stdout)?.[1]);
+  assert.ok(token > a.body.lease.fencing_token, 'a newer fencing token than the first holder\'s');
+  await s.call('POST', '/api/v1/sessions/close', { session_id: sessionId });
+});
+
+test('run --wait gives up with exit 3 when the holder keeps the lease past the wait', async () => {
+  const route = 'lease://run/wait/timeout';
+  const { sessionId } = await s.openSession('stubborn', 30_000);
+  await s.call('POST', leasePath(route, 'acquire'), { session_id: sessionId, request_id: rid(), ttl_ms: 30_000 });
+  const started = Date.now();
+  const r = await cli.run(['run', route, '--wait', '1s', '--', ...node("console.log('ran')")]);
+  assert.equal(r.code, 3);
+  assert.ok(Date.now() - started >= 900, 'it waited');
+  assert.match(r.stderr, /held by stubborn .* after waiting 1s/);
+  await s.call('POST', '/api/v1/sessions/close', { session_id: sessionId });
+});
+
+test('run with a command that does not exist exits 127 and releases the lease', async () => {
+  const route = 'lease://run/missing/job';
+  const r = await cli.run(['run', route, '--', 'leasehold-no-such-command-xyz']);
+  assert.equal(r.code, 127);
+  assert.match(r.stderr, /could not start leasehold-no-such-command-xyz/);
+  assert.equal(await inspect(route), undefined);
+});

@@ -1,0 +1,137 @@
+/**
+ * The SDK package installs and works for a new team: `npm pack` of
+ * dist/sdk, installed offline into a fresh project set up by `tsc --init`
+ * (NodeNext, strict, exactOptionalPropertyTypes), compiles a file using
+ * `leasehold/client`, `leasehold/react` and `leasehold/widget.css`, and runs
+ * the documented worker (docs/package-readme.md) on the oldest Node the docs
+ * claim, against a real server.
+ */
+
+import assert from 'node:assert/strict';
+import { execFile, spawnSync } from 'node:child_process';
+import { promisify } from 'node:util';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { leasePath, startTestServer, type TestServer } from '../../server/testing/harness';
+import { ROOT } from '../../server/testing/process';
+import { buildSdk, docBlocks, TSC, tscInit } from '../docs/examples';
+
+let s: TestServer;
+let dir: string;
+let project: string;
+let tarball: string;
+
+function sh(cmd: string, args: readonly string[], cwd: string, env: NodeJS.ProcessEnv = process.env): string {
+  const r = spawnSync(cmd, args, { cwd, env, encoding: 'utf8', timeout: 120_000 });
+  assert.equal(r.status, 0, `${cmd} ${args.join(' ')} failed:\n${r.stdout}\n${r.stderr}`);
+  return r.stdout;
+}
+
+before(async () => {
+  s = await startTestServer();
+  dir = mkdtempSync(join(tmpdir(), 'leasehold-pack-'));
+  const sdk = buildSdk();
+  sh('npm', ['pack', sdk, '--pack-destination', dir, '--silent'], dir);
+  tarball = join(dir, readdirSync(dir).find((f) => f.endsWith('.tgz'))!);
+  project = join(dir, 'app');
+  sh('mkdir', ['-p', project], dir);
+  writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'scratch-app', private: true, type: 'module' }));
+  // Offline: the tarball has no dependencies; TypeScript and the type
+  // packages come from this repository's node_modules, never the network.
+  const local = (name: string): string => join(ROOT, 'node_modules', name);
+  sh('npm', ['install', '--offline', '--no-audit', '--no-fund', tarball, local('typescript'), local('@types/node'), local('@types/react')], project);
+  tscInit(project);
+});
+after(async () => {
+  rmSync(dir, { recursive: true, force: true });
+  await s.close();
+});
+
+test('the tarball holds the package: README, LICENSE, engines, files, bin and typed exports for every subpath', () => {
+  const listing = sh('tar', ['-tzf', tarball], dir).split('\n');
+  for (const f of ['package/README.md', 'package/LICENSE', 'package/THIRD-PARTY-NOTICES.md', 'package/cli.mjs', 'package/client/index.js', 'package/react/index.js', 'package/widget.css', 'package/widget.css.d.ts', 'package/types/client/index.d.ts', 'package/types/react/index.d.ts']) {
+    assert.ok(listing.includes(f), `${f} is packed`);
+  }
+  assert.ok(!listing.some((f) => f.endsWith('.test.js') || f.endsWith('.ts') && !f.endsWith('.d.ts')), 'no sources or tests');
+  const pkg = JSON.parse(readFileSync(join(project, 'node_modules', 'leasehold', 'package.json'), 'utf8'));
+  assert.equal(pkg.engines.node, '>=20');
+  assert.equal(pkg.license, 'MIT');
+  assert.deepEqual(pkg.bin, { leasehold: './cli.mjs' });
+  for (const [subpath, target] of Object.entries(pkg.exports as Record<string, unknown>)) {
+    if (subpath === './package.json') continue;
+    assert.equal(typeof (target as { types?: unknown }).types, 'string', `${subpath} has types`);
+  }
+  assert.deepEqual(Object.keys(pkg.dependencies ?? {}), [], 'no runtime dependencies');
+});
+
+test('a file using leasehold/client, leasehold/react and leasehold/widget.css compiles under tsc --init settings', () => {
+  writeFileSync(
+    join(project, 'app.tsx'),
+    `import { LeaseholdClient, LeaseholdError, isLeaseholdError, type LeaseHandle, type LeaseView } from 'leasehold/client';
+import { InventoryWidget, LeaseholdProvider, useLeaseInventory } from 'leasehold/react';
+import 'leasehold/widget.css';
+
+// exactOptionalPropertyTypes: an environment variable may be undefined.
+const client = new LeaseholdClient({ baseUrl: 'http://127.0.0.1:3000', token: process.env.LEASEHOLD_TOKEN });
+
+export function Rows() {
+  const { items, state } = useLeaseInventory('lease://acme/renderers/*');
+  return <ul data-state={state}>{items.map((l: LeaseView) => <li key={l.route}>{l.route}: {l.owner_id}</li>)}</ul>;
+}
+export const App = () => (
+  <LeaseholdProvider client={client}>
+    <Rows />
+    <InventoryWidget selector="lease://acme/renderers/*" theme="dark" />
+  </LeaseholdProvider>
+);
+export async function hold(route: string): Promise<number> {
+  await using session = await client.openSession({ ownerId: 'app', ttlMs: 15_000 });
+  await using lease: LeaseHandle = await session.acquire(route, { ttlMs: 30_000, metadata: { host: 'a' } });
+  return lease.fencingToken;
+}
+export const code = (e: unknown): string | undefined => (isLeaseholdError(e) ? e.code : e instanceof LeaseholdError ? 'never' : undefined);
+`,
+  );
+  writeFileSync(join(project, 'wrong.ts'), `import { LeaseholdClient } from 'leasehold/client';\n// @ts-expect-error the token must be a string\nnew LeaseholdClient({ baseUrl: 'http://x', token: 42 });\n`);
+  const r = spawnSync(process.execPath, [TSC, '-p', '.'], { cwd: project, encoding: 'utf8' });
+  assert.equal(r.status, 0, `tsc:\n${r.stdout}${r.stderr}`);
+});
+
+test('a stylesheet import needs its declaration: without widget.css.d.ts the same project does not compile', () => {
+  const probe = join(project, 'node_modules', 'leasehold', 'widget.css.d.ts');
+  const saved = readFileSync(probe, 'utf8');
+  writeFileSync(join(project, 'css-only.ts'), "import 'leasehold/widget.css';\n");
+  rmSync(probe);
+  try {
+    const r = spawnSync(process.execPath, [TSC, '-p', '.', '--noEmit'], { cwd: project, encoding: 'utf8' });
+    assert.notEqual(r.status, 0);
+    assert.match(r.stdout, /leasehold\/widget\.css/);
+  } finally {
+    writeFileSync(probe, saved);
+    rmSync(join(project, 'css-only.ts'));
+  }
+});
+
+test('the documented worker runs on the oldest Node the docs claim, against a real server', async () => {
+  const floor = Number(/^>=(\d+)/.exec(JSON.parse(readFileSync(join(project, 'node_modules', 'leasehold', 'package.json'), 'utf8')).engines.node)![1]);
+  assert.equal(Number(process.versions.node.split('.')[0]), floor, `the docs claim Node ${floor}; run this test on Node ${floor} to check the claim`);
+  const worker = docBlocks('docs/package-readme.md').find((b) => b.code.startsWith('// worker.ts'));
+  assert.ok(worker, 'docs/package-readme.md has the worker example');
+  writeFileSync(join(project, 'worker.ts'), worker.code);
+  sh(process.execPath, [TSC, '-p', '.'], project);
+  const env = { ...process.env, LEASEHOLD_URL: s.url, LEASEHOLD_TOKEN: s.token };
+  // Asynchronously: the server runs in this process and must keep answering.
+  const { stdout: out } = await promisify(execFile)(process.execPath, ['worker.js'], { cwd: project, env, timeout: 60_000 });
+  assert.match(out, /^holding lease:\/\/acme\/reports\/nightly with fencing token \d+\n$/);
+  const checkpoint = await s.call('GET', leasePath('lease://acme/reports/nightly', 'checkpoint'));
+  assert.deepEqual(checkpoint.body.checkpoint.value, { step: 'done' });
+  assert.equal((await s.call('GET', leasePath('lease://acme/reports/nightly'))).status, 404, 'released');
+});
+
+test('the package installs its bin: npx leasehold prints its version and help', () => {
+  const version = sh(join(project, 'node_modules', '.bin', 'leasehold'), ['--version'], project).trim();
+  assert.equal(version, JSON.parse(readFileSync(join(project, 'node_modules', 'leasehold', 'package.json'), 'utf8')).version);
+  assert.match(sh(join(project, 'node_modules', '.bin', 'leasehold'), ['run', '--help'], project), /LEASEHOLD_FENCING_TOKEN/);
+});
