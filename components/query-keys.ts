@@ -10,5 +10,6 @@ export const queryKeys = {
   sessions: (q: { owner: string; cursor: string | null }) => ['sessions', q] as const,
   audit: (q: Record<string, string | null>) => ['audit', q] as const,
   tokens: () => ['tokens'] as const,
+  policies: () => ['policies'] as const,
   metricsSummary: (windowS: number) => ['metrics', 'summary', windowS] as const,
 };

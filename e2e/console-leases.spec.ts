@@ -60,7 +60,7 @@ test('signing in shows the token’s family and grants, and signing out ends the
 
   await expect(page).toHaveURL(/\/leases$/);
   await expect(leasesPage.heading).toBeVisible();
-  await expect(leasesPage.nav.getByRole('link')).toHaveText(['Leases', 'Sessions', 'Metrics', 'Audit', 'Tokens']);
+  await expect(leasesPage.nav.getByRole('link')).toHaveText(['Leases', 'Sessions', 'Metrics', 'Audit', 'Tokens', 'Policies']);
 
   await leasesPage.signOut.click();
   await expect(page).toHaveURL(/\/login$/);

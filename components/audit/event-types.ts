@@ -13,6 +13,8 @@ type Group = 'Operator actions' | 'Security' | 'Tokens' | 'Sessions' | 'Leases';
 const EVENT_TYPES: Record<AuditEventType, { label: string; tone: Tone; group: Group; notable?: true }> = {
   lease_force_release: { label: 'Force release', tone: 'warn', group: 'Operator actions', notable: true },
   lease_revoke: { label: 'Revoke', tone: 'warn', group: 'Operator actions', notable: true },
+  policy_set: { label: 'Policy set', tone: 'warn', group: 'Operator actions', notable: true },
+  policy_delete: { label: 'Policy deleted', tone: 'warn', group: 'Operator actions', notable: true },
   access_denied: { label: 'Access denied', tone: 'bad', group: 'Security', notable: true },
   token_create: { label: 'Token created', tone: 'info', group: 'Tokens' },
   token_revoke: { label: 'Token revoked', tone: 'info', group: 'Tokens' },

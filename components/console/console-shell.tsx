@@ -20,6 +20,7 @@ const NAV = [
   { href: '/metrics', label: 'Metrics' },
   { href: '/audit', label: 'Audit' },
   { href: '/tokens', label: 'Tokens' },
+  { href: '/policies', label: 'Policies' },
 ] as const;
 
 /**

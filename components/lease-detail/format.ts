@@ -26,6 +26,8 @@ const EVENT_LABELS: Record<AuditEventType, string> = {
   token_revoke: 'Token revoked',
   embed_token_create: 'Embed token created',
   access_denied: 'Access denied',
+  policy_set: 'Policy set',
+  policy_delete: 'Policy deleted',
 };
 
 export function eventLabel(type: string): string {

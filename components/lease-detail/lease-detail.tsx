@@ -16,7 +16,8 @@ import { CheckpointPanel } from '@/components/lease-detail/checkpoint-panel';
 import { DetailSkeleton, Panel } from '@/components/lease-detail/detail-list';
 import { LeaseFields } from '@/components/lease-detail/lease-fields';
 import { OperatorActionDialog, type ActionDone, type OpenAction, type OperatorAction } from '@/components/lease-detail/operator-action-dialog';
-import { FALLBACK_POLL_MS, invalidateLeaseDetail, useCheckpoint, useLease, useLiveLease } from '@/components/lease-detail/use-lease-detail';
+import { FALLBACK_POLL_MS, invalidateLeaseDetail, useCheckpoint, useLease, useLiveLease, useLockDelay } from '@/components/lease-detail/use-lease-detail';
+import { useNow } from '@/components/ui/use-now';
 
 const RENEW_HIGHLIGHT_MS = 1_200;
 
@@ -54,6 +55,7 @@ export function LeaseDetail({ route }: { route: string }) {
 
   const held = lease.data ?? null;
   const loaded = lease.data !== undefined;
+  const delay = useLockDelay(route, loaded && !held && !denied);
 
   return (
     <div className="space-y-6">
@@ -98,7 +100,7 @@ export function LeaseDetail({ route }: { route: string }) {
               ) : held ? (
                 <LeaseFields lease={held} renewed={renewed} scope={scope} />
               ) : (
-                <FreeRoute />
+                <FreeRoute delayUntil={delay.data ?? null} onDelayEnd={refresh} />
               )}
               {lease.error && loaded && <ErrorAlert error={lease.error} title="Could not refresh this lease" className="m-4" />}
             </Panel>
@@ -163,7 +165,30 @@ function Header({ route, state, children }: { route: string; state: 'loading' | 
   );
 }
 
-function FreeRoute() {
+function FreeRoute({ delayUntil, onDelayEnd }: { delayUntil: number | null; onDelayEnd: () => void }) {
+  const now = useNow();
+  const left = delayUntil === null || now === 0 ? 0 : Math.max(0, delayUntil - now);
+  const inDelay = delayUntil !== null && left > 0;
+  useEffect(() => {
+    // When the delay ends, the head waiter (if any) gets the route: look again.
+    if (delayUntil === null) return;
+    const t = setTimeout(onDelayEnd, Math.max(0, delayUntil - Date.now()) + 300);
+    return () => clearTimeout(t);
+  }, [delayUntil, onDelayEnd]);
+  if (inDelay) {
+    return (
+      <div role="status" aria-label="Lock-delay" className="flex items-start gap-4 px-4 py-8">
+        <div>
+          <p className="font-medium">In lock-delay</p>
+          <p className="mt-1 max-w-prose text-sm text-zinc-600 dark:text-zinc-400">
+            The last lease ended without its holder&apos;s consent, so the route accepts no new holder for{' '}
+            <span className="font-mono tabular-nums">{Math.ceil(left / 1_000)} s</span> more (until{' '}
+            <time dateTime={new Date(delayUntil).toISOString()}>{new Date(delayUntil).toLocaleTimeString()}</time>): a paused former holder has time to notice it lost the lease. Waiting clients get it when the delay ends.
+          </p>
+        </div>
+      </div>
+    );
+  }
   return (
     <div className="flex items-start gap-4 px-4 py-8">
       <span aria-hidden="true" className="mt-0.5 flex size-9 shrink-0 items-center justify-center rounded-full bg-zinc-100 text-zinc-500 dark:bg-zinc-800 dark:text-zinc-400">

@@ -109,7 +109,8 @@ function ActionForm({
   const [reason, setReason] = useState('');
   const [typedName, setTypedName] = useState('');
   const [closeSession, setCloseSession] = useState(false);
-  const ids = { reason: useId(), reasonHelp: useId(), counter: useId(), name: useId(), nameHelp: useId(), close: useId(), closeHelp: useId() };
+  const [skipDelay, setSkipDelay] = useState(false);
+  const ids = { reason: useId(), reasonHelp: useId(), counter: useId(), name: useId(), nameHelp: useId(), close: useId(), closeHelp: useId(), skip: useId(), skipHelp: useId() };
 
   const trimmed = reason.trim();
   const length = [...trimmed].length;
@@ -119,7 +120,7 @@ function ActionForm({
 
   const act = useMutation({
     mutationFn: async (): Promise<ActionDone> => {
-      const opts = { reason: trimmed, expectedFencingToken: seen.fencing_token };
+      const opts = { reason: trimmed, expectedFencingToken: seen.fencing_token, ...(skipDelay ? { lockDelayMs: 0 } : {}) };
       const base = { kind, route: seen.route, ownerId: seen.owner_id };
       if (kind === 'revoke') {
         const r = await consoleClient().revoke(seen.route, { ...opts, closeSession });
@@ -207,6 +208,18 @@ function ActionForm({
                 ? `At least ${REASON_MIN} characters${length > 0 ? `: ${REASON_MIN - length} more` : ''}. Recorded in the audit trail.`
                 : 'Recorded in the audit trail with your token.'}
         </p>
+      </div>
+
+      <div className="flex items-start gap-2">
+        <input id={ids.skip} type="checkbox" checked={skipDelay} onChange={(e) => setSkipDelay(e.target.checked)} aria-describedby={ids.skipHelp} className="mt-1" />
+        <div>
+          <label htmlFor={ids.skip} className="text-sm font-medium">
+            Skip lock-delay
+          </label>
+          <p id={ids.skipHelp} className="text-xs text-zinc-500 dark:text-zinc-400">
+            Only when you know the old holder is dead: the route&apos;s policy may otherwise keep it closed for a while so a paused holder can notice its loss.
+          </p>
+        </div>
       </div>
 
       {kind === 'revoke' && (

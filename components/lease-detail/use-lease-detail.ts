@@ -43,6 +43,16 @@ export function useLease(route: string) {
   });
 }
 
+/** When the free route leaves lock-delay (epoch ms), `null` when it is in none; read only while the route is free. */
+export function useLockDelay(route: string, free: boolean) {
+  return useQuery<number | null>({
+    queryKey: [...queryKeys.lease(route), 'lock-delay'],
+    queryFn: async () => (await consoleClient().lockDelayUntil(route)) ?? null,
+    enabled: free,
+    retry: retryUnlessRefused,
+  });
+}
+
 /** The route's checkpoint, `null` when it never had one. Checkpoint writes are not on the feed, hence the refresh on every change. */
 export function useCheckpoint(route: string, enabled: boolean) {
   return useQuery<Checkpoint | null>({

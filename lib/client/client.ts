@@ -18,10 +18,12 @@ import type {
   Checkpoint,
   CreatedEmbedToken,
   CreatedToken,
+  EffectivePolicy,
   Health,
   LeasePage,
   LeaseView,
   MetricsSummary,
+  Policy,
   SessionPage,
   SessionView,
   TokenInfo,
@@ -49,6 +51,57 @@ export interface OperatorActionOptions {
   reason: string;
   /** The fencing token the operator saw: if another lease holds the route now, the answer is `lease_mismatch`. */
   expectedFencingToken: number;
+  /** Shorten (never lengthen) the lock-delay this end starts; 0 skips it (the old holder is known dead). */
+  lockDelayMs?: number;
+}
+
+/** A policy's fields (absent or null: the global limit applies). See docs/policies.md. */
+export interface PolicyFields {
+  ttlMinMs?: number | null;
+  ttlMaxMs?: number | null;
+  ttlDefaultMs?: number | null;
+  maxLifetimeMs?: number | null;
+  lockDelayMs?: number | null;
+  maxWaiters?: number | null;
+}
+
+/** `client.policies`: per-pattern TTL bounds, lifetime caps, lock-delay and waiter caps. */
+export class Policies {
+  readonly #transport: Transport;
+
+  constructor(transport: Transport) {
+    this.#transport = transport;
+  }
+
+  /** Create or replace the policy of exactly `selector` (admin on it; the reason is audited). */
+  async set(selector: string, fields: PolicyFields & { reason: string }): Promise<Policy> {
+    const body: Record<string, unknown> = { selector, reason: fields.reason };
+    const names = { ttlMinMs: 'ttl_min_ms', ttlMaxMs: 'ttl_max_ms', ttlDefaultMs: 'ttl_default_ms', maxLifetimeMs: 'max_lifetime_ms', lockDelayMs: 'lock_delay_ms', maxWaiters: 'max_waiters' } as const;
+    for (const [k, wire] of Object.entries(names)) {
+      const v = fields[k as keyof PolicyFields];
+      if (v !== undefined) body[wire] = v;
+    }
+    const { data } = await this.#transport.call<{ policy: Policy }>('PUT', '/api/v1/policies', { body, retry: 'idempotent' });
+    return data.policy;
+  }
+
+  /** The policies whose selector `within` contains (default every one). */
+  async list(within = 'lease://**'): Promise<readonly Policy[]> {
+    const { data } = await this.#transport.call<{ items: Policy[] }>('GET', '/api/v1/policies', { query: { selector: within }, retry: 'safe' });
+    return data.items;
+  }
+
+  /** Delete the policy of exactly `selector`; throws `not_found` if it has none. */
+  async delete(selector: string, opts: { reason: string }): Promise<void> {
+    await this.#transport.call('DELETE', '/api/v1/policies', { query: { selector, reason: opts.reason }, retry: 'never' });
+  }
+
+  /** Which policy applies to `route` and the bounds its leases get. */
+  async explain(route: string): Promise<EffectivePolicy> {
+    const path = route.replace(/^lease:\/\//, '').split('/').map(encodeURIComponent).join('/');
+    const { data } = await this.#transport.call<EffectivePolicy>('GET', `/api/v1/policies/effective/${path}`, { retry: 'safe' });
+    return { policy: data.policy, limits: data.limits };
+  }
 }
 
 export interface AuditQuery {
@@ -73,9 +126,12 @@ export interface CreateTokenOptions {
 
 export class LeaseholdClient {
   readonly #transport: Transport;
+  /** Per-pattern policies (set, list, delete, explain). */
+  readonly policies: Policies;
 
   constructor(opts: LeaseholdClientOptions = {}) {
     this.#transport = new Transport(opts);
+    this.policies = new Policies(this.#transport);
   }
 
   get baseUrl(): string {
@@ -133,6 +189,17 @@ export class LeaseholdClient {
     }
   }
 
+  /** When a free route leaves lock-delay (epoch ms), or undefined if it is held or not in a delay (docs/policies.md). */
+  async lockDelayUntil(route: string): Promise<number | undefined> {
+    try {
+      await this.#transport.call<{ lease: LeaseView }>('GET', leasePath(route), { retry: 'safe' });
+      return undefined;
+    } catch (e) {
+      if (isLeaseholdError(e, 'lease_not_found')) return e.lockDelayUntil;
+      throw e;
+    }
+  }
+
   /** One page of LIST (docs/semantics.md §7). */
   async listPage(selector: string, opts: ListPageOptions = {}): Promise<LeasePage> {
     const query = { selector, owner_id: opts.ownerId, holder_incarnation: opts.holderIncarnation, limit: opts.limit, cursor: opts.cursor };
@@ -168,7 +235,8 @@ export class LeaseholdClient {
 
   /** Free a stuck lease (admin). Throws `lease_mismatch` if the route's lease is not the one seen. */
   async forceRelease(route: string, opts: OperatorActionOptions): Promise<{ route: string; fencing_token: number }> {
-    const body = { request_id: newRequestId(), reason: opts.reason, expected_fencing_token: opts.expectedFencingToken };
+    const body: Record<string, unknown> = { request_id: newRequestId(), reason: opts.reason, expected_fencing_token: opts.expectedFencingToken };
+    if (opts.lockDelayMs !== undefined) body.lock_delay_ms = opts.lockDelayMs;
     const { data } = await this.#transport.call<{ route: string; fencing_token: number }>('POST', leasePath(route, 'force-release'), { body, retry: 'idempotent' });
     return { route: data.route, fencing_token: data.fencing_token };
   }
@@ -177,6 +245,7 @@ export class LeaseholdClient {
   async revoke(route: string, opts: OperatorActionOptions & { closeSession?: boolean }): Promise<{ route: string; fencing_token: number; sessions_closed: number }> {
     const body: Record<string, unknown> = { request_id: newRequestId(), reason: opts.reason, expected_fencing_token: opts.expectedFencingToken };
     if (opts.closeSession !== undefined) body.close_session = opts.closeSession;
+    if (opts.lockDelayMs !== undefined) body.lock_delay_ms = opts.lockDelayMs;
     const { data } = await this.#transport.call<{ route: string; fencing_token: number; sessions_closed: number }>('POST', leasePath(route, 'revoke'), { body, retry: 'idempotent' });
     return { route: data.route, fencing_token: data.fencing_token, sessions_closed: data.sessions_closed };
   }

@@ -38,6 +38,8 @@ export interface LeaseholdErrorInit {
   status?: number;
   retryable?: boolean;
   retryAfterMs?: number;
+  /** The route is in lock-delay until then (epoch ms): an acquire refused by it, or inspect of a free route in it. */
+  lockDelayUntil?: number;
   correlationId?: string;
   cause?: unknown;
 }
@@ -49,6 +51,8 @@ export class LeaseholdError extends Error {
   readonly status: number;
   readonly retryable: boolean;
   readonly retryAfterMs: number | undefined;
+  /** When the route leaves lock-delay (epoch ms), for a refusal by it. */
+  readonly lockDelayUntil: number | undefined;
   readonly correlationId: string | undefined;
 
   constructor(init: LeaseholdErrorInit) {
@@ -58,6 +62,7 @@ export class LeaseholdError extends Error {
     this.status = init.status ?? 0;
     this.retryable = init.retryable ?? false;
     this.retryAfterMs = init.retryAfterMs;
+    this.lockDelayUntil = init.lockDelayUntil;
     this.correlationId = init.correlationId;
   }
 

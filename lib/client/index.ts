@@ -1,7 +1,8 @@
 /** The Leasehold TypeScript SDK (`leasehold/client`). See docs/sdk.md. */
 
 export { LeaseholdClient } from './client';
-export type { AuditQuery, CreateTokenOptions, LeaseholdClientOptions, ListOptions, ListPageOptions, OperatorActionOptions } from './client';
+export type { AuditQuery, CreateTokenOptions, LeaseholdClientOptions, ListOptions, ListPageOptions, OperatorActionOptions, PolicyFields } from './client';
+export { Policies } from './client';
 export { LeaseholdError, isLeaseholdError, CLIENT_ERROR_CODES } from './errors';
 export type { ClientErrorCode, LeaseholdErrorCode } from './errors';
 export type { ErrorCode } from '../error-codes';

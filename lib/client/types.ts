@@ -112,7 +112,9 @@ export type AuditEventType =
   | 'token_create'
   | 'token_revoke'
   | 'embed_token_create'
-  | 'access_denied';
+  | 'access_denied'
+  | 'policy_set'
+  | 'policy_delete';
 
 export interface AuditEvent {
   readonly id: string;
@@ -175,3 +177,29 @@ export interface MetricsSummary {
 
 /** Change kinds of the feed (docs/semantics.md §8). */
 export type { ChangeKind } from '../change-kinds';
+
+/** A family's rule for the routes its selector matches (null: the global limit applies). See docs/policies.md. */
+export interface Policy {
+  readonly selector: string;
+  readonly ttl_min_ms: number | null;
+  readonly ttl_max_ms: number | null;
+  readonly ttl_default_ms: number | null;
+  readonly max_lifetime_ms: number | null;
+  readonly lock_delay_ms: number | null;
+  readonly max_waiters: number | null;
+  readonly updated_at: string;
+  readonly updated_by: string;
+}
+
+/** Which policy applies to a route, and the bounds its leases get. */
+export interface EffectivePolicy {
+  readonly policy: Policy | null;
+  readonly limits: {
+    readonly ttl_min_ms: number;
+    readonly ttl_max_ms: number;
+    readonly ttl_default_ms: number;
+    readonly max_lifetime_ms: number;
+    readonly lock_delay_ms: number;
+    readonly max_waiters: number;
+  };
+}

@@ -11,7 +11,7 @@
 
 import { millis, type Millis } from '../store/millis';
 import { randomBytes } from 'node:crypto';
-import { routeSegments, type ParsedSelector } from '@/lib/selector';
+import { contains, routeSegments, selectorOrThrow, type ParsedSelector } from '@/lib/selector';
 import { allowingGrant } from '@/lib/grants';
 import { AuditLog, auditView, type AuditEvent, type AuditEventType, type AuditFacts, type AuditOptions, type AuditSpec, type Caller } from './audit';
 import type { LeaseRow, StepScope, Store, Tx } from '../store/types';
@@ -25,6 +25,7 @@ import {
   acquireStep,
   checkpointStep,
   endLease,
+  grantNext,
   releaseStep,
   renewStep,
   sessionGone,
@@ -37,6 +38,19 @@ import {
   type RenewResult,
 } from './leases';
 import { forgetAnswer } from './idempotency';
+import { activeLockDelay } from './lock-delay';
+import {
+  boundsOf,
+  checkFields,
+  limitsView,
+  PolicyCache,
+  POLICIES_PER_FAMILY,
+  policySelector,
+  policyView,
+  type LimitsView,
+  type PolicyFields,
+  type PolicyView,
+} from './policies';
 import { systemScheduler, type Scheduler } from './scheduler';
 import { ExpirySweeper } from './sweeper';
 import { newStep, DEFAULT_LIMITS, type EngineContext, type QueuedGrant, type Limits, type Step, type WaiterNotice } from './step';
@@ -62,8 +76,9 @@ export interface Outcome<T> {
 export interface AcquireInput {
   sessionId: string;
   requestId: string;
-  ttlMs: number;
-  maxLifetimeMs: number;
+  /** Absent: the route's policy default. */
+  ttlMs?: number;
+  maxLifetimeMs?: number;
   waitMs: number;
   metadata: Metadata | null;
   /** The idempotency digest of the request body. */
@@ -109,6 +124,8 @@ export interface ForceEndRequest {
   reason: string;
   expectedFencingToken: number;
   digest: string;
+  /** Shorten (never lengthen) or skip (0) the lock-delay this end starts. */
+  lockDelayMs?: number;
 }
 
 export interface AuditQuery {
@@ -152,6 +169,9 @@ export class LeaseEngine {
   /** Present on a shared store: publication, stream calls and waiters across instances. */
   readonly cluster: Cluster | undefined;
   private readonly ctx: EngineContext;
+  private readonly policyCache: PolicyCache;
+  /** Acquires refused by lock-delay since start (metrics). */
+  delayRefusals = 0;
   private cursors: CursorCodec | undefined;
   private readonly scheduler: Scheduler;
   private readonly sweeper: ExpirySweeper;
@@ -162,7 +182,15 @@ export class LeaseEngine {
     private readonly opts: EngineOptions = {},
   ) {
     this.waiters = waitQueueFor(store);
-    this.ctx = { store, waiters: this.waiters, limits: { ...DEFAULT_LIMITS, ...opts.limits }, instanceId: store.bus?.instanceId };
+    this.policyCache = new PolicyCache(store.bus ? 1_000 : Infinity, () => store.now());
+    this.ctx = {
+      store,
+      waiters: this.waiters,
+      limits: { ...DEFAULT_LIMITS, ...opts.limits },
+      instanceId: store.bus?.instanceId,
+      policies: this.policyCache,
+      onDelayRefusal: () => this.delayRefusals++,
+    };
     this.scheduler = opts.scheduler ?? systemScheduler;
     this.sweeper = new ExpirySweeper(this.ctx, (fn, family) => this.run(fn, undefined, family), this.scheduler);
     this.tokens = new TokenAuthority(store);
@@ -187,6 +215,8 @@ export class LeaseEngine {
     // Expiry is a system event: audited from the change it makes, by the
     // instance that made it (never for another instance's change).
     this.events.subscribe((e) => {
+      // A policy change (here or on another instance) applies from the next step.
+      if (e.type === 'policy_changed') this.policyCache.invalidate(e.family);
       // Another instance's revoke: stop accepting the token here as soon as its commit's notice arrives.
       if (e.type === 'token_revoked' && e.remote) this.tokens.forget(e.tokenId);
       if (e.remote) return;
@@ -408,7 +438,7 @@ export class LeaseEngine {
    */
   async acquire(p: Caller, route: string, input: AcquireInput): Promise<Outcome<AcquireResult>> {
     const spec = this.spec(p, 'lease_acquire', route, 'lease_acquired');
-    if (input.maxLifetimeMs > this.ctx.limits.maxLifetimeMs) {
+    if (input.maxLifetimeMs !== undefined && input.maxLifetimeMs > this.ctx.limits.maxLifetimeMs) {
       this.audit.note(spec, 'invalid_request');
       fail('invalid_request', `max_lifetime_ms exceeds the server maximum of ${this.ctx.limits.maxLifetimeMs}`);
     }
@@ -418,8 +448,10 @@ export class LeaseEngine {
       sessionHash: hashSecret(input.sessionId),
       requestId: input.requestId,
       digest: input.digest,
-      ttlMs: input.ttlMs,
-      maxLifetimeMs: input.maxLifetimeMs,
+      ttlMs: 0,
+      maxLifetimeMs: 0,
+      askedTtlMs: input.ttlMs,
+      askedLifetimeMs: input.maxLifetimeMs,
       metadata: input.metadata,
     };
     const prefetch = { idempotency: { op: 'acquire', route, requestId: input.requestId }, sessionHash: params.sessionHash, route };
@@ -526,7 +558,12 @@ export class LeaseEngine {
   async inspect(p: Principal, route: string): Promise<{ lease: LeaseView }> {
     return this.run(async (step) => {
       const l = await settleRoute(this.ctx, step, p.family, route);
-      if (!l) fail('lease_not_found', 'no lease is held on this route');
+      if (!l) {
+        const until = await activeLockDelay(step, p.family, route, (f, r) => grantNext(this.ctx, step, f, r));
+        const granted = until === undefined ? await step.tx.getLease(p.family, route) : undefined;
+        if (granted) return { lease: leaseView(granted, step.now, await waiterCount(this.ctx, step, p.family, route)) };
+        fail('lease_not_found', until === undefined ? 'no lease is held on this route' : 'no lease is held on this route; it is in lock-delay', { lockDelayUntil: until });
+      }
       return { lease: leaseView(l, step.now, await waiterCount(this.ctx, step, p.family, route)) };
     }, undefined, p.family, { route });
   }
@@ -572,9 +609,65 @@ export class LeaseEngine {
         replayed = step.facts.replayed === true;
         return a;
       },
-      this.spec(p, type, route, success, { inTx: true, reason: input.reason }),
+      // The operator's lock-delay choice is recorded with the reason.
+      this.spec(p, type, route, success, { inTx: true, reason: input.lockDelayMs === undefined ? input.reason : `${input.reason} [lock_delay_ms=${input.lockDelayMs}]` }),
     );
     return { answer, replayed };
+  }
+
+  // ---- policies -------------------------------------------------------------
+
+  /** Create or replace the policy of exactly this selector (the caller checked `admin` on it). */
+  async setPolicy(p: Caller, selector: string, fields: PolicyFields, reason: string): Promise<{ policy: PolicyView }> {
+    const sel = policySelector(selector);
+    checkFields(fields, this.ctx.limits);
+    return this.run(
+      async (step) => {
+        const existing = (await step.tx.policies.listPolicies(p.family)).some((r) => r.selector === sel.selector);
+        if (!existing && (await step.tx.policies.countPolicies(p.family)) >= POLICIES_PER_FAMILY) {
+          fail('rate_limited', `a family has at most ${POLICIES_PER_FAMILY} policies`, { retryable: false });
+        }
+        const row = { family: p.family, selector: sel.selector, ...fields, updatedAt: step.now, updatedBy: p.tokenId };
+        await step.tx.policies.putPolicy(row);
+        step.events.push({ type: 'policy_changed', family: p.family });
+        return { policy: policyView(row) };
+      },
+      this.spec(p, 'policy_set', null, 'policy_set', { inTx: true, reason: `${reason} [selector=${sel.selector}]` }),
+    );
+  }
+
+  /** Delete the policy of exactly this selector, or `not_found`. */
+  async deletePolicy(p: Caller, selector: string, reason: string): Promise<Record<string, never>> {
+    const sel = policySelector(selector);
+    return this.run(
+      async (step) => {
+        if (!(await step.tx.policies.deletePolicy(p.family, sel.selector))) fail('not_found', 'no policy has exactly this selector');
+        step.events.push({ type: 'policy_changed', family: p.family });
+        return {};
+      },
+      this.spec(p, 'policy_delete', null, 'policy_deleted', { inTx: true, reason: `${reason} [selector=${sel.selector}]` }),
+    );
+  }
+
+  /** The family's policies whose selector the given one contains, by selector. */
+  async listPolicies(p: Principal, within: ParsedSelector): Promise<{ items: PolicyView[] }> {
+    return this.run(async (step) => {
+      const rows = await step.tx.policies.listPolicies(p.family);
+      return { items: rows.filter((r) => contains(within.triple, selectorOrThrow(r.selector).triple)).map(policyView) };
+    }, undefined, p.family);
+  }
+
+  /** The policy that applies to a route now and the bounds it results in. */
+  async effectivePolicy(p: Principal, route: string): Promise<{ policy: PolicyView | null; limits: LimitsView }> {
+    return this.run(async (step) => {
+      const policy = await this.policyCache.policyFor(step.tx, p.family, route);
+      return { policy: policy ? policyView(policy) : null, limits: limitsView(boundsOf(policy, this.ctx.limits)) };
+    }, undefined, p.family);
+  }
+
+  /** Routes in lock-delay now, in every family (metrics). */
+  async routesInDelay(): Promise<number> {
+    return this.store.atomic((tx) => tx.policies.countLockDelays(tx.now));
   }
 
   // ---- audit ----------------------------------------------------------------

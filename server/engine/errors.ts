@@ -12,6 +12,8 @@ export { ERROR_CODES, type ErrorCode };
 export interface LeaseholdErrorOptions {
   retryable?: boolean;
   retryAfterMs?: number;
+  /** A refusal by lock-delay: when the route accepts a holder again (epoch ms). */
+  lockDelayUntil?: number;
 }
 
 const RETRYABLE_BY_DEFAULT: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
@@ -25,6 +27,7 @@ export class LeaseholdError extends Error {
   readonly code: ErrorCode;
   readonly retryable: boolean;
   readonly retryAfterMs: number | undefined;
+  readonly lockDelayUntil: number | undefined;
 
   constructor(code: ErrorCode, message: string, opts: LeaseholdErrorOptions = {}) {
     super(message);
@@ -32,6 +35,7 @@ export class LeaseholdError extends Error {
     this.code = code;
     this.retryable = opts.retryable ?? RETRYABLE_BY_DEFAULT.has(code);
     this.retryAfterMs = opts.retryAfterMs;
+    this.lockDelayUntil = opts.lockDelayUntil;
   }
 }
 

@@ -72,7 +72,14 @@ export interface CensusEvent {
   remote?: true;
 }
 
-export type EngineEvent = LeaseChange | LeaseRenewed | SessionEvent | CredentialEvent | ListedEvent | CensusEvent;
+/** A family's policies changed: every instance drops its cached index of them (server/engine/policies.ts). */
+export interface PolicyChanged {
+  type: 'policy_changed';
+  family: string;
+  remote?: true;
+}
+
+export type EngineEvent = LeaseChange | LeaseRenewed | SessionEvent | CredentialEvent | ListedEvent | CensusEvent | PolicyChanged;
 
 export type Listener = (event: EngineEvent) => void;
 

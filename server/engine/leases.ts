@@ -17,6 +17,8 @@ import { randomId } from './ids';
 import type { EngineContext, Step } from './step';
 import { heldLease, type HeldLease, type Metadata } from './views';
 import type { Waiter, WaiterParams } from './waiters';
+import { activeLockDelay, beginLockDelay } from './lock-delay';
+import { boundsOf, grantedTerms, type Bounds } from './policies';
 
 export interface AcquireResult {
   lease: HeldLease;
@@ -63,7 +65,7 @@ export async function liveSession(ctx: EngineContext, step: Step, family: string
  * each freed route granted to its next waiter), drop its queued waits and
  * delete it. Returns how many leases were released.
  */
-export async function endSession(ctx: EngineContext, step: Step, s: SessionRow, why: 'session_closed' | 'session_expired'): Promise<number> {
+export async function endSession(ctx: EngineContext, step: Step, s: SessionRow, why: 'session_closed' | 'session_expired', consent = why === 'session_closed'): Promise<number> {
   const leases = await step.tx.sessionLeases(s.idHash);
   await step.tx.deleteSession(s.idHash);
   // A lease whose own deadline came first ends as `expired`, as the sweep
@@ -73,7 +75,7 @@ export async function endSession(ctx: EngineContext, step: Step, s: SessionRow, 
   let released = 0;
   for (const l of leases) {
     const kind = l.expiresAt < endedAt ? 'expired' : 'session_closed';
-    if ((await endLease(ctx, step, l, kind)) && kind === 'session_closed') released++;
+    if ((await endLease(ctx, step, l, kind, kind === 'session_closed' && consent)) && kind === 'session_closed') released++;
   }
   const taken = await ctx.waiters.takeSession(step, s.idHash);
   for (const row of taken.remote) step.notices.push({ kind: 'refuse', to: row.instance, family: row.family, route: row.route, requestId: row.requestId });
@@ -93,13 +95,14 @@ export function sessionGone(): LeaseholdError {
 
 /**
  * End one lease (compare-and-delete), publish its change and grant the route
- * to its next waiter. Returns false if the lease was no longer there.
+ * to its next waiter, unless the end starts a lock-delay (`consent`: the
+ * holder closed its own session). Returns false if the lease was no longer there.
  */
-export async function endLease(ctx: EngineContext, step: Step, l: LeaseRow, kind: Exclude<ChangeKind, 'acquired'>): Promise<boolean> {
+export async function endLease(ctx: EngineContext, step: Step, l: LeaseRow, kind: Exclude<ChangeKind, 'acquired'>, consent = false): Promise<boolean> {
   if (!(await step.tx.deleteLease(l.family, l.route, l.leaseId, l.fencingToken))) return false;
   const revision = await step.tx.bumpRevision(l.family);
   step.events.push({ type: 'change', family: l.family, route: l.route, change: kind, revision, fencingToken: l.fencingToken, ownerId: l.ownerId, incarnation: l.incarnation });
-  await grantNext(ctx, step, l.family, l.route);
+  if ((await beginLockDelay(ctx, step, l, kind, consent)) === undefined) await grantNext(ctx, step, l.family, l.route);
   return true;
 }
 
@@ -198,7 +201,17 @@ export type AcquireStepResult =
  * queue the request (the waiter is queued in this same step, so a release
  * later in the same batch already sees it).
  */
-export async function acquireStep(ctx: EngineContext, step: Step, p: WaiterParams, waitMs: number, signal: AbortSignal | undefined): Promise<AcquireStepResult> {
+export async function acquireStep(
+  ctx: EngineContext,
+  step: Step,
+  asked: WaiterParams & { askedTtlMs?: number; askedLifetimeMs?: number },
+  waitMs: number,
+  signal: AbortSignal | undefined,
+): Promise<AcquireStepResult> {
+  const { askedTtlMs, askedLifetimeMs, ...rest } = asked;
+  const bounds = await routeBounds(ctx, step, rest.family, rest.route);
+  // The policy's bounds decide what is granted (the answer's ttl_ms says it).
+  const p: WaiterParams = { ...rest, ...grantedTerms(bounds, askedTtlMs, askedLifetimeMs) };
   const queuedDup = await ctx.waiters.findRequest(step, p.family, p.route, p.requestId);
   if (queuedDup) {
     const same = queuedDup.digest === p.digest;
@@ -209,23 +222,33 @@ export async function acquireStep(ctx: EngineContext, step: Step, p: WaiterParam
   const s = await liveSession(ctx, step, p.family, p.sessionHash);
   if (!s) fail('session_not_found', 'session not found, closed or expired');
   Object.assign(step.facts, { ownerId: s.ownerId, incarnation: s.incarnation });
-  const current = await settleRoute(ctx, step, p.family, p.route, s);
+  let current = await settleRoute(ctx, step, p.family, p.route, s);
+  let delayUntil: number | undefined;
   if (!current) {
+    delayUntil = await activeLockDelay(step, p.family, p.route, (f, r) => grantNext(ctx, step, f, r));
+    // A delay that just ended may have granted the route to its head waiter.
+    if (delayUntil === undefined) current = await step.tx.getLease(p.family, p.route);
+  }
+  if (!current && delayUntil === undefined) {
     const { row, held } = await createLease(step, p, s, false, await waiterCount(ctx, step, p.family, p.route));
     step.facts.fencingToken = row.fencingToken;
     const answer: AcquireResult = { lease: held, queued: false };
     await recordAnswer(step, acquireKey(p), p.digest, answer, acquireRecordExpiry(ctx, step, row));
     return { kind: 'done', answer, replayed: false };
   }
-  if (current.sessionHash === p.sessionHash) {
+  if (current?.sessionHash === p.sessionHash) {
     fail('lease_conflict', 'this session already holds the route (leases are not re-entrant)', { retryable: false });
   }
   if (await ctx.waiters.hasSession(step, p.family, p.route, p.sessionHash)) {
     fail('lease_conflict', 'this session is already waiting for the route', { retryable: false });
   }
-  const retryAfterMs = Math.max(50, current.expiresAt - step.now);
-  if (waitMs <= 0) fail('lease_conflict', 'lease is held', { retryAfterMs });
-  if ((await waiterCount(ctx, step, p.family, p.route)) >= ctx.limits.waitersPerRoute) {
+  const retryAfterMs = Math.max(50, (current ? current.expiresAt : delayUntil!) - step.now);
+  if (waitMs <= 0) {
+    if (current) fail('lease_conflict', 'lease is held', { retryAfterMs });
+    ctx.onDelayRefusal?.();
+    fail('lease_conflict', 'the route is in lock-delay after its last lease ended without its holder', { retryAfterMs, lockDelayUntil: delayUntil });
+  }
+  if ((await waiterCount(ctx, step, p.family, p.route)) >= bounds.maxWaiters) {
     fail('rate_limited', 'too many waiters for this route', { retryAfterMs });
   }
   let resolve!: (r: AcquireResult) => void;
@@ -239,6 +262,11 @@ export async function acquireStep(ctx: EngineContext, step: Step, p: WaiterParam
   step.enqueued.push(waiter);
   step.facts.pending = true;
   return { kind: 'wait', waiter, done };
+}
+
+/** The bounds the route's policy (if any) sets now. */
+export async function routeBounds(ctx: EngineContext, step: Step, family: string, route: string): Promise<Bounds> {
+  return boundsOf(ctx.policies ? await ctx.policies.policyFor(step.tx, family, route) : undefined, ctx.limits);
 }
 
 /** The active lease that matches the holder's proof exactly, or `lease_lost`. */
@@ -259,7 +287,9 @@ export async function renewStep(ctx: EngineContext, step: Step, family: string, 
   const replay = await findReplay<RenewResult>(step, key, digest);
   if (replay) return { answer: replay, replayed: true };
   const l = await heldBy(ctx, step, family, route, proof);
-  const ttl = ttlMs ?? l.ttlMs;
+  // Asked or kept, the TTL is clamped by the policy in force now.
+  const b = await routeBounds(ctx, step, family, route);
+  const ttl = Math.min(b.ttlMaxMs, Math.max(b.ttlMinMs, ttlMs ?? l.ttlMs));
   const renewed: LeaseRow = {
     ...l,
     renewedAt: step.now,

@@ -19,6 +19,8 @@ export interface ForceEndInput {
   closeSession: boolean;
   requestId: string;
   digest: string;
+  /** The operator's cap on the lock-delay (0 skips it), for this route and every lease a closed session frees. */
+  lockDelayMs?: number;
   /**
    * With `closeSession`: throws (`access_denied`) unless the caller may end
    * the lease of this route too. Every route the holder's session holds is
@@ -60,6 +62,7 @@ export async function forceEndStep(ctx: EngineContext, step: Step, family: strin
   if (l.fencingToken !== input.expectedFencingToken) {
     fail('lease_mismatch', `the current lease has fencing token ${l.fencingToken}, not ${input.expectedFencingToken}`);
   }
+  step.delayCapMs = input.lockDelayMs;
   await endLease(ctx, step, l, input.kind);
   let answer: ForceReleased | Revoked = { route, fencing_token: l.fencingToken };
   if (input.kind === 'revoked') {
@@ -67,7 +70,8 @@ export async function forceEndStep(ctx: EngineContext, step: Step, family: strin
     if (input.closeSession) {
       const s = await step.tx.getSession(l.sessionHash);
       if (s) {
-        await endSession(ctx, step, s, 'session_closed');
+        // Closed by an operator, not by its holder: its leases get their delay.
+        await endSession(ctx, step, s, 'session_closed', false);
         closed = 1;
       }
     }

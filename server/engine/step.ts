@@ -15,6 +15,7 @@ import type { LeaseholdError } from './errors';
 import type { AcquireResult } from './leases';
 import type { WaitQueue, Waiter } from './waiters';
 import type { LeaseRow } from '../store/types';
+import type { PolicyCache } from './policies';
 
 export interface Limits {
   /** Default routes examined per LIST page. */
@@ -59,6 +60,8 @@ export interface Step {
   readonly notices: WaiterNotice[];
   /** What the step learned about its subject, for its audit event. */
   readonly facts: AuditFacts;
+  /** An operator's cap on the lock-delay of the leases this step ends (lock-delay.ts). */
+  delayCapMs?: number;
 }
 
 export interface EngineContext {
@@ -72,6 +75,10 @@ export interface EngineContext {
    * instance's waiting clients.
    */
   readonly instanceId?: string;
+  /** The family's policies (policies.ts); absent: global bounds only. */
+  readonly policies?: PolicyCache;
+  /** Counts an acquire refused by lock-delay (metrics). */
+  readonly onDelayRefusal?: () => void;
 }
 
 export function newStep(tx: Tx): Step {

@@ -3,12 +3,14 @@
  * deadline order, one step per family (each locks its family first, so
  * instances sharing a store never deadlock and never process an expiry
  * twice: every removal is conditional on lease id and token), and prunes
- * idempotency records, logins and expired embed tokens. Due work is found
+ * idempotency records, logins and expired embed tokens; ends due lock-delays
+ * (granting the route's head waiter). Due work is found
  * through the stores' expiry indexes, so a sweep costs what is due, not
  * what is held.
  */
 
-import { expireDue } from './leases';
+import { expireDue, grantNext } from './leases';
+import { endDueLockDelays } from './lock-delay';
 import type { Scheduler, TimerHandle } from './scheduler';
 import type { EngineContext, Step } from './step';
 
@@ -59,11 +61,18 @@ export class ExpirySweeper {
       await step.tx.pruneIdempotency(step.now, 1_000);
       await step.tx.pruneLogins(step.now);
       await step.tx.pruneEmbedTokens(step.now, 1_000);
-      return step.tx.dueFamilies(step.now, FAMILIES_PER_SWEEP);
+      const due = await step.tx.dueFamilies(step.now, FAMILIES_PER_SWEEP);
+      return [...new Set([...due, ...(await step.tx.policies.dueDelayFamilies(step.now, FAMILIES_PER_SWEEP))])];
     });
     let most = 0;
     for (const family of families) {
-      most = Math.max(most, await this.run((step) => expireDue(this.ctx, step, SWEEP_BATCH, family), family));
+      const n = await this.run(
+        async (step) =>
+          (await expireDue(this.ctx, step, SWEEP_BATCH, family)) +
+          (await endDueLockDelays(step, family, SWEEP_BATCH, (f, r) => grantNext(this.ctx, step, f, r))),
+        family,
+      );
+      most = Math.max(most, n);
     }
     return families.length >= FAMILIES_PER_SWEEP ? Math.max(most, SWEEP_BATCH) : most;
   }

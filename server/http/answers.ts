@@ -106,6 +106,31 @@ export const TokenInfo = z
   })
   .meta({ id: 'TokenInfo' });
 
+export const PolicyView = z
+  .object({
+    selector: z.string(),
+    ttl_min_ms: count.nullable(),
+    ttl_max_ms: count.nullable(),
+    ttl_default_ms: count.nullable(),
+    max_lifetime_ms: count.nullable(),
+    lock_delay_ms: count.nullable(),
+    max_waiters: count.nullable(),
+    updated_at: time,
+    updated_by: z.string().describe('The token id that set it'),
+  })
+  .meta({ id: 'Policy', description: 'A family’s rule for the routes its selector matches (null: the global limit applies)' });
+
+export const PolicyLimits = z
+  .object({
+    ttl_min_ms: count,
+    ttl_max_ms: count,
+    ttl_default_ms: count,
+    max_lifetime_ms: count.describe('Default and cap of max_lifetime_ms'),
+    lock_delay_ms: count,
+    max_waiters: count,
+  })
+  .meta({ id: 'PolicyLimits', description: 'The bounds a route’s leases get' });
+
 const nextCursor = z.string().nullable().describe('Pass it as `cursor` for the next page; null on the last page');
 
 /** Answer payloads by operation: what each handler returns, before the envelope. */
@@ -135,6 +160,10 @@ export const Answers = {
   lease_force_release: z.object({ route: z.string(), fencing_token: token }),
   lease_revoke: z.object({ route: z.string(), fencing_token: token, sessions_closed: z.literal([0, 1]) }),
   embed_token_create: z.object({ token_id: z.string(), token: z.string().describe('The secret, shown once'), expires_at: time }),
+  policy_set: z.object({ policy: PolicyView }),
+  policy_delete: z.object({}),
+  policy_list: z.object({ items: z.array(PolicyView) }),
+  policy_effective: z.object({ policy: PolicyView.nullable(), limits: PolicyLimits }),
   audit_list: z.object({ items: z.array(AuditEvent), next_cursor: nextCursor }),
   feed_subscribe: z.object({ subscription_id: z.string(), selector: z.string(), created: z.boolean() }),
   feed_unsubscribe: z.object({}),
@@ -216,5 +245,6 @@ export const ErrorBody = z
     correlation_id: z.string(),
     retryable: z.boolean(),
     retry_after_ms: count.optional().describe('When to retry, when the server knows'),
+    lock_delay_until: time.optional().describe('The route is in lock-delay until then (an acquire refused by it, inspect of a free route in it)'),
   })
   .meta({ description: 'The error envelope' });

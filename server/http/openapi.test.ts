@@ -156,5 +156,18 @@ test('every success answer parses with its operation’s schema and carries no f
   // overflow needs a consumer slower than the server (server/http/feed-slow.test.ts makes one); it is not produced here.
   assert.deepEqual([...new Set(stream.events.map((e) => e.event))].sort(), ['change', 'closed', 'hello', 'renewed', 'subscribed']);
 
+  // Policies, and the lock-delay fields of an error body.
+  const sel = 'lease://oasp/**';
+  conforms('policy_set', await s.call('PUT', '/api/v1/policies', { selector: sel, reason, lock_delay_ms: 30_000, ttl_max_ms: 60_000 }));
+  conforms('policy_list', await s.call('GET', `/api/v1/policies?selector=${encodeURIComponent('lease://**')}`));
+  conforms('policy_effective', await s.call('GET', '/api/v1/policies/effective/oasp/a/b'));
+  conforms('policy_effective', await s.call('GET', '/api/v1/policies/effective/other/a/b'));
+  const ps = (await s.call('POST', '/api/v1/sessions', { owner_id: 'oasp', ttl_ms: 15_000 })).body.session.session_id as string;
+  const pa = await s.call('POST', leasePath('lease://oasp/a/b', 'acquire'), { session_id: ps, request_id: rid() });
+  await s.call('POST', leasePath('lease://oasp/a/b', 'force-release'), { request_id: rid(), reason, expected_fencing_token: pa.body.lease.fencing_token });
+  conformsError(await s.call('POST', leasePath('lease://oasp/a/b', 'acquire'), { session_id: ps, request_id: rid() }), 'lease_conflict');
+  conformsError(await s.call('GET', leasePath('lease://oasp/a/b')), 'lease_not_found');
+  conforms('policy_delete', await s.call('DELETE', `/api/v1/policies?selector=${encodeURIComponent(sel)}&reason=${encodeURIComponent(reason)}`));
+
   assert.deepEqual([...seen].sort(), ROUTES.map((d) => d.operation).sort(), 'every operation of the route table was checked');
 });

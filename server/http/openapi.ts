@@ -46,6 +46,10 @@ const OPERATION_IDS: Record<Operation, string> = {
   feed_subscribe: 'subscribe',
   feed_unsubscribe: 'unsubscribe',
   metrics_summary: 'getMetricsSummary',
+  policy_set: 'setPolicy',
+  policy_delete: 'deletePolicy',
+  policy_list: 'listPolicies',
+  policy_effective: 'explainPolicy',
 };
 
 const TAGS = [
@@ -55,6 +59,7 @@ const TAGS = [
   { name: 'inventory', description: 'Reading the held set: inspect, list, and the live feed' },
   { name: 'operators', description: 'Operator actions on another holder’s lease, and the audit trail' },
   { name: 'tokens', description: 'Bearer tokens, their grants, and the console’s login' },
+  { name: 'policies', description: 'Per-pattern TTL bounds, lifetime caps, lock-delay and waiter caps' },
   { name: 'service', description: 'Health, metrics and this document' },
 ] as const;
 type Tag = (typeof TAGS)[number]['name'];
@@ -85,6 +90,10 @@ const TAG_OF: Record<Operation, Tag> = {
   token_revoke: 'tokens',
   embed_token_create: 'tokens',
   metrics_summary: 'service',
+  policy_set: 'policies',
+  policy_delete: 'policies',
+  policy_list: 'policies',
+  policy_effective: 'policies',
 };
 
 /** What each error code means, for the per-operation answer descriptions. */

@@ -45,7 +45,7 @@ export class Responder {
     if (e instanceof LeaseholdError) {
       if (e.code === 'invalid_credential') this.engine.audit.count('invalid_credential');
       if (e.retryAfterMs !== undefined) extra['Retry-After'] = String(Math.max(1, Math.ceil(e.retryAfterMs / 1000)));
-      this.send(req, res, STATUS_OF[e.code], errorBody(e.code, e.message, cid, e.retryable, e.retryAfterMs), cid, extra);
+      this.send(req, res, STATUS_OF[e.code], errorBody(e.code, e.message, cid, e.retryable, e.retryAfterMs, e.lockDelayUntil), cid, extra);
       return;
     }
     this.send(req, res, 500, errorBody('internal_error', 'internal error', cid, false), cid);

@@ -11,6 +11,7 @@ import type { LeaseEngine, Outcome } from '../engine/engine';
 import { fail, type ErrorCode } from '../engine/errors';
 import { requestDigest } from '../engine/ids';
 import { ALL, authorize, authorizeAnyWrite } from '../engine/tokens';
+import type { PolicyFields } from '../engine/policies';
 import type { Permission } from '@/lib/grants';
 import { routeSegments, parseSelector } from '@/lib/selector';
 import type { Answers, Operation } from './answers';
@@ -124,6 +125,7 @@ function forceEndOf(body: Record<string, unknown>) {
     requestId: body.request_id as string,
     reason: body.reason as string,
     expectedFencingToken: body.expected_fencing_token as number,
+    lockDelayMs: body.lock_delay_ms as number | undefined,
     digest: requestDigest(body),
   };
 }
@@ -148,7 +150,82 @@ function cookie(req: ApiRequest, value: string, maxAgeS: number): string {
   return `${LOGIN_COOKIE}=${value}; HttpOnly; SameSite=Strict; Path=/; Max-Age=${maxAgeS}${req.secureCookies ? '; Secure' : ''}`;
 }
 
+/** A policy's fields from a body (absent or null: the global limit applies). */
+function policyFields(body: Record<string, unknown>): PolicyFields {
+  const f = (name: string) => (body[name] as number | null | undefined) ?? null;
+  return {
+    ttlMinMs: f('ttl_min_ms'),
+    ttlMaxMs: f('ttl_max_ms'),
+    ttlDefaultMs: f('ttl_default_ms'),
+    maxLifetimeMs: f('max_lifetime_ms'),
+    lockDelayMs: f('lock_delay_ms'),
+    maxWaiters: f('max_waiters'),
+  };
+}
+
+/** Changing a policy needs `admin` on a grant containing its selector. */
+function policyAdmin(req: Pick<ApiRequest, 'principal'>, selector: unknown): void {
+  authorize(req.principal, querySelector({ selector }).triple, 'admin');
+}
+
+const POLICY_ROUTES: AnyRoute[] = [
+  {
+    method: 'PUT',
+    path: '/api/v1/policies',
+    operation: 'policy_set',
+    summary: 'Create or replace the policy of exactly this selector',
+    auth: true,
+    body: S.PolicyBody,
+    query: S.NoQuery,
+    success: { status: 200, code: 'policy_set' },
+    errors: ['invalid_selector'],
+    handle: (req, e) => {
+      req.authorize(querySelector({ selector: req.body.selector }).triple, 'admin');
+      return e.setPolicy(req.principal, req.body.selector as string, policyFields(req.body), req.body.reason as string);
+    },
+  },
+  {
+    method: 'DELETE',
+    path: '/api/v1/policies',
+    operation: 'policy_delete',
+    summary: 'Delete the policy of exactly this selector',
+    auth: true,
+    body: S.EmptyBody,
+    query: S.PolicyDeleteQuery,
+    success: { status: 200, code: 'policy_deleted' },
+    errors: ['invalid_selector', 'not_found'],
+    permit: (req) => policyAdmin(req, req.query.selector),
+    handle: (req, e) => e.deletePolicy(req.principal, req.query.selector as string, req.query.reason as string),
+  },
+  {
+    method: 'GET',
+    path: '/api/v1/policies',
+    operation: 'policy_list',
+    summary: 'List the policies whose selector the given one contains',
+    auth: true,
+    body: S.EmptyBody,
+    query: S.PolicyListQuery,
+    success: { status: 200, code: 'policy_listed' },
+    errors: ['invalid_selector'],
+    permit: (req) => authorize(req.principal, querySelector(req.query, 'selector', 'lease://**').triple, 'read'),
+    handle: (req, e) => e.listPolicies(req.principal, querySelector(req.query, 'selector', 'lease://**')),
+  },
+  {
+    method: 'GET',
+    path: '/api/v1/policies/effective/{realm}/{area}/{resource}',
+    operation: 'policy_effective',
+    summary: 'The policy that applies to a route and the resulting bounds',
+    auth: true,
+    body: S.EmptyBody,
+    query: S.NoQuery,
+    success: { status: 200, code: 'policy_effective' },
+    permit: needOnRoute('read'),
+    handle: (req, e) => e.effectivePolicy(req.principal, req.route),
+  },
+];
+
 export const ROUTES: AnyRoute[] = [
+  ...POLICY_ROUTES,
   {
     method: 'POST',
     path: '/api/v1/sessions',
@@ -254,8 +331,9 @@ export const ROUTES: AnyRoute[] = [
       e.acquire(req.principal, req.route, {
         sessionId: req.body.session_id as string,
         requestId: req.body.request_id as string,
-        ttlMs: (req.body.ttl_ms as number | undefined) ?? 30_000,
-        maxLifetimeMs: (req.body.max_lifetime_ms as number | undefined) ?? 3_600_000,
+        // Absent: the route's policy default (docs/policies.md).
+        ttlMs: req.body.ttl_ms as number | undefined,
+        maxLifetimeMs: req.body.max_lifetime_ms as number | undefined,
         waitMs: (req.body.wait_ms as number | undefined) ?? 0,
         metadata: (req.body.metadata as Record<string, string | number | boolean> | undefined) ?? null,
         digest: requestDigest(req.body),

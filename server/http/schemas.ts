@@ -98,8 +98,31 @@ export const reason = z
   .refine((s) => [...s].length >= 10 && [...s].length <= 500, 'must be 10 to 500 characters')
   .refine((s) => !/[^\P{Cc}\n\t]/u.test(s), 'must not contain control characters other than line breaks and tabs');
 
-export const ForceReleaseBody = z.strictObject({ request_id: requestId, reason, expected_fencing_token: fencingToken });
-export const RevokeBody = z.strictObject({ request_id: requestId, reason, expected_fencing_token: fencingToken, close_session: z.boolean().optional() });
+/** An operator's cap on the lock-delay the end starts (0 skips it; it never lengthens it). */
+const lockDelayMs = z.number().int().min(0).max(60_000);
+export const ForceReleaseBody = z.strictObject({ request_id: requestId, reason, expected_fencing_token: fencingToken, lock_delay_ms: lockDelayMs.optional() });
+export const RevokeBody = z.strictObject({
+  request_id: requestId,
+  reason,
+  expected_fencing_token: fencingToken,
+  close_session: z.boolean().optional(),
+  lock_delay_ms: lockDelayMs.optional(),
+});
+
+/** A policy's fields: ranges here, consistency (min ≤ default ≤ max) in the engine; absent means the global limit. */
+const ms = z.number().int().min(0).max(86_400_000);
+export const PolicyBody = z.strictObject({
+  selector: z.string().max(1_024),
+  reason,
+  ttl_min_ms: ms.nullable().optional(),
+  ttl_max_ms: ms.nullable().optional(),
+  ttl_default_ms: ms.nullable().optional(),
+  max_lifetime_ms: ms.nullable().optional(),
+  lock_delay_ms: ms.nullable().optional(),
+  max_waiters: z.number().int().min(0).max(1_024).nullable().optional(),
+});
+export const PolicyDeleteQuery = z.strictObject({ selector: z.string().max(1_024), reason });
+export const PolicyListQuery = z.strictObject({ selector: z.string().max(1_024).optional() });
 
 /** The selector is checked against the grammar (`invalid_selector`) by the engine, with the permission. */
 export const EmbedTokenBody = z.strictObject({

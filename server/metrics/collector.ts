@@ -134,6 +134,16 @@ export class MetricsCollector {
       'Refusals of callers with no token (e.g. a cross-site login or logout): counted and logged at most every 10 s, never audited row by row.',
       () => engine.audit.counts.anonymous_refusal,
     );
+    total('leasehold_lock_delay_refusals_total', 'Acquires refused because their route was in lock-delay (docs/policies.md).', () => engine.delayRefusals);
+    const delayed: Gauge = new Gauge({
+      name: 'leasehold_routes_in_lock_delay',
+      help: 'Free routes in lock-delay now, every family (read from the store).',
+      registers,
+      collect: async () => {
+        // An unavailable store leaves the last value.
+        await engine.routesInDelay().then((n) => delayed.set(n), () => undefined);
+      },
+    });
     total('leasehold_audit_dropped_total', 'Audit events lost to a full buffer while the store was unavailable.', () => engine.audit.counts.dropped);
 
     this.summary = new SummaryRecorder(

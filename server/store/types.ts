@@ -116,7 +116,16 @@ export interface AuditRow {
 export type NewAuditRow = Omit<AuditRow, 'seq'>;
 
 /** Audit event types written rarely (operators, tokens, denials): the store indexes them by type. */
-export const RARE_AUDIT_EVENT_TYPES = ['lease_force_release', 'lease_revoke', 'token_create', 'token_revoke', 'embed_token_create', 'access_denied'] as const;
+export const RARE_AUDIT_EVENT_TYPES = [
+  'lease_force_release',
+  'lease_revoke',
+  'token_create',
+  'token_revoke',
+  'embed_token_create',
+  'access_denied',
+  'policy_set',
+  'policy_delete',
+] as const;
 export const RARE_AUDIT_TYPES: ReadonlySet<string> = new Set(RARE_AUDIT_EVENT_TYPES);
 
 /** A page of audit events, newest first (time, then seq), read after a keyset position. */
@@ -280,6 +289,49 @@ export interface Tx {
   broadcast?(message: string): Promise<void>;
   /** Shared stores only: the FIFO queues every instance uses. */
   readonly waiters?: SharedWaiters;
+  /** Per-pattern policies and lock-delay deadlines (docs/policies.md). */
+  readonly policies: PolicyTx;
+}
+
+/** A family's rule for the routes its selector matches (null: the global limit or default applies). */
+export interface PolicyRow {
+  family: string;
+  selector: string;
+  ttlMinMs: number | null;
+  ttlMaxMs: number | null;
+  ttlDefaultMs: number | null;
+  maxLifetimeMs: number | null;
+  lockDelayMs: number | null;
+  maxWaiters: number | null;
+  updatedAt: number;
+  /** The token id that set it. */
+  updatedBy: string;
+}
+
+/** A free route that accepts no new holder before `until` (lock-delay). */
+export interface LockDelayRow {
+  family: string;
+  route: string;
+  until: number;
+}
+
+/** Policies and lock-delay deadlines, in the step's transaction. */
+export interface PolicyTx {
+  listPolicies(family: string): Promise<PolicyRow[]>;
+  countPolicies(family: string): Promise<number>;
+  /** Create or replace the policy of exactly this selector. */
+  putPolicy(row: PolicyRow): Promise<void>;
+  deletePolicy(family: string, selector: string): Promise<boolean>;
+  getLockDelay(family: string, route: string): Promise<number | undefined>;
+  setLockDelay(row: LockDelayRow): Promise<void>;
+  /** Compare-and-delete: only the delay with exactly this deadline. */
+  deleteLockDelay(family: string, route: string, until: number): Promise<boolean>;
+  /** Delays whose deadline is at or before `now`, earliest first, of one family. */
+  dueLockDelays(family: string, now: number, limit: number): Promise<LockDelayRow[]>;
+  /** Families with a delay due at `now` (at most `limit`). */
+  dueDelayFamilies(now: number, limit: number): Promise<string[]>;
+  /** Routes in delay now (all families). */
+  countLockDelays(now: number): Promise<number>;
 }
 
 /** A queued acquire in a shared store's FIFO queue (the waiting client is held by `instance`). */

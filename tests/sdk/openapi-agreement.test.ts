@@ -42,6 +42,8 @@ const MUTUAL: [sdk: string, doc: string][] = [
   ['CreatedEmbedToken', "Answer<'CreateEmbedTokenResponse'>"],
   ['MetricsSummary', "Answer<'GetMetricsSummaryResponse'>"],
   ['ChangeKind', "S['FeedChange']['change']"],
+  ['Policy', "S['Policy']"],
+  ['EffectivePolicy', "Answer<'ExplainPolicyResponse'>"],
 ];
 
 /** One way only, with the reason: the SDK's `Health` is one interface for both health answers, so it is wider. */

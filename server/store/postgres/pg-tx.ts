@@ -24,6 +24,7 @@ import {
   type LoginRow,
   type NewAuditRow,
   type SessionRow,
+  type PolicyTx,
   type SharedWaiters,
   type StepScope,
   type TokenRow,
@@ -32,6 +33,7 @@ import {
 import { CHANNEL, LOCK_TOKENS } from './pg-connection';
 import { toStoreError } from './pg-errors';
 import { PgWaiters } from './pg-waiters';
+import { PgPolicies } from './pg-policies';
 import { MIGRATIONS } from './schema';
 
 const LEASE_COLS = `family, route, lease_id AS "leaseId", fencing_token AS "fencingToken",
@@ -69,6 +71,7 @@ const SCAN_CHUNK = 500;
 export class PgTx implements Tx {
   now = millis(0);
   readonly waiters: SharedWaiters = new PgWaiters(this);
+  readonly policies: PolicyTx = new PgPolicies(this);
   private messages: string[] = [];
   private locked: { family: string; revision: number; dirty: boolean; hasWaiters: boolean } | undefined;
   /** Rows read in the first round trip (`prefetch`): each answers its first read, and any write to it drops it. */

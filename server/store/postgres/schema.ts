@@ -1,3 +1,5 @@
+import { PG_POLICY_MIGRATION } from './pg-policies';
+
 /**
  * PostgreSQL schema, versioned in `leasehold_schema`. Each entry migrates
  * from the previous version; they run at start, in one transaction, under
@@ -144,4 +146,5 @@ export const MIGRATIONS: readonly string[] = [
   -- Token lineage: what a token minted, for revoking it with its creator.
   CREATE INDEX tokens_created_by ON tokens (created_by) WHERE created_by IS NOT NULL;
   `,
+  PG_POLICY_MIGRATION,
 ];

@@ -1,3 +1,5 @@
+import { POLICY_MIGRATION } from './policies';
+
 /**
  * SQLite schema, versioned by `PRAGMA user_version`. Each entry migrates from
  * the previous version; they run in one transaction at open.
@@ -135,4 +137,5 @@ export const MIGRATIONS: readonly string[] = [
   -- Token lineage: what a token minted, for revoking it with its creator.
   CREATE INDEX tokens_created_by ON tokens (created_by) WHERE created_by IS NOT NULL;
   `,
+  POLICY_MIGRATION,
 ];

@@ -23,6 +23,7 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { routeSegments } from '@/lib/selector';
 import { MIGRATIONS } from './schema';
+import { SqlitePolicies } from './policies';
 import { BatchTx, type DirectTx } from './write-behind';
 import {
   RARE_AUDIT_TYPES,
@@ -255,11 +256,13 @@ export class SqliteStore implements Store {
 /** The `Tx` over one connection: prepared statements, answered synchronously but typed async. */
 class SqliteTx implements DirectTx {
   now = millis(0);
+  readonly policies: SqlitePolicies;
   private readonly s;
   /** Audit queries by shape (which filters are present), prepared on first use. */
   private readonly auditQueries = new Map<string, Database.Statement>();
 
   constructor(private readonly db: Database.Database) {
+    this.policies = new SqlitePolicies(db);
     const p = (sql: string) => db.prepare(sql);
     this.s = {
       revision: p(`SELECT revision FROM families WHERE family = ?`).pluck(),

@@ -28,6 +28,7 @@ import type {
   LeaseScanResult,
   LoginRow,
   NewAuditRow,
+  PolicyTx,
   SessionRow,
   TokenRow,
   Tx,
@@ -270,6 +271,12 @@ export class BatchTx implements Tx {
   private readonly checkpoints: CachedTable<CheckpointRow>;
   private readonly revisions: CachedTable<RevisionRow>;
   private readonly tables: ReadonlyArray<CachedTable<never>>;
+  /**
+   * Policies and lock-delays are never cached: their reads go straight to
+   * SQL (no cached table holds them), their writes make the step write
+   * through under its savepoint, so a step that throws undoes them too.
+   */
+  readonly policies: PolicyTx;
 
   constructor(
     db: Database.Database,
@@ -283,6 +290,19 @@ export class BatchTx implements Tx {
     this.checkpoints = new CachedTable(CHECKPOINTS, this.sql);
     this.revisions = new CachedTable(REVISIONS, this.sql);
     this.tables = [this.leases, this.sessions, this.idem, this.checkpoints, this.revisions] as unknown as ReadonlyArray<CachedTable<never>>;
+    const p = base.policies;
+    this.policies = {
+      listPolicies: (family) => p.listPolicies(family),
+      countPolicies: (family) => p.countPolicies(family),
+      putPolicy: (row) => this.write(() => p.putPolicy(row)),
+      deletePolicy: (family, selector) => this.write(() => p.deletePolicy(family, selector)),
+      getLockDelay: (family, route) => p.getLockDelay(family, route),
+      setLockDelay: (row) => this.write(() => p.setLockDelay(row)),
+      deleteLockDelay: (family, route, until) => this.write(() => p.deleteLockDelay(family, route, until)),
+      dueLockDelays: (family, now, limit) => p.dueLockDelays(family, now, limit),
+      dueDelayFamilies: (now, limit) => p.dueDelayFamilies(now, limit),
+      countLockDelays: (now) => p.countLockDelays(now),
+    };
   }
 
   // ---- the runner's side ----------------------------------------------------

@@ -1,0 +1,249 @@
+'use client';
+
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useState } from 'react';
+import { isLeaseholdError, type EffectivePolicy, type Policy } from '@/lib/client';
+import { parseRoute } from '@/lib/selector';
+import { consoleClient } from '@/components/console/client';
+import { queryKeys } from '@/components/query-keys';
+import { draftErrors, draftNumbers, EMPTY_DRAFT, NUMBER_FIELDS, type PolicyDraft } from '@/components/policies/policy-form';
+import { Button } from '@/components/ui/button';
+import { controlVariants, describedBy, Field } from '@/components/ui/field';
+import { DeniedPanel, EmptyState, ErrorAlert, SkeletonRows } from '@/components/ui/states';
+import { Table, TBody, Td, Th, THead } from '@/components/ui/table';
+
+const COLS = 8;
+const show = (v: number | null) => (v === null ? '—' : v.toLocaleString('en-US'));
+
+/** The family's policies: list, create, edit, delete (with a reason), and which one applies to a route. */
+export function PoliciesView() {
+  const queryClient = useQueryClient();
+  const query = useQuery({ queryKey: queryKeys.policies(), queryFn: () => consoleClient().policies.list(), retry: (n, e) => !isLeaseholdError(e) && n < 1 });
+  const [draft, setDraft] = useState<PolicyDraft | undefined>();
+  const [deleting, setDeleting] = useState<Policy | undefined>();
+  const refresh = () => queryClient.invalidateQueries({ queryKey: queryKeys.policies() });
+
+  return (
+    <div className="space-y-8">
+      <div className="flex justify-end">
+        <Button variant="primary" onClick={() => setDraft({ ...EMPTY_DRAFT })}>
+          New policy
+        </Button>
+      </div>
+      {draft && <PolicyForm initial={draft} onDone={() => (setDraft(undefined), void refresh())} onCancel={() => setDraft(undefined)} />}
+      {deleting && <DeleteForm policy={deleting} onDone={() => (setDeleting(undefined), void refresh())} onCancel={() => setDeleting(undefined)} />}
+      {query.error && !query.data ? (
+        isLeaseholdError(query.error, 'access_denied') ? <DeniedPanel error={query.error} what="list policies" /> : <ErrorAlert error={query.error} title="Policies could not be loaded" />
+      ) : query.data && query.data.length === 0 ? (
+        <EmptyState title="No policies">Every route gets the global bounds. Add one with New policy.</EmptyState>
+      ) : (
+        <Table aria-label="Policies">
+          <THead>
+            <tr>
+              <Th>Selector</Th>
+              <Th>TTL min / max</Th>
+              <Th>Default TTL</Th>
+              <Th>Max lifetime</Th>
+              <Th>Lock-delay</Th>
+              <Th>Max waiters</Th>
+              <Th>Updated</Th>
+              <Th>
+                <span className="sr-only">Actions</span>
+              </Th>
+            </tr>
+          </THead>
+          <TBody>
+            {!query.data ? (
+              <SkeletonRows cols={COLS} />
+            ) : (
+              query.data.map((p) => (
+                <tr key={p.selector}>
+                  <Td className="font-mono">{p.selector}</Td>
+                  <Td className="tabular-nums">
+                    {show(p.ttl_min_ms)} / {show(p.ttl_max_ms)}
+                  </Td>
+                  <Td className="tabular-nums">{show(p.ttl_default_ms)}</Td>
+                  <Td className="tabular-nums">{show(p.max_lifetime_ms)}</Td>
+                  <Td className="tabular-nums">{show(p.lock_delay_ms)}</Td>
+                  <Td className="tabular-nums">{show(p.max_waiters)}</Td>
+                  <Td>{p.updated_at}</Td>
+                  <Td className="space-x-2 whitespace-nowrap">
+                    <Button size="sm" aria-label={`Edit ${p.selector}`} onClick={() => setDraft(draftOf(p))}>
+                      Edit
+                    </Button>
+                    <Button size="sm" aria-label={`Delete ${p.selector}`} onClick={() => setDeleting(p)}>
+                      Delete
+                    </Button>
+                  </Td>
+                </tr>
+              ))
+            )}
+          </TBody>
+        </Table>
+      )}
+      <RouteBox />
+    </div>
+  );
+}
+
+function draftOf(p: Policy): PolicyDraft {
+  const t = (v: number | null) => (v === null ? '' : String(v));
+  return {
+    selector: p.selector,
+    reason: '',
+    ttlMinMs: t(p.ttl_min_ms),
+    ttlMaxMs: t(p.ttl_max_ms),
+    ttlDefaultMs: t(p.ttl_default_ms),
+    maxLifetimeMs: t(p.max_lifetime_ms),
+    lockDelayMs: t(p.lock_delay_ms),
+    maxWaiters: t(p.max_waiters),
+  };
+}
+
+function PolicyForm({ initial, onDone, onCancel }: { initial: PolicyDraft; onDone: () => void; onCancel: () => void }) {
+  const [d, setD] = useState(initial);
+  const [submitted, setSubmitted] = useState(false);
+  const errors = draftErrors(d);
+  const shown = submitted ? errors : {};
+  const save = useMutation({
+    mutationFn: () => consoleClient().policies.set(d.selector.trim(), { reason: d.reason.trim(), ...draftNumbers(d) }),
+    onSuccess: onDone,
+  });
+  const text = (key: 'selector' | 'reason', label: string, placeholder: string) => (
+    <Field id={`policy-${key}`} label={label} error={shown[key]}>
+      <input
+        id={`policy-${key}`}
+        type="text"
+        value={d[key]}
+        placeholder={placeholder}
+        autoComplete="off"
+        spellCheck={false}
+        onChange={(e) => setD({ ...d, [key]: e.target.value })}
+        aria-invalid={shown[key] ? true : undefined}
+        aria-describedby={describedBy(`policy-${key}`, { error: !!shown[key] })}
+        className={controlVariants({ invalid: !!shown[key], mono: key === 'selector' })}
+      />
+    </Field>
+  );
+  return (
+    <form
+      noValidate
+      aria-label="Policy"
+      className="space-y-4 rounded-xl border border-zinc-200 p-5 dark:border-zinc-800"
+      onSubmit={(e) => {
+        e.preventDefault();
+        setSubmitted(true);
+        if (Object.keys(errors).length === 0) save.mutate();
+      }}
+    >
+      <div className="grid gap-4 md:grid-cols-2">
+        {text('selector', 'Selector', 'lease://db/**')}
+        {text('reason', 'Reason', 'why this change (audited)')}
+      </div>
+      <div className="grid gap-4 md:grid-cols-3">
+        {NUMBER_FIELDS.map((f) => (
+          <Field key={f.key} id={`policy-${f.key}`} label={f.label} error={shown[f.key]} hint={`${f.min}–${f.max}; blank: the global limit.`}>
+            <input
+              id={`policy-${f.key}`}
+              type="number"
+              inputMode="numeric"
+              min={f.min}
+              max={f.max}
+              step={1}
+              value={d[f.key]}
+              onChange={(e) => setD({ ...d, [f.key]: e.target.value })}
+              aria-invalid={shown[f.key] ? true : undefined}
+              aria-describedby={describedBy(`policy-${f.key}`, { error: !!shown[f.key], hint: true })}
+              className={controlVariants({ invalid: !!shown[f.key], className: 'tabular-nums' })}
+            />
+          </Field>
+        ))}
+      </div>
+      {save.error && <ErrorAlert error={save.error} title="The policy was not saved" />}
+      <div className="flex gap-2">
+        <Button type="submit" variant="primary" disabled={save.isPending}>
+          Save policy
+        </Button>
+        <Button onClick={onCancel}>Cancel</Button>
+      </div>
+    </form>
+  );
+}
+
+function DeleteForm({ policy, onDone, onCancel }: { policy: Policy; onDone: () => void; onCancel: () => void }) {
+  const [reason, setReason] = useState('');
+  const [submitted, setSubmitted] = useState(false);
+  const n = [...reason.trim()].length;
+  const error = submitted && (n < 10 || n > 500) ? 'Say why, in 10 to 500 characters (it goes to the audit log).' : undefined;
+  const del = useMutation({ mutationFn: () => consoleClient().policies.delete(policy.selector, { reason: reason.trim() }), onSuccess: onDone });
+  return (
+    <form
+      noValidate
+      aria-label="Delete policy"
+      className="space-y-3 rounded-xl border border-red-200 p-5 dark:border-red-900"
+      onSubmit={(e) => {
+        e.preventDefault();
+        setSubmitted(true);
+        if (n >= 10 && n <= 500) del.mutate();
+      }}
+    >
+      <p className="text-sm">
+        Delete the policy of <span className="font-mono">{policy.selector}</span>? Its routes fall back to the next most specific policy.
+      </p>
+      <Field id="policy-delete-reason" label="Reason for deleting" error={error}>
+        <input id="policy-delete-reason" type="text" value={reason} onChange={(e) => setReason(e.target.value)} className={controlVariants({ invalid: !!error })} />
+      </Field>
+      {del.error && <ErrorAlert error={del.error} title="The policy was not deleted" />}
+      <div className="flex gap-2">
+        <Button type="submit" variant="primary" disabled={del.isPending}>
+          Delete policy
+        </Button>
+        <Button onClick={onCancel}>Cancel</Button>
+      </div>
+    </form>
+  );
+}
+
+/** Which policy applies to a route, and the bounds its leases get. */
+function RouteBox() {
+  const [route, setRoute] = useState('');
+  const [asked, setAsked] = useState<string>();
+  const parsed = route.trim() ? parseRoute(route.trim()) : undefined;
+  const error = parsed && !parsed.ok ? `Not a route: it ${parsed.reason}.` : undefined;
+  const q = useQuery<EffectivePolicy>({ queryKey: [...queryKeys.policies(), 'effective', asked], queryFn: () => consoleClient().policies.explain(asked!), enabled: asked !== undefined });
+  return (
+    <section aria-label="Explain a route" className="space-y-3 rounded-xl border border-zinc-200 p-5 dark:border-zinc-800">
+      <h2 className="text-base font-semibold tracking-tight">Which policy applies?</h2>
+      <form
+        noValidate
+        className="flex items-end gap-2"
+        onSubmit={(e) => {
+          e.preventDefault();
+          if (parsed?.ok) setAsked(parsed.value.route);
+        }}
+      >
+        <Field id="policy-route" label="Route" error={error} className="flex-1">
+          <input id="policy-route" type="text" value={route} placeholder="lease://db/eu/primary" onChange={(e) => setRoute(e.target.value)} className={controlVariants({ invalid: !!error, mono: true })} />
+        </Field>
+        <Button type="submit">Explain</Button>
+      </form>
+      {q.error && <ErrorAlert error={q.error} title="Could not explain the route" />}
+      {q.data && (
+        <dl aria-label="Effective policy" className="grid grid-cols-2 gap-x-6 gap-y-1 text-sm md:grid-cols-4">
+          <dt className="text-zinc-500">Policy</dt>
+          <dd className="font-mono">{q.data.policy?.selector ?? 'none (global bounds)'}</dd>
+          <dt className="text-zinc-500">TTL</dt>
+          <dd className="tabular-nums">
+            {q.data.limits.ttl_min_ms}–{q.data.limits.ttl_max_ms} ms, default {q.data.limits.ttl_default_ms} ms
+          </dd>
+          <dt className="text-zinc-500">Max lifetime</dt>
+          <dd className="tabular-nums">{q.data.limits.max_lifetime_ms} ms</dd>
+          <dt className="text-zinc-500">Lock-delay</dt>
+          <dd className="tabular-nums">{q.data.limits.lock_delay_ms} ms</dd>
+          <dt className="text-zinc-500">Max waiters</dt>
+          <dd className="tabular-nums">{q.data.limits.max_waiters}</dd>
+        </dl>
+      )}
+    </section>
+  );
+}

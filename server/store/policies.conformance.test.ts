@@ -1,0 +1,76 @@
+/**
+ * The policies and lock-delay part of the Store boundary, on every backend:
+ * policies keyed by exact selector, delays compare-and-deleted on their
+ * deadline (so two sweeps never end one delay twice), due delays in
+ * deadline order, both kept across reopening.
+ */
+
+import { afterEach, beforeEach, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { rmSync } from 'node:fs';
+import { PgStore } from './postgres/pg-store';
+import { SqliteStore } from './sqlite/sqlite-store';
+import type { PolicyRow, Store } from './types';
+import { ManualClock, tempDir } from '../testing/harness';
+import { BACKENDS, createTestDatabase, type Backend, type TestDatabase } from '../testing/pg';
+
+function policy(selector: string, lockDelayMs: number | null): PolicyRow {
+  return { family: 'f', selector, ttlMinMs: null, ttlMaxMs: 60_000, ttlDefaultMs: null, maxLifetimeMs: null, lockDelayMs, maxWaiters: 3, updatedAt: 5, updatedBy: 'tk_1' };
+}
+
+for (const backend of BACKENDS) {
+  describe(`policy store conformance: ${backend}`, () => {
+    let store: Store;
+    let dir: string;
+    let db: TestDatabase | undefined;
+    const clock = new ManualClock();
+    const open = async (b: Backend): Promise<Store> =>
+      b === 'postgres' ? PgStore.open({ url: db!.url, clock: clock.now }) : new SqliteStore({ dataDir: dir, clock: clock.now });
+
+    beforeEach(async () => {
+      dir = tempDir('leasehold-store-');
+      db = backend === 'postgres' ? await createTestDatabase() : undefined;
+      store = await open(backend);
+    });
+    afterEach(async () => {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+      await db?.drop();
+    });
+
+    test('a policy is replaced by its exact selector, listed by selector, counted and deleted once', async () => {
+      await store.atomic(async (tx) => {
+        await tx.policies.putPolicy(policy('lease://b/**', 1));
+        await tx.policies.putPolicy(policy('lease://a/*/*', 2));
+        await tx.policies.putPolicy(policy('lease://b/**', 7));
+        await tx.policies.putPolicy({ ...policy('lease://z/**', null), family: 'g' });
+      });
+      const rows = await store.atomic((tx) => tx.policies.listPolicies('f'));
+      assert.deepEqual(rows, [policy('lease://a/*/*', 2), policy('lease://b/**', 7)]);
+      assert.equal(await store.atomic((tx) => tx.policies.countPolicies('f')), 2);
+      assert.equal(await store.atomic((tx) => tx.policies.deletePolicy('f', 'lease://b/**')), true);
+      assert.equal(await store.atomic((tx) => tx.policies.deletePolicy('f', 'lease://b/**')), false);
+    });
+
+    test('a delay is deleted only with its exact deadline; due delays come earliest first and survive reopening', async () => {
+      await store.atomic(async (tx) => {
+        await tx.policies.setLockDelay({ family: 'f', route: 'lease://a/b/c', until: 300 });
+        await tx.policies.setLockDelay({ family: 'f', route: 'lease://a/b/d', until: 200 });
+        await tx.policies.setLockDelay({ family: 'g', route: 'lease://a/b/c', until: 100 });
+      });
+      await store.close();
+      store = await open(backend);
+      assert.equal(await store.atomic((tx) => tx.policies.getLockDelay('f', 'lease://a/b/c')), 300);
+      assert.deepEqual(await store.atomic((tx) => tx.policies.dueDelayFamilies(250, 10)), ['f', 'g']);
+      assert.deepEqual(
+        (await store.atomic((tx) => tx.policies.dueLockDelays('f', 1_000, 10))).map((d) => [d.route, d.until]),
+        [['lease://a/b/d', 200], ['lease://a/b/c', 300]],
+      );
+      assert.equal(await store.atomic((tx) => tx.policies.countLockDelays(250)), 1);
+      assert.equal(await store.atomic((tx) => tx.policies.deleteLockDelay('f', 'lease://a/b/c', 299)), false, 'another deadline is not this one');
+      assert.equal(await store.atomic((tx) => tx.policies.deleteLockDelay('f', 'lease://a/b/c', 300)), true);
+      assert.equal(await store.atomic((tx) => tx.policies.deleteLockDelay('f', 'lease://a/b/c', 300)), false, 'ended once');
+      assert.equal(await store.atomic((tx) => tx.policies.getLockDelay('f', 'lease://a/b/c')), undefined);
+    });
+  });
+}
