@@ -23,7 +23,7 @@ export default function HomePage() {
       <main className="mx-auto w-full max-w-5xl flex-1 px-6 pt-12 pb-20 sm:pt-20">
         <p className="text-sm font-medium text-teal-700 dark:text-teal-400">Lease coordination service</p>
         <h1 className="mt-3 max-w-3xl text-4xl font-semibold tracking-tight text-balance sm:text-5xl">
-          Leasehold <span className="text-zinc-400 dark:text-zinc-500">—</span> fenced leases for your fleet
+          Leasehold <span className="text-zinc-600 dark:text-zinc-400">—</span> fenced leases for your fleet
         </h1>
         <p className="mt-5 max-w-2xl text-lg text-pretty text-zinc-600 dark:text-zinc-400">
           Time-bounded, exclusive leases on named resources, with fencing tokens, sessions and a live

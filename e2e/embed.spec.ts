@@ -137,5 +137,5 @@ test('the embed says what is missing without a token or a selector, and shows a 
   await page.goto(embedUrl(baseURL!, SELECTOR, 'lh_not_a_real_token_000000000000'));
   const widget = page.getByRole('region', { name: 'Inventory' });
   await expect(widget.getByRole('status')).toContainText('Error');
-  await expect(widget.getByRole('table', { name: 'Inventory' })).toContainText('Nothing to show.');
+  await expect(widget.getByRole('table', { name: 'Inventory' })).toContainText('token was refused');
 });

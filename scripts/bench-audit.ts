@@ -57,6 +57,12 @@ async function main(): Promise<void> {
     await store.atomic((tx) => tx.insertAudit(rows));
   }
   const insertS = (performance.now() - t0) / 1000;
+  // One busy route over the last 7 days (an event every 10 s: 60,480 rows),
+  // read by the lease timeline oldest first.
+  const WEEK = 7 * 86_400_000;
+  const busy: NewAuditRow[] = [];
+  for (let t = now - WEEK; t < now; t += 10_000) busy.push({ ...row(0), route: 'lease://busy/area/route', eventType: 'lease_renew', result: 'lease_renewed', time: millis(t) });
+  for (let i = 0; i < busy.length; i += BATCH) await store.atomic((tx) => tx.insertAudit(busy.slice(i, i + BATCH)));
   await store.close();
   const bytes = statSync(join(dir, 'leasehold.sqlite')).size;
   console.log(`rows                     ${ROWS.toLocaleString('en')}`);
@@ -73,6 +79,8 @@ async function main(): Promise<void> {
     ['newest page, rare type (lease_force_release)', { ...base, eventType: 'lease_force_release' }],
     ['newest page, common type (lease_release)', { ...base, eventType: 'lease_release' }],
     ['page at half depth (cursor), everything', { ...base, before: [millis(start + (ROWS / 2) * 10), ROWS / 2] }],
+    ['timeline: busy route, 7 d, oldest first (1,000)', { ...base, triple: ['busy', 'area', 'route'], routeless: false, since: millis(now - 7 * 86_400_000), oldestFirst: true, limit: 1001 }],
+    ['timeline: busy route, 7 d, page at mid-week', { ...base, triple: ['busy', 'area', 'route'], routeless: false, since: millis(now - 7 * 86_400_000), oldestFirst: true, limit: 1001, before: [millis(now - 3.5 * 86_400_000), 0] }],
   ];
   for (const [name, scan] of cases) {
     const times: number[] = [];

@@ -111,7 +111,7 @@ export function AuditView() {
   );
 }
 
-const dash = <span className="text-zinc-400 dark:text-zinc-600">—</span>;
+const dash = <span className="text-zinc-600 dark:text-zinc-400">—</span>;
 
 function AuditRow({ event: e }: { event: AuditEvent }) {
   const look = eventTypeLook(e.event_type);

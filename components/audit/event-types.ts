@@ -15,6 +15,7 @@ const EVENT_TYPES: Record<AuditEventType, { label: string; tone: Tone; group: Gr
   lease_revoke: { label: 'Revoke', tone: 'warn', group: 'Operator actions', notable: true },
   policy_set: { label: 'Policy set', tone: 'warn', group: 'Operator actions', notable: true },
   policy_delete: { label: 'Policy deleted', tone: 'warn', group: 'Operator actions', notable: true },
+  lease_release_request: { label: 'Release requested', tone: 'info', group: 'Operator actions', notable: true },
   access_denied: { label: 'Access denied', tone: 'bad', group: 'Security', notable: true },
   token_create: { label: 'Token created', tone: 'info', group: 'Tokens' },
   token_revoke: { label: 'Token revoked', tone: 'info', group: 'Tokens' },

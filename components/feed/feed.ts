@@ -1,10 +1,10 @@
 'use client';
 
-import { isLeaseholdError, type ChangeEvent, type RenewedEvent, type StreamEnd, type Subscription } from '@/lib/client';
+import { isLeaseholdError, type ChangeEvent, type ReleaseRequestNotice, type RenewedEvent, type StreamEnd, type Subscription } from '@/lib/client';
 import { consoleClient } from '@/components/console/client';
 import { useFeedStore } from '@/components/feed/feed-store';
 
-export type FeedEvent = ChangeEvent | RenewedEvent;
+export type FeedEvent = ChangeEvent | RenewedEvent | ReleaseRequestNotice;
 type Listener = (event: FeedEvent) => void;
 
 interface Watch {
@@ -103,7 +103,7 @@ class ConsoleFeed {
       this.#sub = sub;
       this.#registered.clear();
       sub.on((event) => {
-        if (event.type === 'change' || event.type === 'renewed') {
+        if (event.type === 'change' || event.type === 'renewed' || event.type === 'release_requested') {
           if (event.type === 'change') useFeedStore.getState().changeArrived(event.revision);
           const w = this.#watches.get(event.selector);
           if (w) for (const l of w.listeners) l(event);

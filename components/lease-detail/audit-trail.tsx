@@ -117,9 +117,9 @@ function AuditRow({ event: e, now }: { event: AuditEvent; now: number }) {
           {e.result}
         </Badge>
       </Td>
-      <Td className="font-mono tabular-nums">{e.fencing_token ?? <span className="text-zinc-400">—</span>}</Td>
-      <Td className="max-w-xs min-w-48 break-words whitespace-pre-wrap">{e.reason ?? <span className="text-zinc-400">—</span>}</Td>
-      <Td className="font-mono text-xs whitespace-nowrap">{e.token_id ?? <span className="text-zinc-400">—</span>}</Td>
+      <Td className="font-mono tabular-nums">{e.fencing_token ?? <span className="text-zinc-600 dark:text-zinc-400">—</span>}</Td>
+      <Td className="max-w-xs min-w-48 break-words whitespace-pre-wrap">{e.reason ?? <span className="text-zinc-600 dark:text-zinc-400">—</span>}</Td>
+      <Td className="font-mono text-xs whitespace-nowrap">{e.token_id ?? <span className="text-zinc-600 dark:text-zinc-400">—</span>}</Td>
       <Td className="font-mono text-xs whitespace-nowrap select-all">{e.correlation_id}</Td>
     </tr>
   );

@@ -22,6 +22,7 @@ const EVENT_LABELS: Record<AuditEventType, string> = {
   lease_checkpoint: 'Checkpoint',
   lease_force_release: 'Force release',
   lease_revoke: 'Revoke',
+  lease_release_request: 'Release requested',
   token_create: 'Token created',
   token_revoke: 'Token revoked',
   embed_token_create: 'Embed token created',

@@ -11,13 +11,15 @@ import { useFeedStore } from '@/components/feed/feed-store';
 import { Badge } from '@/components/ui/badge';
 import { Button } from '@/components/ui/button';
 import { DeniedPanel, ErrorAlert, isDenied } from '@/components/ui/states';
+import { formatAgo } from '@/components/ui/time';
+import { useNow } from '@/components/ui/use-now';
 import { AuditTrail } from '@/components/lease-detail/audit-trail';
 import { CheckpointPanel } from '@/components/lease-detail/checkpoint-panel';
 import { DetailSkeleton, Panel } from '@/components/lease-detail/detail-list';
 import { LeaseFields } from '@/components/lease-detail/lease-fields';
+import { LeaseHistory } from '@/components/lease-detail/lease-history';
 import { OperatorActionDialog, type ActionDone, type OpenAction, type OperatorAction } from '@/components/lease-detail/operator-action-dialog';
 import { FALLBACK_POLL_MS, invalidateLeaseDetail, useCheckpoint, useLease, useLiveLease, useLockDelay } from '@/components/lease-detail/use-lease-detail';
-import { useNow } from '@/components/ui/use-now';
 
 const RENEW_HIGHLIGHT_MS = 1_200;
 
@@ -29,6 +31,7 @@ export function LeaseDetail({ route }: { route: string }) {
   const queryClient = useQueryClient();
   const me = useWhoami().data;
   const admin = can(me, route, 'admin');
+  const canAsk = can(me, route, 'write');
   const [realm, area] = routeSegments(route);
   const scope = ['lease://**', `lease://${realm}/**`, `lease://${realm}/${area}/*`].find((s) => can(me, s, 'read')) ?? route;
   const lease = useLease(route);
@@ -61,6 +64,11 @@ export function LeaseDetail({ route }: { route: string }) {
     <div className="space-y-6">
       <Header route={route} state={denied ? 'unknown' : !loaded ? 'loading' : held ? 'held' : 'free'}>
         <FeedStatus />
+        {canAsk && held && (
+          <Button variant="primary" onClick={() => open('release-request', held)}>
+            Ask holder to release
+          </Button>
+        )}
         {!admin && held && <span className="text-xs text-zinc-500 dark:text-zinc-400">Read-only: force release and revoke need admin on this route</span>}
         {admin && held && (
           <>
@@ -74,7 +82,13 @@ export function LeaseDetail({ route }: { route: string }) {
         )}
       </Header>
 
-      {done && <DoneNotice done={done} onDismiss={() => setDone(null)} />}
+      {done && done.kind !== 'release-request' && <DoneNotice done={done} onDismiss={() => setDone(null)} />}
+      {held?.release_request && <PendingReleaseRequest lease={held} />}
+      {done?.kind === 'release-request' && !held && (
+        <p role="status" className="rounded-lg border border-emerald-200 bg-emerald-50 px-4 py-3 text-sm text-emerald-900 dark:border-emerald-900 dark:bg-emerald-950/50 dark:text-emerald-200">
+          {done.ownerId} let go of the lease (fencing token <span className="font-mono">{done.fencingToken}</span>) after your request.
+        </p>
+      )}
       <FeedNotice route={route} onRefresh={refresh} />
 
       {denied ? (
@@ -106,11 +120,12 @@ export function LeaseDetail({ route }: { route: string }) {
             </Panel>
             <CheckpointPanel checkpoint={checkpoint} holderToken={held?.fencing_token ?? null} className="lg:col-span-2" />
           </div>
+          <LeaseHistory route={route} allowed={admin} current={lease.data} />
           <AuditTrail route={route} allowed={admin} />
         </>
       )}
 
-      {admin && (
+      {(admin || canAsk) && (
         <OperatorActionDialog
           action={action}
           current={lease.data}
@@ -204,6 +219,25 @@ function FreeRoute({ delayUntil, onDelayEnd }: { delayUntil: number | null; onDe
         </p>
       </div>
     </div>
+  );
+}
+
+/** The holder was asked to let go: by whom, why, and how long ago (ticking); it disappears when the lease ends. */
+function PendingReleaseRequest({ lease }: { lease: LeaseView }) {
+  const now = useNow();
+  const r = lease.release_request!;
+  return (
+    <section
+      aria-label="Pending release request"
+      className="rounded-lg border border-sky-200 bg-sky-50 px-4 py-3 text-sm text-sky-950 dark:border-sky-900 dark:bg-sky-950/50 dark:text-sky-100"
+    >
+      <p className="font-medium">
+        Release requested <time dateTime={r.requested_at} title={r.requested_at}>{formatAgo(r.requested_at, now || Date.parse(r.requested_at))}</time> by{' '}
+        <span className="font-mono">{r.token_id}</span>; waiting for {lease.owner_id} to let go.
+      </p>
+      <p className="mt-1 break-words">“{r.reason}”</p>
+      <p className="mt-1 text-sky-900 dark:text-sky-200">The holder learns of it at its next renewal. Force release stays available if it does not respond.</p>
+    </section>
   );
 }
 

@@ -13,7 +13,7 @@ import { Dialog } from '@/components/ui/dialog';
 import { ErrorAlert } from '@/components/ui/states';
 import { formatTime } from '@/components/ui/time';
 
-export type OperatorAction = 'force-release' | 'revoke';
+export type OperatorAction = 'force-release' | 'revoke' | 'release-request';
 
 /** What the operator opened a dialog on: the lease as it was at that moment. */
 export interface OpenAction {
@@ -42,6 +42,13 @@ const TEXT = {
     failed: 'Force release failed',
     explain:
       'Frees the route now: the holder’s next renew, release or checkpoint fails with lease_lost, and the first waiting client, if any, is granted the lease.',
+  },
+  'release-request': {
+    title: 'Ask holder to release',
+    confirm: 'Send request',
+    failed: 'The request failed',
+    explain:
+      'Asks the holder to let go: it learns of it at its next renewal, and a well-behaved worker finishes its current item, checkpoints and releases. Nothing changes until it does; force release stays available.',
   },
   revoke: {
     title: 'Revoke lease',
@@ -116,12 +123,16 @@ function ActionForm({
   const length = [...trimmed].length;
   const badCharacter = FORBIDDEN_CONTROL.test(trimmed);
   const reasonOk = length >= REASON_MIN && length <= REASON_MAX && !badCharacter;
-  const nameOk = kind === 'force-release' || typedName === resource;
+  const nameOk = kind !== 'revoke' || typedName === resource;
 
   const act = useMutation({
     mutationFn: async (): Promise<ActionDone> => {
       const opts = { reason: trimmed, expectedFencingToken: seen.fencing_token, ...(skipDelay ? { lockDelayMs: 0 } : {}) };
       const base = { kind, route: seen.route, ownerId: seen.owner_id };
+      if (kind === 'release-request') {
+        const r = await consoleClient().requestRelease(seen.route, opts);
+        return { ...base, fencingToken: r.fencing_token, sessionsClosed: 0 };
+      }
       if (kind === 'revoke') {
         const r = await consoleClient().revoke(seen.route, { ...opts, closeSession });
         return { ...base, fencingToken: r.fencing_token, sessionsClosed: r.sessions_closed };
@@ -280,7 +291,7 @@ function ActionForm({
 
       <div className="flex flex-col-reverse gap-2 border-t border-zinc-200 pt-4 sm:flex-row sm:justify-end dark:border-zinc-800">
         <Button onClick={onClose}>Cancel</Button>
-        <Button type="submit" variant="danger" disabled={!canConfirm} aria-busy={act.isPending || undefined}>
+        <Button type="submit" variant={kind === 'release-request' ? 'primary' : 'danger'} disabled={!canConfirm} aria-busy={act.isPending || undefined}>
           {act.isPending && <Spinner />}
           {text.confirm}
         </Button>

@@ -114,6 +114,11 @@ export function useLiveLease(route: string, onRenewed: () => void): void {
           renewed.current();
           return;
         }
+        if (event.type === 'release_requested') {
+          // Not a change: re-read the lease for the request (and who asked).
+          void queryClient.invalidateQueries({ queryKey: queryKeys.lease(route) });
+          return;
+        }
         queryClient.setQueryData<LeaseView | null>(queryKeys.lease(route), event.change === 'acquired' && event.lease ? event.lease : null);
         void queryClient.invalidateQueries({ queryKey: queryKeys.lease(route) });
         void queryClient.invalidateQueries({ queryKey: queryKeys.checkpoint(route) });

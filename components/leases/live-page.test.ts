@@ -28,6 +28,7 @@ function lease(route: string, over: Partial<LeaseView> = {}): LeaseView {
     revision: 1,
     metadata: null,
     waiters: 0,
+    release_request: null,
     ...over,
   };
 }

@@ -69,7 +69,7 @@ export function useLiveLeases(params: LeaseViewParams, enabled: boolean) {
     const store = useLiveLeasesStore.getState();
     return consoleFeed().watch(
       params.selector,
-      (e) => (e.type === 'change' ? store.changeReceived(e) : store.renewalReceived(e)),
+      (e) => (e.type === 'change' ? store.changeReceived(e) : e.type === 'renewed' ? store.renewalReceived(e) : undefined),
       { renewals: true, onRegistered: () => void queryClient.invalidateQueries({ queryKey: queryKeys.leases() }) },
     );
   }, [enabled, valid, denied, params.selector, queryClient]);

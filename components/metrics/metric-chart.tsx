@@ -146,7 +146,8 @@ function plotOptions(props: MetricChartProps, dark: boolean): PlotOptions {
     legend: { show: false },
     // Zooming would be undone by the next second's data: hover only.
     cursor: { drag: { x: false, y: false, setScale: false }, points: { size: 7 } },
-    padding: [8, 8, 0, 0],
+    // Room on the right for the last x-axis label, centred on the plot's edge (else it is clipped).
+    padding: [8, 32, 0, 0],
     scales: {
       x: { time: true },
       y: { range: (_u, _min, max) => uPlot.rangeNum(0, Math.max(max ?? 0, minTop), 0.1, true) },

@@ -25,6 +25,7 @@ import type {
   MetricsSummary,
   Policy,
   SessionPage,
+  ReleaseRequest,
   SessionView,
   TokenInfo,
   Whoami,
@@ -112,6 +113,8 @@ export interface AuditQuery {
   until?: string | undefined;
   limit?: number | undefined;
   cursor?: string | undefined;
+  /** `oldest`: oldest first, for one exact route (default newest first). */
+  order?: 'newest' | 'oldest' | undefined;
 }
 
 export interface CreateTokenOptions {
@@ -241,6 +244,17 @@ export class LeaseholdClient {
     return { route: data.route, fencing_token: data.fencing_token };
   }
 
+  /**
+   * Ask the holder to release (`write` or `admin`; docs/release-requests.md):
+   * the lease then carries the request and its holder's handle signals
+   * `releaseRequested`. Nothing else changes.
+   */
+  async requestRelease(route: string, opts: OperatorActionOptions): Promise<{ route: string; fencing_token: number; release_request: ReleaseRequest }> {
+    const body = { request_id: newRequestId(), reason: opts.reason, expected_fencing_token: opts.expectedFencingToken };
+    const { data } = await this.#transport.call<{ route: string; fencing_token: number; release_request: ReleaseRequest }>('POST', leasePath(route, 'release-request'), { body, retry: 'idempotent' });
+    return { route: data.route, fencing_token: data.fencing_token, release_request: data.release_request };
+  }
+
   /** Revoke a lease for security reasons (admin), optionally closing the holder's session. */
   async revoke(route: string, opts: OperatorActionOptions & { closeSession?: boolean }): Promise<{ route: string; fencing_token: number; sessions_closed: number }> {
     const body: Record<string, unknown> = { request_id: newRequestId(), reason: opts.reason, expected_fencing_token: opts.expectedFencingToken };
@@ -251,7 +265,7 @@ export class LeaseholdClient {
   }
 
   async listAudit(query: AuditQuery = {}): Promise<AuditPage> {
-    const q = { route: query.route, event_type: query.eventType, since: query.since, until: query.until, limit: query.limit, cursor: query.cursor };
+    const q = { route: query.route, event_type: query.eventType, since: query.since, until: query.until, limit: query.limit, cursor: query.cursor, order: query.order };
     const { data } = await this.#transport.call<AuditPage>('GET', '/api/v1/audit', { query: q, retry: 'safe' });
     return { items: data.items, next_cursor: data.next_cursor };
   }

@@ -15,7 +15,7 @@ import { leasePath } from './paths';
 import { attemptTimeoutMs, Keeper } from './keeper';
 import { newRequestId } from './runtime';
 import type { Transport } from './transport';
-import type { Checkpoint, CheckpointWritten, HeldLease } from './types';
+import type { Checkpoint, CheckpointWritten, HeldLease, PendingReleaseRequest } from './types';
 
 export type LeaseState = 'held' | 'released' | 'lost';
 
@@ -26,11 +26,20 @@ export interface HandleHost {
   readonly sessionId: string;
   /** Called once when the handle ends, however it ends. */
   ended(handle: LeaseHandle): void;
+  /** A renew answer listed the session's pending release requests (the host tells each handle). */
+  releaseRequests(requests: readonly PendingReleaseRequest[]): void;
+}
+
+/** Dispatched on a lease handle when someone asked its holder to release (docs/release-requests.md). */
+export class ReleaseRequestedEvent extends Event {
+  constructor(readonly request: PendingReleaseRequest) {
+    super('releaseRequested');
+  }
 }
 
 export interface LeaseHandle extends AsyncDisposable {}
 
-export class LeaseHandle {
+export class LeaseHandle extends EventTarget {
   readonly route: string;
   readonly leaseId: string;
   /** Pass this to every store the work writes to, and have the store check it (docs/sdk.md). */
@@ -39,6 +48,7 @@ export class LeaseHandle {
   readonly queued: boolean;
   readonly #host: HandleHost;
   readonly #controller = new AbortController();
+  readonly #releaseController = new AbortController();
   #lease: HeldLease;
   #state: LeaseState = 'held';
   readonly #keeper: Keeper;
@@ -46,6 +56,7 @@ export class LeaseHandle {
 
   /** @internal Made by `Session.acquire`. */
   constructor(host: HandleHost, lease: HeldLease, queued: boolean, sentAt: number) {
+    super();
     this.#host = host;
     this.#lease = Object.freeze({ ...lease });
     this.route = lease.route;
@@ -75,6 +86,32 @@ export class LeaseHandle {
   /** Aborted when the lease ends for any reason; `signal.reason` is a LeaseholdError saying why. */
   get signal(): AbortSignal {
     return this.#controller.signal;
+  }
+
+  /**
+   * Aborted when someone asks the holder to release this lease (a contender
+   * or an operator; docs/release-requests.md): `reason` is the request
+   * (`{ route, fencing_token, requested_at, reason }`). The lease is still
+   * held: finish the current unit of work, checkpoint and `release()`.
+   * A `releaseRequested` event (a ReleaseRequestedEvent) fires at the same
+   * moment. Learned from renew and keepalive answers, so within one renewal
+   * interval.
+   */
+  get releaseRequested(): AbortSignal {
+    return this.#releaseController.signal;
+  }
+
+  /** The pending release request, once one arrived. */
+  get releaseRequest(): PendingReleaseRequest | undefined {
+    return this.#releaseController.signal.aborted ? (this.#releaseController.signal.reason as PendingReleaseRequest) : undefined;
+  }
+
+  /** @internal A renew or keepalive answer listed this request; only this exact lease's request counts. */
+  noteReleaseRequest(request: PendingReleaseRequest): void {
+    if (this.#state !== 'held' || request.route !== this.route || request.fencing_token !== this.fencingToken) return;
+    if (this.#releaseController.signal.aborted) return;
+    this.#releaseController.abort(request);
+    this.dispatchEvent(new ReleaseRequestedEvent(request));
   }
 
   get state(): LeaseState {
@@ -183,7 +220,7 @@ export class LeaseHandle {
     if (ttlMs !== undefined) body.ttl_ms = ttlMs;
     const sentAt = this.#host.transport.clock.now();
     try {
-      const answer = await this.#host.transport.call<{ lease: HeldLease }>('POST', leasePath(this.route, 'renew'), {
+      const answer = await this.#host.transport.call<{ lease: HeldLease; release_requests?: PendingReleaseRequest[] }>('POST', leasePath(this.route, 'renew'), {
         body,
         retry: 'idempotent',
         signal: this.#controller.signal,
@@ -193,6 +230,7 @@ export class LeaseHandle {
         this.#lease = Object.freeze({ ...answer.data.lease });
         this.#keeper.extend(sentAt + answer.data.lease.remaining_ms);
       }
+      if (answer.data.release_requests?.length) this.#host.releaseRequests(answer.data.release_requests);
       return answer.data.lease;
     } catch (e) {
       if (isLeaseholdError(e, 'lease_lost')) this.#lose(e);

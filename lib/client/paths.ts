@@ -3,7 +3,7 @@
 import { parseRoute } from '../selector';
 import { LeaseholdError } from './errors';
 
-export type LeaseAction = 'acquire' | 'renew' | 'release' | 'checkpoint' | 'force-release' | 'revoke';
+export type LeaseAction = 'acquire' | 'renew' | 'release' | 'checkpoint' | 'force-release' | 'revoke' | 'release-request';
 
 /** `/api/v1/leases/{realm}/{area}/{resource}[/{action}]`; a route that fails the grammar is refused locally. */
 export function leasePath(route: string, action?: LeaseAction): string {

@@ -12,7 +12,7 @@ import { LeaseHandle, type HandleHost } from './lease-handle';
 import { leasePath } from './paths';
 import { newRequestId } from './runtime';
 import type { Transport } from './transport';
-import type { HeldLease, Metadata, SessionView } from './types';
+import type { HeldLease, Metadata, PendingReleaseRequest, SessionView } from './types';
 
 export type SessionState = 'open' | 'closed' | 'lost';
 
@@ -64,6 +64,7 @@ export class Session extends EventTarget {
       ended: (h) => {
         handles.delete(h);
       },
+      releaseRequests: (requests) => this.#releaseRequests(requests),
     };
     this.#keeper = new Keeper(
       {
@@ -129,7 +130,7 @@ export class Session extends EventTarget {
     this.#assertOpen();
     const sentAt = this.#transport.clock.now();
     try {
-      const answer = await this.#transport.call<{ session: SessionView }>('POST', '/api/v1/sessions/keepalive', {
+      const answer = await this.#transport.call<{ session: SessionView; release_requests?: PendingReleaseRequest[] }>('POST', '/api/v1/sessions/keepalive', {
         body: { session_id: this.#id },
         retry: 'safe',
         signal: this.#controller.signal,
@@ -138,6 +139,7 @@ export class Session extends EventTarget {
       if (this.#state !== 'open') return;
       this.#view = answer.data.session;
       this.#keeper.extend(sentAt + this.#view.ttl_ms);
+      if (answer.data.release_requests?.length) this.#releaseRequests(answer.data.release_requests);
     } catch (e) {
       if (isLeaseholdError(e, 'session_not_found')) this.#lose(e);
       throw e;
@@ -182,6 +184,11 @@ export class Session extends EventTarget {
       message: `the session was lost: ${reason instanceof Error ? reason.message : 'expired'}`,
       cause: reason,
     });
+  }
+
+  /** Hand each pending release request to the handle of its exact lease. */
+  #releaseRequests(requests: readonly PendingReleaseRequest[]): void {
+    for (const h of this.#handles) for (const r of requests) h.noteReleaseRequest(r);
   }
 
   #endHandles(how: 'released' | LeaseholdError): void {

@@ -52,6 +52,16 @@ export interface RenewedEvent {
   readonly renewal_count: number;
 }
 
+/** Someone asked the holder of `route` to release (docs/release-requests.md); not a change, no revision. */
+export interface ReleaseRequestNotice {
+  readonly type: 'release_requested';
+  readonly selector: string;
+  readonly route: string;
+  readonly fencing_token: number;
+  readonly reason: string;
+  readonly requested_at: string;
+}
+
 export interface OverflowEvent {
   readonly type: 'overflow';
   readonly reason: 'slow_consumer' | 'resync';
@@ -62,7 +72,7 @@ export interface ClosedEvent {
   readonly reason: 'token_revoked' | 'token_expired' | 'logged_out' | 'shutdown';
 }
 
-export type StreamEvent = HelloEvent | SubscribedEvent | ChangeEvent | RenewedEvent | OverflowEvent | ClosedEvent;
+export type StreamEvent = HelloEvent | SubscribedEvent | ChangeEvent | RenewedEvent | ReleaseRequestNotice | OverflowEvent | ClosedEvent;
 
 /**
  * Why a stream ended: `overflow` and `closed` (the server said so; `detail`
@@ -363,11 +373,12 @@ export class Subscription implements AsyncIterable<StreamEvent> {
         return { type: 'subscribed', selector: data.selector as string, created: data.created === true };
       }
       case 'change':
-      case 'renewed': {
+      case 'renewed':
+      case 'release_requested': {
         const { subscription_id, ...rest } = data;
         const selector = this.#byId.get(subscription_id as string);
         if (selector === undefined) return undefined;
-        return { type: msg.event, selector, ...rest } as ChangeEvent | RenewedEvent;
+        return { type: msg.event, selector, ...rest } as ChangeEvent | RenewedEvent | ReleaseRequestNotice;
       }
       case 'overflow':
         return { type: 'overflow', reason: data.reason as OverflowEvent['reason'] };

@@ -23,6 +23,24 @@ export interface LeaseView {
   readonly revision: number;
   readonly metadata: Readonly<Metadata> | null;
   readonly waiters: number;
+  /** The pending request that the holder release this lease (docs/release-requests.md), or null. */
+  readonly release_request: ReleaseRequest | null;
+}
+
+/** A request that the holder release its lease; the newest replaces an earlier one. */
+export interface ReleaseRequest {
+  readonly requested_at: string;
+  readonly reason: string;
+  /** The token that asked. */
+  readonly token_id: string;
+}
+
+/** A pending release request of one of the session's leases, as renew and keepalive answers list them. */
+export interface PendingReleaseRequest {
+  readonly route: string;
+  readonly fencing_token: number;
+  readonly requested_at: string;
+  readonly reason: string;
 }
 
 /** What the holder gets back from acquire and renew. */
@@ -109,6 +127,7 @@ export type AuditEventType =
   | 'lease_checkpoint'
   | 'lease_force_release'
   | 'lease_revoke'
+  | 'lease_release_request'
   | 'token_create'
   | 'token_revoke'
   | 'embed_token_create'

@@ -28,6 +28,7 @@ function lease(route: string, owner: string, token: number, expiresInMs: number)
     revision: token,
     metadata: null,
     waiters: 0,
+    release_request: null,
   };
 }
 
@@ -93,6 +94,8 @@ test('an error shows the observer\'s message and correlation id', () => {
   assert.equal(textOf(html, 'lh-status'), 'Error: the token may not read lease://acme/renderers/* (correlation id c_123)');
   assert.match(html, /data-tone="down"/);
   assert.doesNotMatch(html, /class="lh-count"/);
+  assert.match(html, /This widget’s token was refused/, 'the table area says the token was refused');
+  assert.doesNotMatch(html, /Nothing to show/);
 });
 
 test('connecting and closed each have their own status line', () => {

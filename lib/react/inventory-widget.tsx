@@ -67,9 +67,17 @@ const EMPTY: Record<ObserverState, string> = {
   connecting: 'Loading leases…',
   ready: 'No leases held.',
   resyncing: 'No leases were held when the connection dropped.',
-  error: 'Nothing to show.',
-  closed: 'Nothing to show.',
+  error: 'The leases could not be read.',
+  closed: 'Not updating: the observer was closed.',
 };
+
+/** Refusals of the token itself: the table says so instead of looking empty. */
+const REFUSED = new Set(['invalid_credential', 'access_denied']);
+
+function emptyText(state: ObserverState, error: { code: string } | undefined): string {
+  if (state === 'error' && error && REFUSED.has(error.code)) return 'This widget’s token was refused: it may not read these leases (expired, revoked or without a read grant).';
+  return EMPTY[state];
+}
 
 /** The widget's markup for a given inventory and time: pure, so it renders the same on a server and in tests. */
 export function InventoryWidgetView({ selector, inventory, now, title = 'Inventory', theme, className }: InventoryWidgetViewProps): ReactElement {
@@ -116,7 +124,7 @@ export function InventoryWidgetView({ selector, inventory, now, title = 'Invento
           <tbody data-stale={stale || undefined}>
             {items.length === 0 ? (
               <tr className="lh-empty">
-                <td colSpan={4}>{EMPTY[state]}</td>
+                <td colSpan={4}>{emptyText(state, error)}</td>
               </tr>
             ) : (
               items.map((lease) => <LeaseRow key={lease.route} lease={lease} now={now} />)

@@ -55,6 +55,7 @@ import { systemScheduler, type Scheduler } from './scheduler';
 import { ExpirySweeper } from './sweeper';
 import { newStep, DEFAULT_LIMITS, type EngineContext, type QueuedGrant, type Limits, type Step, type WaiterNotice } from './step';
 import { forceEndStep, type ForceReleased, type Revoked } from './operators';
+import { releaseRequestStep, withReleaseRequests, type PendingReleaseRequest, type ReleaseRequested, type ReleaseRequestInput } from './release-requests';
 import { newSecret, planEmbedToken, planToken, TokenAuthority, tokenInfo, type CreateTokenInput, type Principal, type TokenInfo } from './tokens';
 import { leaseView, type Json, type LeaseView, type Metadata, type SessionView } from './views';
 import { listQueryKey, listStep, type ListPage, type ListQuery } from './inventory';
@@ -135,6 +136,8 @@ export interface AuditQuery {
   until?: number;
   limit: number;
   cursor?: string;
+  /** Oldest first (an exact route only; `invalid_request` otherwise). */
+  oldestFirst?: boolean;
 }
 
 export interface AuditPage {
@@ -413,8 +416,9 @@ export class LeaseEngine {
   }
 
   /** Reset a live session's expiry to now + TTL, or `session_not_found`. */
-  async keepAlive(p: Principal, sessionId: string): Promise<{ session: SessionView }> {
-    return this.run((step) => keepAliveStep(this.ctx, step, p.family, sessionId), undefined, p.family, { sessionHash: hashSecret(sessionId) });
+  async keepAlive(p: Principal, sessionId: string): Promise<{ session: SessionView; release_requests: PendingReleaseRequest[] }> {
+    const sessionHash = hashSecret(sessionId);
+    return this.run(async (step) => withReleaseRequests(step, sessionHash, await keepAliveStep(this.ctx, step, p.family, sessionId)), undefined, p.family, { sessionHash });
   }
 
   /** Close a live session, releasing its leases and dropping its waits. */
@@ -511,10 +515,13 @@ export class LeaseEngine {
   }
 
   /** Renew the exact lease held by the session, or `lease_lost` (nothing changes). */
-  async renew(p: Caller, route: string, input: ProofInput & { ttlMs?: number }): Promise<Outcome<RenewResult>> {
+  async renew(p: Caller, route: string, input: ProofInput & { ttlMs?: number }): Promise<Outcome<RenewResult & { release_requests: PendingReleaseRequest[] }>> {
     const h = this.holder('renew', route, input);
     return this.run(
-      (step) => renewStep(this.ctx, step, p.family, route, h.proof, input.ttlMs, input.requestId, input.digest),
+      async (step) => {
+        const r = await renewStep(this.ctx, step, p.family, route, h.proof, input.ttlMs, input.requestId, input.digest);
+        return { ...r, answer: await withReleaseRequests(step, h.proof.sessionHash, r.answer) };
+      },
       this.spec(p, 'lease_renew', route, 'lease_renewed'),
       p.family,
       h.prefetch,
@@ -670,6 +677,26 @@ export class LeaseEngine {
     return this.store.atomic((tx) => tx.policies.countLockDelays(tx.now));
   }
 
+  /**
+   * Ask the holder of the route's lease to release it (docs/release-requests.md),
+   * if it carries the expected token (`lease_mismatch` otherwise,
+   * `lease_not_found` if free). Audited in the step, like the operator actions.
+   */
+  async requestRelease(p: Caller, route: string, input: ReleaseRequestInput): Promise<Outcome<ReleaseRequested>> {
+    let replayed = false;
+    const answer = await this.run(
+      async (step) => {
+        const a = await releaseRequestStep(this.ctx, step, p.family, route, p.tokenId, input);
+        replayed = step.facts.replayed === true;
+        return a;
+      },
+      this.spec(p, 'lease_release_request', route, 'release_requested', { inTx: true, reason: input.reason }),
+      p.family,
+      { idempotency: { op: 'release_request', route, requestId: input.requestId }, route },
+    );
+    return { answer, replayed };
+  }
+
   // ---- audit ----------------------------------------------------------------
 
   /**
@@ -684,7 +711,9 @@ export class LeaseEngine {
     });
     const triple = q.selector.triple;
     const routeless = triple.every((t) => t === null);
-    const query = JSON.stringify([triple, q.eventType ?? null, q.since ?? null, q.until ?? null]);
+    const oldestFirst = q.oldestFirst === true;
+    if (oldestFirst && triple.some((t) => t === null)) fail('invalid_request', 'order=oldest needs one exact route');
+    const query = JSON.stringify([triple, q.eventType ?? null, q.since ?? null, q.until ?? null, ...(oldestFirst ? ['oldest'] : [])]);
     const c = this.cursor(p.family, 'audit', query, q.cursor, (x): x is [Millis, number] => Array.isArray(x) && x.length === 2 && x.every((n) => Number.isSafeInteger(n)));
     const scan = await this.run((step) =>
       step.tx.scanAudit({
@@ -695,6 +724,7 @@ export class LeaseEngine {
         since: q.since === undefined ? undefined : millis(q.since),
         until: q.until === undefined ? undefined : millis(q.until),
         before: c.after,
+        oldestFirst,
         limit: q.limit + 1,
         budget: this.ctx.limits.listBudget,
       }),

@@ -37,6 +37,17 @@ export interface LeaseRenewed {
   remote?: true;
 }
 
+/** A release request (docs/release-requests.md): no membership change, no revision; sent to every matching registration. */
+export interface ReleaseRequestedEvent {
+  type: 'release_requested';
+  family: string;
+  route: string;
+  fencingToken: number;
+  reason: string;
+  requestedAt: number;
+  remote?: true;
+}
+
 export interface SessionEvent {
   type: 'session_opened' | 'session_closed' | 'session_expired';
   family: string;
@@ -79,7 +90,7 @@ export interface PolicyChanged {
   remote?: true;
 }
 
-export type EngineEvent = LeaseChange | LeaseRenewed | SessionEvent | CredentialEvent | ListedEvent | CensusEvent | PolicyChanged;
+export type EngineEvent = LeaseChange | LeaseRenewed | SessionEvent | CredentialEvent | ListedEvent | CensusEvent | PolicyChanged | ReleaseRequestedEvent;
 
 export type Listener = (event: EngineEvent) => void;
 

@@ -16,7 +16,7 @@
 
 import { routeSegments, type ParsedSelector } from '@/lib/selector';
 import { fail } from './errors';
-import type { EngineEvent, EventHub, LeaseChange, LeaseRenewed } from './events';
+import type { EngineEvent, EventHub, LeaseChange, LeaseRenewed, ReleaseRequestedEvent } from './events';
 import { randomId } from './ids';
 import { SubscriptionIndex } from './subscription-index';
 
@@ -30,7 +30,7 @@ export type OverflowReason = 'slow_consumer' | 'resync';
  * it matches, so a fan-out of N queues N small frames, not N copies.
  */
 export interface FeedFrame {
-  event: 'hello' | 'subscribed' | 'change' | 'renewed' | 'overflow' | 'closed';
+  event: 'hello' | 'subscribed' | 'change' | 'renewed' | 'release_requested' | 'overflow' | 'closed';
   /** The change's revision (the SSE `id:` line); changes only. */
   id?: number;
   subscriptionId?: string;
@@ -432,6 +432,10 @@ export class FeedHub {
       case 'renewed':
         this.fanOut(this.renewalIndex, e, renewedJson);
         break;
+      case 'release_requested':
+        // Every matching registration, like a change; never a revision (docs/release-requests.md).
+        this.fanOut(this.index, e, releaseRequestedJson);
+        break;
       case 'token_revoked':
         this.tokenRevoked(e.tokenId);
         break;
@@ -444,13 +448,13 @@ export class FeedHub {
   }
 
   /** One frame per matching registration; the data text is built once, on the first match. */
-  private fanOut<E extends LeaseChange | LeaseRenewed>(index: SubscriptionIndex<Registration>, e: E, json: (e: E) => string): void {
+  private fanOut<E extends LeaseChange | LeaseRenewed | ReleaseRequestedEvent>(index: SubscriptionIndex<Registration>, e: E, json: (e: E) => string): void {
     if (index.size === 0) return;
     const matched: Registration[] = [];
     index.match(e.family, routeSegments(e.route), (reg) => matched.push(reg));
     if (matched.length === 0) return;
     const text = json(e);
-    const event = e.type === 'change' ? 'change' : 'renewed';
+    const event = e.type;
     const id = e.type === 'change' ? e.revision : undefined;
     this.counts.notifications += matched.length;
     this.familyCount(e.family).notifications += matched.length;
@@ -463,6 +467,10 @@ function changeJson(e: LeaseChange): string {
   return e.change === 'acquired'
     ? JSON.stringify({ route: e.route, change: e.change, queued: e.queued === true, revision: e.revision, lease: e.lease })
     : JSON.stringify({ route: e.route, change: e.change, revision: e.revision });
+}
+
+function releaseRequestedJson(e: ReleaseRequestedEvent): string {
+  return JSON.stringify({ route: e.route, fencing_token: e.fencingToken, reason: e.reason, requested_at: new Date(e.requestedAt).toISOString() });
 }
 
 function renewedJson(e: LeaseRenewed): string {

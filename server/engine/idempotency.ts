@@ -12,7 +12,7 @@ import type { Step } from './step';
 
 export interface IdemKey {
   family: string;
-  op: 'acquire' | 'renew' | 'release' | 'checkpoint' | 'force_release' | 'revoke';
+  op: 'acquire' | 'renew' | 'release' | 'checkpoint' | 'force_release' | 'revoke' | 'release_request';
   route: string;
   requestId: string;
 }

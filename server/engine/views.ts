@@ -1,6 +1,7 @@
 /** The read-only views of leases and sessions the API shows (docs/semantics.md "The wire"). */
 
 import type { LeaseRow, SessionRow } from '../store/types';
+import { releaseRequestOf, type ReleaseRequestView } from './release-requests';
 
 export type Metadata = Record<string, string | number | boolean>;
 
@@ -23,6 +24,8 @@ export interface LeaseView {
   revision: number;
   metadata: Metadata | null;
   waiters: number;
+  /** The pending release request (docs/release-requests.md), or null. */
+  release_request: ReleaseRequestView | null;
 }
 
 /** What the holder gets back: a LeaseView plus its lease_id. */
@@ -59,6 +62,7 @@ export function leaseView(row: LeaseRow, now: number, waiters: number): LeaseVie
     revision: row.revision,
     metadata: row.metadata === null ? null : (JSON.parse(row.metadata) as Metadata),
     waiters,
+    release_request: releaseRequestOf(row),
   };
 }
 

@@ -27,6 +27,16 @@ export const Metadata = z
   .record(z.string(), z.union([z.string(), z.number(), z.boolean()]))
   .describe('At most 16 keys of 1–64 characters from A-Z a-z 0-9 _ . -, string, number or boolean values, at most 1 KiB encoded');
 
+export const ReleaseRequestView = z
+  .object({ requested_at: time, reason: z.string(), token_id: z.string().describe('The token that asked') })
+  // Inline, not a named component: a nullable reference (`anyOf` [$ref, null]) defeats some generated clients.
+  .describe('A request that the holder release its lease (the newest replaces an earlier one)');
+
+/** The session's pending release requests, in renew and keepalive answers. */
+const PendingReleaseRequests = z
+  .array(z.object({ route: z.string(), fencing_token: token, requested_at: time, reason: z.string() }).meta({ id: 'PendingReleaseRequest' }))
+  .describe('Pending release requests of this session’s leases (empty when none)');
+
 export const LeaseView = z
   .object({
     route: z.string().describe('lease://realm/area/resource'),
@@ -43,6 +53,7 @@ export const LeaseView = z
     revision: count.describe('The revision of the change that created this lease'),
     metadata: Metadata.nullable(),
     waiters: count,
+    release_request: ReleaseRequestView.nullable().describe('The pending release request, or null; it ends with the lease'),
   })
   .meta({ id: 'LeaseView', description: 'What observers see of a held lease: no session id, no lease id' });
 
@@ -136,7 +147,7 @@ const nextCursor = z.string().nullable().describe('Pass it as `cursor` for the n
 /** Answer payloads by operation: what each handler returns, before the envelope. */
 export const Answers = {
   session_open: z.object({ session: OpenedSession }),
-  session_keepalive: z.object({ session: SessionView }),
+  session_keepalive: z.object({ session: SessionView, release_requests: PendingReleaseRequests }),
   session_close: z.object({ released: count.describe('How many leases closing released') }),
   session_list: z.object({ items: z.array(SessionView), next_cursor: nextCursor }),
   lease_list: z.object({
@@ -147,7 +158,7 @@ export const Answers = {
   }),
   lease_inspect: z.object({ lease: LeaseView }),
   lease_acquire: z.object({ lease: HeldLease, queued: z.boolean().describe('True when the grant came after waiting in the route’s queue') }),
-  lease_renew: z.object({ lease: HeldLease }),
+  lease_renew: z.object({ lease: HeldLease, release_requests: PendingReleaseRequests }),
   lease_release: z.object({ route: z.string(), fencing_token: token }),
   checkpoint_write: z.object({ checkpoint: CheckpointWritten }),
   checkpoint_read: z.object({ checkpoint: Checkpoint }),
@@ -159,6 +170,7 @@ export const Answers = {
   token_revoke: z.object({}),
   lease_force_release: z.object({ route: z.string(), fencing_token: token }),
   lease_revoke: z.object({ route: z.string(), fencing_token: token, sessions_closed: z.literal([0, 1]) }),
+  lease_release_request: z.object({ route: z.string(), fencing_token: token, release_request: ReleaseRequestView }),
   embed_token_create: z.object({ token_id: z.string(), token: z.string().describe('The secret, shown once'), expires_at: time }),
   policy_set: z.object({ policy: PolicyView }),
   policy_delete: z.object({}),
@@ -227,6 +239,9 @@ export const FeedEvents = {
   renewed: z
     .object({ subscription_id: z.string(), route: z.string(), expires_at: time, renewal_count: count })
     .meta({ id: 'FeedRenewed', description: '`event: renewed`, only to registrations that asked for renewal hints' }),
+  release_requested: z
+    .object({ subscription_id: z.string(), route: z.string(), fencing_token: token, reason: z.string(), requested_at: time })
+    .meta({ id: 'FeedReleaseRequested', description: '`event: release_requested` (no `id`: not a change), to every registration matching the route' }),
   overflow: z
     .object({ reason: z.enum(['slow_consumer', 'resync']) })
     .meta({ id: 'FeedOverflow', description: '`event: overflow`: the server then closes the stream; relist and reopen' }),

@@ -21,6 +21,7 @@ const heldLease = {
   revision: 1907,
   metadata: { shard: 3 },
   waiters: 0,
+  release_request: null,
   lease_id: 'ls_Qm2v8Xk1',
 };
 const { lease_id: _leaseId, ...leaseView } = heldLease;
@@ -61,6 +62,18 @@ export const EXAMPLES: Record<string, Example> = {
       code: 'lease_renewed',
       correlation_id: cid,
       lease: { ...heldLease, renewed_at: '2026-11-29T12:00:10.000Z', expires_at: '2026-11-29T12:00:40.000Z', renewal_count: 1 },
+      release_requests: [],
+    },
+  },
+  lease_release_request: {
+    request: { request_id: 'ask-doc-1-0001', reason: 'deploying a new renderer; please finish and let go', expected_fencing_token: 42 },
+    response: {
+      status: 'success',
+      code: 'release_requested',
+      correlation_id: cid,
+      route,
+      fencing_token: 42,
+      release_request: { requested_at: '2026-11-29T12:00:20.000Z', reason: 'deploying a new renderer; please finish and let go', token_id: 'tk_7Yh2' },
     },
   },
   lease_release: {

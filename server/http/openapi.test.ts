@@ -132,6 +132,7 @@ test('every success answer parses with its operation’s schema and carries no f
   const r2 = 'lease://oas/answers/r2';
   const a2 = await s.call('POST', leasePath(r2, 'acquire'), { session_id: sid, request_id: rid() });
   const p2 = { session_id: sid, lease_id: a2.body.lease.lease_id as string, fencing_token: a2.body.lease.fencing_token as number };
+  conforms('lease_release_request', await s.call('POST', leasePath(r2, 'release-request'), { request_id: rid(), reason: 'please let go of r2 now', expected_fencing_token: p2.fencing_token }));
   conforms('lease_renew', await s.call('POST', leasePath(r2, 'renew'), { ...p2, request_id: rid(), ttl_ms: 20_000 }));
   conforms('checkpoint_write', await s.call('PUT', leasePath(r2, 'checkpoint'), { ...p2, request_id: rid(), value: { nested: [1, 'two', null, { three: true }] } }));
   conforms('checkpoint_read', await s.call('GET', leasePath(r2, 'checkpoint')));
@@ -154,7 +155,7 @@ test('every success answer parses with its operation’s schema and carries no f
     if (e.event === 'change') assert.equal(e.id, String(e.data.revision), 'a change’s id is its revision');
   }
   // overflow needs a consumer slower than the server (server/http/feed-slow.test.ts makes one); it is not produced here.
-  assert.deepEqual([...new Set(stream.events.map((e) => e.event))].sort(), ['change', 'closed', 'hello', 'renewed', 'subscribed']);
+  assert.deepEqual([...new Set(stream.events.map((e) => e.event))].sort(), ['change', 'closed', 'hello', 'release_requested', 'renewed', 'subscribed']);
 
   // Policies, and the lock-delay fields of an error body.
   const sel = 'lease://oasp/**';

@@ -503,6 +503,19 @@ export const ROUTES: AnyRoute[] = [
   },
   {
     method: 'POST',
+    path: `${LEASE}/release-request`,
+    operation: 'lease_release_request',
+    summary: 'Ask the holder to release its lease (write or admin); the holder decides (docs/release-requests.md)',
+    auth: true,
+    body: S.ReleaseRequestBody,
+    query: S.NoQuery,
+    success: { status: 200, code: 'release_requested' },
+    errors: ['lease_not_found', 'lease_mismatch', 'idempotency_conflict', 'outcome_unknown'],
+    permit: needOnRoute('write'),
+    handle: (req, e) => e.requestRelease(req.principal, req.route, forceEndOf(req.body)),
+  },
+  {
+    method: 'POST',
     path: `${LEASE}/revoke`,
     operation: 'lease_revoke',
     summary: 'Revoke a lease for security reasons, optionally closing the holder’s session',
@@ -530,12 +543,12 @@ export const ROUTES: AnyRoute[] = [
     method: 'GET',
     path: '/api/v1/audit',
     operation: 'audit_list',
-    summary: 'Read the audit trail, newest first',
+    summary: 'Read the audit trail, newest first (or oldest first for one exact route: `order=oldest`)',
     auth: true,
     body: S.EmptyBody,
     query: S.AuditQuery,
     success: { status: 200, code: 'audit_listed' },
-    errors: ['invalid_selector', 'cursor_invalid'],
+    errors: ['invalid_selector', 'cursor_invalid', 'invalid_request'],
     permit: (req) => authorize(req.principal, querySelector(req.query, 'route', 'lease://**').triple, 'admin'),
     handle: (req, e) =>
       e.listAudit(req.principal, {
@@ -545,6 +558,7 @@ export const ROUTES: AnyRoute[] = [
         until: queryTime(req.query.until),
         limit: (req.query.limit as number | undefined) ?? 100,
         cursor: req.query.cursor as string | undefined,
+        oldestFirst: req.query.order === 'oldest',
       }),
   },
   {

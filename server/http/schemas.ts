@@ -101,6 +101,7 @@ export const reason = z
 /** An operator's cap on the lock-delay the end starts (0 skips it; it never lengthens it). */
 const lockDelayMs = z.number().int().min(0).max(60_000);
 export const ForceReleaseBody = z.strictObject({ request_id: requestId, reason, expected_fencing_token: fencingToken, lock_delay_ms: lockDelayMs.optional() });
+export const ReleaseRequestBody = z.strictObject({ request_id: requestId, reason, expected_fencing_token: fencingToken });
 export const RevokeBody = z.strictObject({
   request_id: requestId,
   reason,
@@ -162,6 +163,8 @@ export const AuditQuery = z.strictObject({
   until: z.iso.datetime({ offset: true }).optional(),
   limit: limit.optional(),
   cursor: z.string().min(1).max(4096).optional(),
+  /** `oldest`: oldest first, for one exact route (the lease timeline); default newest first. */
+  order: z.enum(['newest', 'oldest']).optional(),
 });
 
 /** The summary's window: 1 to 900 seconds (the history's length). */

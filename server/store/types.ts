@@ -45,6 +45,8 @@ export interface LeaseRow {
   revision: number;
   /** The metadata object as canonical JSON text, or null. */
   metadata: string | null;
+  /** The pending release request as JSON text (docs/release-requests.md), or null; ends with the row. */
+  releaseRequest?: string | null;
 }
 
 export interface CheckpointRow {
@@ -125,6 +127,7 @@ export const RARE_AUDIT_EVENT_TYPES = [
   'access_denied',
   'policy_set',
   'policy_delete',
+  'lease_release_request',
 ] as const;
 export const RARE_AUDIT_TYPES: ReadonlySet<string> = new Set(RARE_AUDIT_EVENT_TYPES);
 
@@ -139,8 +142,10 @@ export interface AuditScan {
   since?: Millis;
   /** Exclusive upper bound on time. */
   until?: Millis;
-  /** Only events strictly older than this (time, seq) position. */
+  /** Only events strictly older than this (time, seq) position (newer, with `oldestFirst`). */
   before: [Millis, number] | null;
+  /** One exact route only: oldest first, along its route index (the lease timeline, docs/release-requests.md). */
+  oldestFirst?: boolean;
   /** Stop after this many matches. */
   limit: number;
   /** Stop after examining this many stored events. */
@@ -218,6 +223,8 @@ export interface Tx {
   /** Compare-and-delete: remove only the lease with this exact lease_id and token. */
   deleteLease(family: string, route: string, leaseId: string, fencingToken: number): Promise<boolean>;
   sessionLeases(idHash: string): Promise<LeaseRow[]>;
+  /** Set the pending release request (JSON text) of the lease with this exact lease_id and token; false if it is not there. */
+  setReleaseRequest(family: string, route: string, leaseId: string, fencingToken: number, request: string): Promise<boolean>;
   /** Leases whose expiry is at or before `now`, earliest first (of one family when given). */
   dueLeases(now: Millis, limit: number, family?: string): Promise<LeaseRow[]>;
   scanLeases(scan: LeaseScan): Promise<LeaseScanResult>;

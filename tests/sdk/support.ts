@@ -5,7 +5,9 @@
  */
 
 import assert from 'node:assert/strict';
-import { leasePath, rid, type TestServer } from '../../server/testing/harness';
+import { after, before } from 'node:test';
+import { LeaseholdClient } from '@/lib/client';
+import { leasePath, rid, startTestServer, type TestServer } from '../../server/testing/harness';
 
 type Fetch = typeof fetch;
 
@@ -140,4 +142,17 @@ export class Churn {
     this.#sessions = [];
     this.held.clear();
   }
+}
+
+/** A real server for the test file and an SDK client with its root token (started before, closed after). */
+export function serverAndClient(): { readonly s: TestServer; readonly client: LeaseholdClient } {
+  const box = {} as { s: TestServer; client: LeaseholdClient };
+  before(async () => {
+    box.s = await startTestServer();
+    box.client = new LeaseholdClient({ baseUrl: box.s.url, token: box.s.token });
+  });
+  after(async () => {
+    await box.s.close();
+  });
+  return box;
 }

@@ -39,7 +39,7 @@ import { MIGRATIONS } from './schema';
 const LEASE_COLS = `family, route, lease_id AS "leaseId", fencing_token AS "fencingToken",
   session_hash AS "sessionHash", owner_id AS "ownerId", incarnation, acquired_at AS "acquiredAt",
   renewed_at AS "renewedAt", expires_at AS "expiresAt", max_expires_at AS "maxExpiresAt",
-  ttl_ms AS "ttlMs", renewal_count AS "renewalCount", revision, metadata`;
+  ttl_ms AS "ttlMs", renewal_count AS "renewalCount", revision, metadata, release_request AS "releaseRequest"`;
 const SESSION_COLS = `family, id_hash AS "idHash", incarnation, owner_id AS "ownerId", ttl_ms AS "ttlMs",
   created_at AS "createdAt", expires_at AS "expiresAt"`;
 const TOKEN_COLS = `id, secret_hash AS "secretHash", name, family, grants, root, kind,
@@ -281,6 +281,13 @@ export class PgTx implements Tx {
     this.early.delete(leaseKey(family, route));
     const n = await this.changed('ldel', `DELETE FROM leases WHERE family = $1 AND route = $2 AND lease_id = $3 AND fencing_token = $4`, [
       family, route, leaseId, fencingToken,
+    ]);
+    return n === 1;
+  }
+  async setReleaseRequest(family: string, route: string, leaseId: string, fencingToken: number, request: string): Promise<boolean> {
+    this.early.delete(leaseKey(family, route));
+    const n = await this.changed('lrr', `UPDATE leases SET release_request = $1 WHERE family = $2 AND route = $3 AND lease_id = $4 AND fencing_token = $5`, [
+      request, family, route, leaseId, fencingToken,
     ]);
     return n === 1;
   }
@@ -554,7 +561,8 @@ export class PgTx implements Tx {
     else if (rare) range.push('rare', `event_type = ${p(scan.eventType)}`);
     if (scan.since !== undefined) range.push(`time >= ${p(scan.since)}`);
     if (scan.until !== undefined) range.push(`time < ${p(scan.until)}`);
-    if (scan.before !== null) range.push(`(time, seq) < (${p(scan.before[0])}, ${p(scan.before[1])})`);
+    const asc = exact && scan.oldestFirst === true;
+    if (scan.before !== null) range.push(`(time, seq) ${asc ? '>' : '<'} (${p(scan.before[0])}, ${p(scan.before[1])})`);
     const rangeParams = params.length;
     const filter: string[] = [];
     if (!all) {
@@ -565,7 +573,7 @@ export class PgTx implements Tx {
     } else if (!scan.routeless) filter.push('route IS NOT NULL');
     if (scan.eventType !== undefined && !rare) filter.push(`event_type = ${p(scan.eventType)}`);
     const bounded = !exact && !rare;
-    const order = 'ORDER BY time DESC, seq DESC';
+    const order = asc ? 'ORDER BY time, seq' : 'ORDER BY time DESC, seq DESC';
     const where = (extra: string[]) => [...range, ...extra].join(' AND ');
     let sql: string;
     if (bounded) {

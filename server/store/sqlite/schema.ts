@@ -138,4 +138,9 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX tokens_created_by ON tokens (created_by) WHERE created_by IS NOT NULL;
   `,
   POLICY_MIGRATION,
+  `
+  -- A lease's pending release request (docs/release-requests.md), JSON text;
+  -- it lives in the lease's row, so it ends with the lease however it ends.
+  ALTER TABLE leases ADD COLUMN release_request TEXT;
+  `,
 ];

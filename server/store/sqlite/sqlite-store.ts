@@ -66,7 +66,7 @@ interface Pending {
 const LEASE_COLS = `family, route, lease_id AS leaseId, fencing_token AS fencingToken,
   session_hash AS sessionHash, owner_id AS ownerId, incarnation, acquired_at AS acquiredAt,
   renewed_at AS renewedAt, expires_at AS expiresAt, max_expires_at AS maxExpiresAt,
-  ttl_ms AS ttlMs, renewal_count AS renewalCount, revision, metadata`;
+  ttl_ms AS ttlMs, renewal_count AS renewalCount, revision, metadata, release_request AS releaseRequest`;
 const SESSION_COLS = `family, id_hash AS idHash, incarnation, owner_id AS ownerId, ttl_ms AS ttlMs,
   created_at AS createdAt, expires_at AS expiresAt`;
 const TOKEN_COLS = `id, secret_hash AS secretHash, name, family, grants, root, kind,
@@ -310,6 +310,7 @@ class SqliteTx implements DirectTx {
          WHERE family = ? AND route = ? AND lease_id = ?`,
       ),
       deleteLease: p(`DELETE FROM leases WHERE family = ? AND route = ? AND lease_id = ? AND fencing_token = ?`),
+      setReleaseRequest: p(`UPDATE leases SET release_request = ? WHERE family = ? AND route = ? AND lease_id = ? AND fencing_token = ?`),
       sessionLeases: p(`SELECT ${LEASE_COLS} FROM leases WHERE session_hash = ? ORDER BY route`),
       dueLeases: p(`SELECT ${LEASE_COLS} FROM leases INDEXED BY leases_expiry WHERE expires_at <= ? ORDER BY expires_at LIMIT ?`),
       dueLeasesFamily: p(
@@ -471,6 +472,9 @@ class SqliteTx implements DirectTx {
   }
   async deleteLease(family: string, route: string, leaseId: string, fencingToken: number): Promise<boolean> {
     return this.s.deleteLease.run(family, route, leaseId, fencingToken).changes === 1;
+  }
+  async setReleaseRequest(family: string, route: string, leaseId: string, fencingToken: number, request: string): Promise<boolean> {
+    return this.s.setReleaseRequest.run(request, family, route, leaseId, fencingToken).changes === 1;
   }
   async sessionLeases(idHash: string): Promise<LeaseRow[]> {
     return this.s.sessionLeases.all(idHash) as LeaseRow[];
@@ -653,8 +657,9 @@ class SqliteTx implements DirectTx {
       range.push('time < ?');
       rangeParams.push(scan.until);
     }
+    const asc = exact && scan.oldestFirst === true;
     if (scan.before !== null) {
-      range.push('(time, seq) < (?, ?)');
+      range.push(asc ? '(time, seq) > (?, ?)' : '(time, seq) < (?, ?)');
       rangeParams.push(...scan.before);
     }
     if (!all) {
@@ -668,7 +673,7 @@ class SqliteTx implements DirectTx {
       filterParams.push(scan.eventType);
     }
     const index = exact ? 'audit_by_route' : rare ? 'audit_rare' : 'audit_by_time';
-    const order = 'ORDER BY time DESC, seq DESC';
+    const order = asc ? 'ORDER BY time, seq' : 'ORDER BY time DESC, seq DESC';
     const inner = `SELECT ${AUDIT_COLS} FROM audit INDEXED BY ${index} WHERE ${range.join(' AND ')} ${order}`;
     const sql = bounded
       ? `SELECT * FROM (${inner} LIMIT ?) ${filter.length ? `WHERE ${filter.join(' AND ')}` : ''} ${order} LIMIT ?`

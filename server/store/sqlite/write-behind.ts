@@ -36,7 +36,7 @@ import type {
 import { RARE_AUDIT_TYPES } from '../types';
 import { millis, type Millis } from '../millis';
 
-/** Rows per multi-row statement (SQLite allows 32,766 parameters; the widest table has 18 columns). */
+/** Rows per multi-row statement (SQLite allows 32,766 parameters; the widest table has 19 columns). */
 const CHUNK = 128;
 const SEP = '\u0000';
 
@@ -171,6 +171,7 @@ const LEASES: TableSpec<LeaseRow> = {
   cols: [
     'family', 'route', 'realm', 'area', 'resource', 'lease_id', 'fencing_token', 'session_hash', 'owner_id', 'incarnation',
     'acquired_at', 'renewed_at', 'expires_at', 'max_expires_at', 'ttl_ms', 'renewal_count', 'revision', 'metadata',
+    'release_request',
   ],
   key: (r) => leaseKey(r.family, r.route),
   values: (r) => {
@@ -178,6 +179,7 @@ const LEASES: TableSpec<LeaseRow> = {
     return [
       r.family, r.route, realm, area, resource, r.leaseId, r.fencingToken, r.sessionHash, r.ownerId, r.incarnation,
       r.acquiredAt, r.renewedAt, r.expiresAt, r.maxExpiresAt, r.ttlMs, r.renewalCount, r.revision, r.metadata,
+      r.releaseRequest ?? null,
     ];
   },
 };
@@ -444,6 +446,13 @@ export class BatchTx implements Tx {
     if (this.st.direct) return this.base.updateLeaseRenewal(family, route, leaseId, renewedAt, expiresAt, ttlMs, renewalCount);
     const l = await this.getLease(family, route);
     if (l && l.leaseId === leaseId) this.leases.write(leaseKey(family, route), { ...l, renewedAt, expiresAt, ttlMs, renewalCount });
+  }
+  async setReleaseRequest(family: string, route: string, leaseId: string, fencingToken: number, request: string): Promise<boolean> {
+    if (this.st.direct) return this.base.setReleaseRequest(family, route, leaseId, fencingToken, request);
+    const l = await this.getLease(family, route);
+    if (!l || l.leaseId !== leaseId || l.fencingToken !== fencingToken) return false;
+    this.leases.write(leaseKey(family, route), { ...l, releaseRequest: request });
+    return true;
   }
   async deleteLease(family: string, route: string, leaseId: string, fencingToken: number): Promise<boolean> {
     if (this.st.direct) return this.base.deleteLease(family, route, leaseId, fencingToken);

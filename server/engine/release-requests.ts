@@ -1,0 +1,102 @@
+/**
+ * Release requests (docs/release-requests.md): a contender (`write`) or an
+ * operator (`admin`) asks the current holder to let go. The request is kept
+ * in the lease's own row, so every instance sees it and it ends with the
+ * lease however the lease ends; the newest request replaces an earlier one.
+ * It is not a change of the held set (no revision): the holder learns of it
+ * from its renew and keepalive answers and the feed's `release_requested`
+ * event, and decides what to do.
+ */
+
+import { addMs } from '../store/millis';
+import type { LeaseRow } from '../store/types';
+import { fail } from './errors';
+import { findReplay, recordAnswer, type IdemKey } from './idempotency';
+import { settleRoute } from './leases';
+import type { EngineContext, Step } from './step';
+
+export interface ReleaseRequestInput {
+  requestId: string;
+  reason: string;
+  expectedFencingToken: number;
+  digest: string;
+}
+
+/** What a lease view carries while a request is pending. */
+export interface ReleaseRequestView {
+  requested_at: string;
+  reason: string;
+  /** The token that asked (never its secret). */
+  token_id: string;
+}
+
+/** The answer to a release request. */
+export interface ReleaseRequested {
+  route: string;
+  fencing_token: number;
+  release_request: ReleaseRequestView;
+}
+
+/** One pending request of a session's lease, as renew and keepalive answers list it. */
+export interface PendingReleaseRequest {
+  route: string;
+  fencing_token: number;
+  requested_at: string;
+  reason: string;
+}
+
+/** As stored in the lease row (`release_request`, JSON text). */
+interface StoredRequest {
+  at: number;
+  reason: string;
+  token_id: string;
+}
+
+function iso(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
+/** The pending request of a lease row, or null. */
+export function releaseRequestOf(row: LeaseRow): ReleaseRequestView | null {
+  if (!row.releaseRequest) return null;
+  const r = JSON.parse(row.releaseRequest) as StoredRequest;
+  return { requested_at: iso(r.at), reason: r.reason, token_id: r.token_id };
+}
+
+/**
+ * Ask the holder of the route's lease to release it, if the lease carries
+ * the expected token (`lease_mismatch` otherwise, `lease_not_found` if free;
+ * nothing changes). Publishes `release_requested` to the feed.
+ */
+export async function releaseRequestStep(ctx: EngineContext, step: Step, family: string, route: string, tokenId: string, input: ReleaseRequestInput): Promise<ReleaseRequested> {
+  const key: IdemKey = { family, op: 'release_request', route, requestId: input.requestId };
+  const replay = await findReplay<ReleaseRequested>(step, key, input.digest);
+  if (replay) return replay;
+  const l = await settleRoute(ctx, step, family, route);
+  if (!l) fail('lease_not_found', 'no lease is held on this route');
+  Object.assign(step.facts, { ownerId: l.ownerId, incarnation: l.incarnation, fencingToken: l.fencingToken });
+  if (l.fencingToken !== input.expectedFencingToken) {
+    fail('lease_mismatch', `the current lease has fencing token ${l.fencingToken}, not ${input.expectedFencingToken}`);
+  }
+  const stored: StoredRequest = { at: step.now, reason: input.reason, token_id: tokenId };
+  await step.tx.setReleaseRequest(family, route, l.leaseId, l.fencingToken, JSON.stringify(stored));
+  step.events.push({ type: 'release_requested', family, route, fencingToken: l.fencingToken, reason: input.reason, requestedAt: step.now });
+  const answer: ReleaseRequested = { route, fencing_token: l.fencingToken, release_request: { requested_at: iso(step.now), reason: input.reason, token_id: tokenId } };
+  await recordAnswer(step, key, input.digest, answer, addMs(step.now, ctx.limits.idempotencyTtlMs));
+  return answer;
+}
+
+/** The pending release requests of a session's unexpired leases, by route. */
+export async function pendingReleaseRequests(step: Step, sessionHash: string): Promise<PendingReleaseRequest[]> {
+  const out: PendingReleaseRequest[] = [];
+  for (const l of await step.tx.sessionLeases(sessionHash)) {
+    const r = l.expiresAt > step.now ? releaseRequestOf(l) : null;
+    if (r) out.push({ route: l.route, fencing_token: l.fencingToken, requested_at: r.requested_at, reason: r.reason });
+  }
+  return out;
+}
+
+/** An answer plus the session's pending release requests (renew and keepalive answers). */
+export async function withReleaseRequests<T extends object>(step: Step, sessionHash: string, answer: T): Promise<T & { release_requests: PendingReleaseRequest[] }> {
+  return { ...answer, release_requests: await pendingReleaseRequests(step, sessionHash) };
+}
