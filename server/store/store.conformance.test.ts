@@ -5,15 +5,13 @@
  */
 
 import { millis } from './millis';
-import { afterEach, beforeEach, describe, test } from 'node:test';
+import { beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { rmSync } from 'node:fs';
 import { parseSelector } from '@/lib/selector';
 import { PgStore } from './postgres/pg-store';
-import { SqliteStore } from './sqlite/sqlite-store';
 import { StoreUnavailableError, type LeaseRow, type Store } from './types';
-import { ManualClock, tempDir } from '../testing/harness';
-import { BACKENDS, createTestDatabase, type Backend, type TestDatabase } from '../testing/pg';
+import { BACKENDS, createTestDatabase } from '../testing/pg';
+import { storeEachTest } from '../testing/store-each-test';
 
 function lease(route: string, token: number, over: Partial<LeaseRow> = {}): LeaseRow {
   return {
@@ -24,22 +22,11 @@ function lease(route: string, token: number, over: Partial<LeaseRow> = {}): Leas
 
 for (const backend of BACKENDS) {
   describe(`store conformance: ${backend}`, () => {
+    const fx = storeEachTest(backend);
+    const clock = fx.clock;
     let store: Store;
-    let dir: string;
-    let db: TestDatabase | undefined;
-    const clock = new ManualClock();
-    const open = async (b: Backend): Promise<Store> =>
-      b === 'postgres' ? PgStore.open({ url: db!.url, clock: clock.now }) : new SqliteStore({ dataDir: dir, clock: clock.now });
-
     beforeEach(async () => {
-      dir = tempDir('leasehold-store-');
-      db = backend === 'postgres' ? await createTestDatabase() : undefined;
-      store = await open(backend);
-    });
-    afterEach(async () => {
-      await store.close();
-      rmSync(dir, { recursive: true, force: true });
-      await db?.drop();
+      store = await fx.open();
     });
 
     test('kind, epoch kept across reopening, backend time from the clock', async () => {
@@ -48,7 +35,7 @@ for (const backend of BACKENDS) {
       assert.match(epoch, /^ep_/);
       assert.equal(await store.atomic(async (tx) => tx.now), clock.now());
       await store.close();
-      store = await open(backend);
+      store = await fx.open();
       assert.equal(store.epoch(), epoch);
     });
 
@@ -218,7 +205,7 @@ for (const backend of BACKENDS) {
     test('a closed store refuses steps with StoreUnavailableError', async () => {
       await store.close();
       await assert.rejects(store.atomic((tx) => tx.revision('default')), StoreUnavailableError);
-      store = await open(backend);
+      store = await fx.open();
     });
   });
 }
