@@ -4,7 +4,7 @@
  * data directory (synchronous=NORMAL in WAL: a process crash loses no
  * committed step). Needs dist/server.mjs (built here if missing).
  *
- * A stream of acquisitions (several concurrent loops, distinct routes, lease
+ * A stream of acquisitions (64 concurrent loops, distinct routes, lease
  * TTL 600 s) with checkpoints on some of them is cut by SIGKILL ~1.5 s in;
  * after the restart:
  * - every acknowledged lease is held with the acknowledged fencing token;
@@ -28,7 +28,8 @@ import { createTestDatabase, type TestDatabase } from './testing/pg';
 import { killServers, spawnServer } from './testing/process';
 
 const TOKEN = `lh_durability_${Math.random().toString(36).slice(2)}_bootstrap`;
-const LOOPS = 8;
+/** Clients in flight: enough that the server's group-committed batches are large when it is killed. */
+const LOOPS = 64;
 // PostgreSQL steps are network round trips: a longer run before the kill, and a lower bar for "many".
 const KILL_AFTER_MS = TEST_STORE === 'postgres' ? 3_000 : 1_500;
 const MANY = TEST_STORE === 'postgres' ? 30 : 100;
@@ -145,6 +146,8 @@ test('the stream was cut by the kill, after many acknowledged answers', (t) => {
   assert.ok(acked.length >= MANY, `only ${acked.length} acquires acknowledged before the kill`);
   assert.ok([...checkpoints.values()].some((w) => w.some((x) => x.version !== undefined)), 'no checkpoint acknowledged before the kill');
   assert.ok(connectionErrors > 0, 'no request was in flight when the server was killed');
+  // Closed loops: each had one request in flight, so the batch being committed at the kill was large.
+  assert.ok(connectionErrors >= LOOPS / 2, `only ${connectionErrors} of ${LOOPS} loops had a request in flight at the kill`);
 });
 
 test('every acknowledged lease is still held with the same fencing token', async () => {

@@ -160,12 +160,7 @@ function PolicyForm({ initial, onDone, onCancel }: { initial: PolicyDraft; onDon
         ))}
       </div>
       {save.error && <ErrorAlert error={save.error} title="The policy was not saved" />}
-      <div className="flex gap-2">
-        <Button type="submit" variant="primary" disabled={save.isPending}>
-          Save policy
-        </Button>
-        <Button onClick={onCancel}>Cancel</Button>
-      </div>
+      <FormButtons label="Save policy" pending={save.isPending} onCancel={onCancel} />
     </form>
   );
 }
@@ -194,12 +189,7 @@ function DeleteForm({ policy, onDone, onCancel }: { policy: Policy; onDone: () =
         <input id="policy-delete-reason" type="text" value={reason} onChange={(e) => setReason(e.target.value)} className={controlVariants({ invalid: !!error })} />
       </Field>
       {del.error && <ErrorAlert error={del.error} title="The policy was not deleted" />}
-      <div className="flex gap-2">
-        <Button type="submit" variant="primary" disabled={del.isPending}>
-          Delete policy
-        </Button>
-        <Button onClick={onCancel}>Cancel</Button>
-      </div>
+      <FormButtons label="Delete policy" pending={del.isPending} onCancel={onCancel} />
     </form>
   );
 }
@@ -245,5 +235,17 @@ function RouteBox() {
         </dl>
       )}
     </section>
+  );
+}
+
+/** A form's submit button (disabled while its request is in flight) and Cancel. */
+function FormButtons({ label, pending, onCancel }: { label: string; pending: boolean; onCancel: () => void }) {
+  return (
+    <div className="flex gap-2">
+      <Button type="submit" variant="primary" disabled={pending}>
+        {label}
+      </Button>
+      <Button onClick={onCancel}>Cancel</Button>
+    </div>
   );
 }

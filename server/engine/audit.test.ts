@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseSelector } from '@/lib/selector';
 import { StoreUnavailableError, type Store, type Tx } from '../store/types';
-import { engineFixture, proofOf, rejectsWith, type EngineFixture } from '../testing/engine-fixture';
+import { engineFixture, proofOf, rejectsWith, until, type EngineFixture } from '../testing/engine-fixture';
 import { rid } from '../testing/harness';
 import { requestDigest } from './ids';
 import { PRUNE_BATCH, type AuditEvent } from './audit';
@@ -94,7 +94,7 @@ for (const backend of BACKENDS) {
           waiterSettled = true;
         });
         // Queued once its step commits (a turn of the event loop on SQLite, round trips on PostgreSQL).
-        for (let i = 0; i < 400 && f.engine.waiters.held('default', route) === 0; i++) await new Promise((r) => setTimeout(r, 5));
+        await until(f, () => f.engine.waiters.held('default', route) > 0);
         assert.equal(f.engine.waiters.held('default', route), 1);
         const eventsBefore = f.events.length;
         const auditBefore = (await allEvents(f)).length;

@@ -9,6 +9,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { selectorOrThrow } from '@/lib/selector';
 import type { Bus, BusListener } from '../store/types';
+import { ManualClock } from '../testing/harness';
 import { Cluster } from './cluster';
 import { EventHub, type EngineEvent, type LeaseChange } from './events';
 import { FeedHub, type FeedFrame, type FeedSink } from './feed';
@@ -62,7 +63,8 @@ async function setup() {
   const seen: EngineEvent[] = [];
   events.subscribe((e) => seen.push(e));
   const feed = new FeedHub(events, { now: () => 0, epoch: () => 'ep', streamIdPrefix: bus.instanceId });
-  const cluster = new Cluster(bus, events, feed, { gapMs: 50 });
+  const clock = new ManualClock();
+  const cluster = new Cluster(bus, events, feed, { gapMs: 50, scheduler: clock });
   const started = cluster.start();
   bus.listener.ready(new Map([['default', 10]]));
   await started;
@@ -71,7 +73,7 @@ async function setup() {
     feed.open({ tokenId: 'tk', family, expiresAt: null }, [selectorOrThrow('lease://**')], false, sink, 0);
     return sink;
   };
-  return { bus, cluster, feed, seen, open };
+  return { bus, cluster, feed, seen, open, clock };
 }
 
 test('remote and local changes reach streams in revision order; duplicates are dropped; remote ones are marked', async () => {
@@ -90,13 +92,15 @@ test('remote and local changes reach streams in revision order; duplicates are d
 });
 
 test('a revision that never arrives: the family’s streams get overflow (resync), other families keep theirs', async () => {
-  const { bus, open, cluster } = await setup();
+  const { bus, open, cluster, clock } = await setup();
   const sink = open();
   const other = open('other');
   bus.remote(change('default', 11));
   bus.remote(change('default', 13));
   assert.deepEqual(sink.revisions(), [11]);
-  await new Promise((r) => setTimeout(r, 120));
+  clock.advance(49);
+  assert.equal(sink.ended, undefined, 'the gap may still close before gapMs');
+  clock.advance(1);
   assert.deepEqual(JSON.parse(sink.ended!.json), { reason: 'resync' });
   assert.equal(sink.ended!.event, 'overflow');
   assert.equal(other.ended, undefined);
@@ -129,14 +133,16 @@ test('a forwarded call whose refusal arrives before the send returns is answered
     const call = JSON.parse(m) as { id: string; o: string };
     // The other instance answers at once, before this send resolves.
     bus.listener.message(JSON.stringify({ o: 'i_other0000000', k: 'reply', id: call.id, to: call.o, err: { code: 'not_found', message: 'no such subscription on this stream' } }));
-    await new Promise((r) => setTimeout(r, 20));
+    await new Promise((r) => setImmediate(r));
   };
   let unhandled = 0;
   const onUnhandled = () => unhandled++;
   process.on('unhandledRejection', onUnhandled);
   try {
     await assert.rejects(cluster.unregister('tk', 'st_i_other0000000xxxxxxxxxxxxxxxx', 'sb_x'), (e: { code?: string }) => e.code === 'not_found');
-    await new Promise((r) => setTimeout(r, 20));
+    // Unhandled rejections are reported once the microtask queue drains: two turns of the loop are past that.
+    await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setImmediate(r));
     assert.equal(unhandled, 0);
   } finally {
     process.off('unhandledRejection', onUnhandled);

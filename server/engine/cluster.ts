@@ -22,6 +22,7 @@ import { LeaseholdError, fail, type ErrorCode } from './errors';
 import type { EngineEvent, EventHub, LeaseChange } from './events';
 import type { FeedHub, Subscribed } from './feed';
 import { randomId } from './ids';
+import { systemScheduler, type Scheduler, type TimerHandle } from './scheduler';
 import type { WaiterNotice } from './step';
 import { silentLogger, type Logger } from './logger';
 
@@ -32,6 +33,8 @@ const FORWARD_TIMEOUT_MS = 3_000;
 export interface ClusterOptions {
   /** How long a revision gap may stay open before the family's streams are resynced (ms). */
   gapMs?: number;
+  /** Timers (gaps, forwarded calls, start); tests inject a manual clock. */
+  scheduler?: Scheduler;
   /** Another instance granted one of this instance's waiters. */
   granted?: (n: Extract<WaiterNotice, { kind: 'grant' }>) => void;
   /** Another instance dropped one of this instance's waiters (its session ended). */
@@ -57,7 +60,7 @@ interface FamilyOrder {
   last: number;
   /** Revisions that arrived ahead of a gap. */
   pending: Map<number, LeaseChange>;
-  timer: ReturnType<typeof setTimeout> | undefined;
+  timer: TimerHandle | undefined;
 }
 
 /** The id of the instance that holds a stream (stream ids are `st_<instance id><random>`). */
@@ -68,8 +71,9 @@ export function streamInstance(streamId: string, instanceIdLength: number): stri
 export class Cluster {
   readonly instanceId: string;
   private readonly families = new Map<string, FamilyOrder>();
-  private readonly calls = new Map<string, { resolve: (v: unknown) => void; reject: (e: unknown) => void; timer: ReturnType<typeof setTimeout> }>();
+  private readonly calls = new Map<string, { resolve: (v: unknown) => void; reject: (e: unknown) => void; timer: TimerHandle }>();
   private readonly gapMs: number;
+  private readonly scheduler: Scheduler;
   private readonly opts: ClusterOptions;
   private ready = false;
   private firstReady: Promise<void>;
@@ -86,6 +90,7 @@ export class Cluster {
   ) {
     this.instanceId = bus.instanceId;
     this.gapMs = opts.gapMs ?? 1_000;
+    this.scheduler = opts.scheduler ?? systemScheduler;
     this.opts = opts;
     this.logger = opts.logger ?? silentLogger;
     this.firstReady = new Promise((r) => (this.resolveReady = r));
@@ -98,11 +103,11 @@ export class Cluster {
       ready: (revisions) => this.onReady(revisions),
       lost: () => this.onLost(),
     });
-    let timer: ReturnType<typeof setTimeout> | undefined;
+    let timer: TimerHandle | undefined;
     const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`the notification channel did not come up within ${timeoutMs} ms`)), timeoutMs);
+      timer = this.scheduler.after(timeoutMs, () => reject(new Error(`the notification channel did not come up within ${timeoutMs} ms`)));
     });
-    return Promise.race([this.firstReady, late]).finally(() => clearTimeout(timer));
+    return Promise.race([this.firstReady, late]).finally(() => timer?.cancel());
   }
 
   /** Gaps resynced and channel losses so far. */
@@ -160,11 +165,11 @@ export class Cluster {
   /** Stop: refuse calls still waiting for an answer. */
   stop(): void {
     for (const [id, c] of this.calls) {
-      clearTimeout(c.timer);
+      c.timer.cancel();
       c.reject(new LeaseholdError('backend_unavailable', 'the server is shutting down'));
       this.calls.delete(id);
     }
-    for (const f of this.families.values()) if (f.timer) clearTimeout(f.timer);
+    for (const f of this.families.values()) f.timer?.cancel();
   }
 
   // ---- internals ------------------------------------------------------------
@@ -182,10 +187,10 @@ export class Cluster {
     if (!alive) fail('not_found', 'no such stream for this token');
     const id = randomId('fc_', 12);
     const answer = new Promise<unknown>((resolve, reject) => {
-      const timer = setTimeout(() => {
+      const timer = this.scheduler.after(FORWARD_TIMEOUT_MS, () => {
         this.calls.delete(id);
         reject(new LeaseholdError('backend_unavailable', "the stream's instance did not answer in time"));
-      }, FORWARD_TIMEOUT_MS);
+      });
       this.calls.set(id, { resolve, reject, timer });
     });
     // The answer may arrive before `send` returns: handled below, never unhandled meanwhile.
@@ -195,7 +200,7 @@ export class Cluster {
       await this.bus.send(JSON.stringify(msg));
     } catch {
       const c = this.calls.get(id);
-      if (c) clearTimeout(c.timer);
+      c?.timer.cancel();
       this.calls.delete(id);
       fail('backend_unavailable', 'the store cannot answer');
     }
@@ -221,7 +226,7 @@ export class Cluster {
     } else if (m.k === 'reply' && m.to === this.instanceId) {
       const c = this.calls.get(m.id);
       if (!c) return;
-      clearTimeout(c.timer);
+      c.timer.cancel();
       this.calls.delete(m.id);
       if (m.err) c.reject(new LeaseholdError(m.err.code, m.err.message));
       else c.resolve(m.ok);
@@ -270,7 +275,7 @@ export class Cluster {
     }
     if (e.revision !== f.last + 1) {
       f.pending.set(e.revision, e);
-      f.timer ??= setTimeout(() => this.gapExpired(e.family), this.gapMs);
+      f.timer ??= this.scheduler.after(this.gapMs, () => this.gapExpired(e.family));
       return;
     }
     this.events.publish(e);
@@ -285,10 +290,10 @@ export class Cluster {
       f.last = next.revision;
     }
     if (f.pending.size === 0 && f.timer) {
-      clearTimeout(f.timer);
+      f.timer.cancel();
       f.timer = undefined;
     } else if (f.pending.size > 0 && !f.timer) {
-      f.timer = setTimeout(() => this.gapExpired(family), this.gapMs);
+      f.timer = this.scheduler.after(this.gapMs, () => this.gapExpired(family));
     }
   }
 
@@ -316,7 +321,7 @@ export class Cluster {
   private onReady(revisions: ReadonlyMap<string, number>): void {
     const again = this.ready || this.counts.lost > 0;
     for (const f of this.families.values()) {
-      if (f.timer) clearTimeout(f.timer);
+      f.timer?.cancel();
       for (const e of [...f.pending.values()].sort((a, b) => a.revision - b.revision)) this.events.publish(e);
     }
     this.families.clear();

@@ -71,3 +71,20 @@ export class CursorCodec {
     }
   }
 }
+
+/** A paged query's cursor, bound once: the position to resume from (null on the first page) and the encoder of the next. */
+export interface BoundCursor<P> {
+  after: P | null;
+  encode(position: P): string;
+}
+
+/**
+ * Bind a paged query (LIST, sessions, audit) to its cursor: decode and check
+ * the given cursor (`cursor_invalid` if altered, of another query, family or
+ * epoch, or if its position is not of the query's shape) and encode the next.
+ */
+export function bindCursor<P>(codec: CursorCodec, binding: CursorBinding, cursor: string | undefined, isPosition: (p: unknown) => p is P): BoundCursor<P> {
+  const after = cursor ? codec.decode(cursor, binding) : null;
+  if (after !== null && !isPosition(after)) fail('cursor_invalid', 'cursor is malformed');
+  return { after: after as P | null, encode: (position) => codec.encode(binding, position) };
+}

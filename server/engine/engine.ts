@@ -16,7 +16,7 @@ import { allowingGrant } from '@/lib/grants';
 import { AuditLog, auditView, type AuditEvent, type AuditEventType, type AuditFacts, type AuditOptions, type AuditSpec, type Caller } from './audit';
 import type { LeaseRow, StepScope, Store, Tx } from '../store/types';
 import { Cluster, type ClusterOptions } from './cluster';
-import { CursorCodec } from './cursor';
+import { bindCursor, CursorCodec, type BoundCursor, type CursorBinding } from './cursor';
 import { LeaseholdError, fail, fromStoreError } from './errors';
 import { EventHub } from './events';
 import { FeedHub, type FeedLimits, type FeedSink, type Subscribed } from './feed';
@@ -25,7 +25,6 @@ import {
   acquireStep,
   checkpointStep,
   endLease,
-  expireDue,
   grantNext,
   releaseStep,
   renewStep,
@@ -39,7 +38,7 @@ import {
   type RenewResult,
 } from './leases';
 import { forgetAnswer } from './idempotency';
-import { activeLockDelay, endDueLockDelays } from './lock-delay';
+import { activeLockDelay } from './lock-delay';
 import {
   boundsOf,
   checkFields,
@@ -52,6 +51,8 @@ import {
   type PolicyFields,
   type PolicyView,
 } from './policies';
+import { systemScheduler, type Scheduler } from './scheduler';
+import { ExpirySweeper } from './sweeper';
 import { newStep, DEFAULT_LIMITS, type EngineContext, type QueuedGrant, type Limits, type Step, type WaiterNotice } from './step';
 import { forceEndStep, type ForceReleased, type Revoked } from './operators';
 import { releaseRequestStep, withReleaseRequests, type PendingReleaseRequest, type ReleaseRequested, type ReleaseRequestInput } from './release-requests';
@@ -105,6 +106,8 @@ export interface EngineOptions {
   secret?: string;
   /** How often expirations are processed (ms). */
   sweepIntervalMs?: number;
+  /** Timers (waiter deadlines, the sweep); tests inject a manual clock. */
+  scheduler?: Scheduler;
   /** Live feed caps and heartbeat. */
   feed?: Partial<FeedLimits>;
   /** Shared stores: cross-instance publication. */
@@ -153,11 +156,9 @@ export interface StartResult {
   bootstrapCreated: boolean;
 }
 
-const SWEEP_BATCH = 512;
-
 /** Answer a waiter that was taken off its queue without a grant. */
 function refuse(r: { waiter: Waiter; error: LeaseholdError }): void {
-  if (r.waiter.timer) clearTimeout(r.waiter.timer);
+  r.waiter.timer?.cancel();
   r.waiter.state = 'done';
   r.waiter.reject(r.error);
 }
@@ -175,8 +176,8 @@ export class LeaseEngine {
   /** Acquires refused by lock-delay since start (metrics). */
   delayRefusals = 0;
   private cursors: CursorCodec | undefined;
-  private sweepTimer: ReturnType<typeof setInterval> | undefined;
-  private sweeping = false;
+  private readonly scheduler: Scheduler;
+  private readonly sweeper: ExpirySweeper;
   private readonly startedAt: number;
 
   constructor(
@@ -193,6 +194,8 @@ export class LeaseEngine {
       policies: this.policyCache,
       onDelayRefusal: () => this.delayRefusals++,
     };
+    this.scheduler = opts.scheduler ?? systemScheduler;
+    this.sweeper = new ExpirySweeper(this.ctx, (fn, family) => this.run(fn, undefined, family), this.scheduler);
     this.tokens = new TokenAuthority(store);
     this.audit = new AuditLog(store, { logger: opts.logger, ...opts.audit });
     this.startedAt = store.now();
@@ -205,6 +208,7 @@ export class LeaseEngine {
     });
     this.cluster = store.bus
       ? new Cluster(store.bus, this.events, this.feed, {
+          scheduler: this.scheduler,
           logger: opts.logger,
           ...opts.cluster,
           granted: (n) => this.remoteGrant(n),
@@ -264,10 +268,7 @@ export class LeaseEngine {
       return { secret, bootstrapToken, generated: this.opts.bootstrapSecret === undefined };
     });
     this.cursors = new CursorCodec(Buffer.from(result.secret));
-    while ((await this.sweep()) >= SWEEP_BATCH);
-    const every = this.opts.sweepIntervalMs ?? 100;
-    this.sweepTimer = setInterval(() => void this.sweepAll(), every);
-    this.sweepTimer.unref?.();
+    await this.sweeper.start(this.opts.sweepIntervalMs ?? 100);
     this.audit.start();
     this.feed.start();
     // A token the operator gave (LEASEHOLD_BOOTSTRAP_TOKEN) is never handed back to be shown or written anywhere.
@@ -277,12 +278,12 @@ export class LeaseEngine {
 
   /** Stop the sweep, end every stream (`closed`: `shutdown`) and refuse every waiter (`backend_unavailable`): the first half of a shutdown. */
   drain(): void {
-    if (this.sweepTimer) clearInterval(this.sweepTimer);
+    this.sweeper.stop();
     this.feed.shutdown();
     this.cluster?.stop();
     for (const w of this.waiters.all()) {
       if (this.waiters.remove(w)) {
-        if (w.timer) clearTimeout(w.timer);
+        w.timer?.cancel();
         w.reject(new LeaseholdError('backend_unavailable', 'the server is shutting down'));
       }
     }
@@ -296,44 +297,9 @@ export class LeaseEngine {
     await this.store.close();
   }
 
-  private async sweepAll(): Promise<void> {
-    if (this.sweeping) return;
-    this.sweeping = true;
-    try {
-      while ((await this.sweep()) >= SWEEP_BATCH);
-    } catch {
-      // The store is unavailable; the next tick tries again.
-    } finally {
-      this.sweeping = false;
-    }
-  }
-
-  /**
-   * Process one batch of due expirations, one step per family (each locks
-   * its family first, so instances sharing a store never deadlock and never
-   * process an expiry twice: every removal is conditional on lease id and
-   * token); prune idempotency records, logins and expired embed tokens.
-   * Returns the largest number due in one family.
-   */
-  async sweep(): Promise<number> {
-    // One step finds the families with due work and prunes; then one step per family.
-    const families = await this.run(async (step) => {
-      await step.tx.pruneIdempotency(step.now, 1_000);
-      await step.tx.pruneLogins(step.now);
-      await step.tx.pruneEmbedTokens(step.now, 1_000);
-      const due = await step.tx.dueFamilies(step.now, 64);
-      return [...new Set([...due, ...(await step.tx.policies.dueDelayFamilies(step.now, 64))])];
-    });
-    let most = 0;
-    for (const family of families) {
-      const n = await this.run(
-        async (step) => (await expireDue(this.ctx, step, SWEEP_BATCH, family)) + (await endDueLockDelays(step, family, SWEEP_BATCH, (f, r) => grantNext(this.ctx, step, f, r))),
-        undefined,
-        family,
-      );
-      most = Math.max(most, n);
-    }
-    return families.length >= 64 ? Math.max(most, SWEEP_BATCH) : most;
+  /** Process one batch of due expirations (see ExpirySweeper); returns the largest number due in one family. */
+  sweep(): Promise<number> {
+    return this.sweeper.sweep();
   }
 
   /**
@@ -399,7 +365,7 @@ export class LeaseEngine {
   /** Answer a granted waiter, or roll the grant back if its client already left. */
   private deliver(g: QueuedGrant): void {
     const w = g.waiter;
-    if (w.timer) clearTimeout(w.timer);
+    w.timer?.cancel();
     w.state = 'done';
     if (!w.signal?.aborted) {
       w.resolve(g.answer);
@@ -462,13 +428,8 @@ export class LeaseEngine {
 
   /** Sessions of the principal's family, by created_at then incarnation. */
   async listSessions(p: Principal, q: { ownerId?: string; limit: number; cursor?: string }): Promise<SessionPage> {
-    const binding = { kind: 'sessions', family: p.family, query: JSON.stringify([q.ownerId ?? null]), epoch: this.store.epoch() };
-    const after = q.cursor ? this.codec().decode(q.cursor, binding) : null;
-    if (after !== null && !(Array.isArray(after) && typeof after[0] === 'number' && typeof after[1] === 'string')) {
-      fail('cursor_invalid', 'cursor is malformed');
-    }
-    const encode = (pos: [number, string]) => this.codec().encode(binding, pos);
-    return this.run((step) => listSessionsStep(this.ctx, step, p.family, q, after as [number, string] | null, encode), undefined, p.family);
+    const c = this.cursor(p.family, 'sessions', JSON.stringify([q.ownerId ?? null]), q.cursor, (x): x is [number, string] => Array.isArray(x) && typeof x[0] === 'number' && typeof x[1] === 'string');
+    return this.run((step) => listSessionsStep(this.ctx, step, p.family, q, c.after, c.encode), undefined, p.family);
   }
 
   // ---- leases ---------------------------------------------------------------
@@ -502,20 +463,20 @@ export class LeaseEngine {
     if (r.kind === 'done') return { answer: r.answer, replayed: r.replayed };
     const w = r.waiter;
     if (w.state === 'waiting') {
-      w.timer = setTimeout(() => {
+      w.timer = this.scheduler.after(input.waitMs, () => {
         if (this.waiters.remove(w)) void this.refuseTimedOut(w, w.reject);
-      }, input.waitMs);
-      input.signal?.addEventListener(
-        'abort',
-        () => {
-          if (this.waiters.remove(w)) {
-            clearTimeout(w.timer);
-            w.reject(new LeaseholdError('lease_conflict', 'the client went away while waiting'));
-            if (this.waiters.inStore) void this.run((step) => this.forgetWaiter(step, w), undefined, w.family).catch(() => undefined);
-          }
-        },
-        { once: true },
-      );
+      });
+      const left = () => {
+        if (this.waiters.remove(w)) {
+          w.timer?.cancel();
+          w.reject(new LeaseholdError('lease_conflict', 'the client went away while waiting'));
+          if (this.waiters.inStore) void this.run((step) => this.forgetWaiter(step, w), undefined, w.family).catch(() => undefined);
+        }
+      };
+      // The client may have gone while the step that queued it committed:
+      // then it leaves now, not at its deadline.
+      if (input.signal?.aborted) left();
+      else input.signal?.addEventListener('abort', left, { once: true });
     }
     // A waiting acquire is audited when it is answered.
     r.done.then(
@@ -540,46 +501,52 @@ export class LeaseEngine {
     reject(new LeaseholdError('lease_conflict', 'waited and timed out: the lease is still held', { retryAfterMs }));
   }
 
-  /** What a holder's step reads first (its answer record, session and lease): a shared store reads them with its lock. */
-  private prefetch(op: string, route: string, input: ProofInput): StepScope['prefetch'] {
-    return { idempotency: { op, route, requestId: input.requestId }, sessionHash: hashSecret(input.sessionId), route };
-  }
-
-  private proof(input: ProofInput): HolderProof {
-    return { sessionHash: hashSecret(input.sessionId), leaseId: input.leaseId, fencingToken: input.fencingToken };
+  /**
+   * A holder's proof, and what its step reads first (its answer record,
+   * session and lease: a shared store reads them with its lock). The session
+   * id is hashed once per request.
+   */
+  private holder(op: string, route: string, input: ProofInput): { proof: HolderProof; prefetch: StepScope['prefetch'] } {
+    const sessionHash = hashSecret(input.sessionId);
+    return {
+      proof: { sessionHash, leaseId: input.leaseId, fencingToken: input.fencingToken },
+      prefetch: { idempotency: { op, route, requestId: input.requestId }, sessionHash, route },
+    };
   }
 
   /** Renew the exact lease held by the session, or `lease_lost` (nothing changes). */
   async renew(p: Caller, route: string, input: ProofInput & { ttlMs?: number }): Promise<Outcome<RenewResult & { release_requests: PendingReleaseRequest[] }>> {
-    const proof = this.proof(input);
+    const h = this.holder('renew', route, input);
     return this.run(
       async (step) => {
-        const r = await renewStep(this.ctx, step, p.family, route, proof, input.ttlMs, input.requestId, input.digest);
-        return { ...r, answer: await withReleaseRequests(step, proof.sessionHash, r.answer) };
+        const r = await renewStep(this.ctx, step, p.family, route, h.proof, input.ttlMs, input.requestId, input.digest);
+        return { ...r, answer: await withReleaseRequests(step, h.proof.sessionHash, r.answer) };
       },
       this.spec(p, 'lease_renew', route, 'lease_renewed'),
       p.family,
-      this.prefetch('renew', route, input),
+      h.prefetch,
     );
   }
 
   /** Release the exact lease held by the session, or `lease_lost`; a stale release never removes a successor. */
   async release(p: Caller, route: string, input: ProofInput): Promise<Outcome<ReleaseResult>> {
+    const h = this.holder('release', route, input);
     return this.run(
-      (step) => releaseStep(this.ctx, step, p.family, route, this.proof(input), input.requestId, input.digest),
+      (step) => releaseStep(this.ctx, step, p.family, route, h.proof, input.requestId, input.digest),
       this.spec(p, 'lease_release', route, 'lease_released'),
       p.family,
-      this.prefetch('release', route, input),
+      h.prefetch,
     );
   }
 
   /** The fenced write of a route's checkpoint (`value` is JSON text). */
   async writeCheckpoint(p: Caller, route: string, input: ProofInput & { value: string }): Promise<Outcome<CheckpointWritten>> {
+    const h = this.holder('checkpoint', route, input);
     return this.run(
-      (step) => checkpointStep(this.ctx, step, p.family, route, this.proof(input), input.value, input.requestId, input.digest),
+      (step) => checkpointStep(this.ctx, step, p.family, route, h.proof, input.value, input.requestId, input.digest),
       this.spec(p, 'lease_checkpoint', route, 'checkpoint_written'),
       p.family,
-      this.prefetch('checkpoint', route, input),
+      h.prefetch,
     );
   }
 
@@ -614,13 +581,9 @@ export class LeaseEngine {
    * the budget of routes, so a sparse selector always makes progress.
    */
   async list(p: Principal, sel: ParsedSelector, q: ListQuery): Promise<ListPage> {
-    const epoch = this.store.epoch();
-    const binding = { kind: 'leases', family: p.family, query: listQueryKey(sel, q), epoch };
-    const after = q.cursor ? this.codec().decode(q.cursor, binding) : null;
-    if (after !== null && typeof after !== 'string') fail('cursor_invalid', 'cursor is malformed');
-    const encode = (pos: string) => this.codec().encode(binding, pos);
-    const page = await this.run((step) => listStep(this.ctx, step, p.family, sel, q, after as string | null, encode), undefined, p.family);
-    return { ...page, epoch };
+    const c = this.cursor(p.family, 'leases', listQueryKey(sel, q), q.cursor, (x): x is string => typeof x === 'string');
+    const page = await this.run((step) => listStep(this.ctx, step, p.family, sel, q, c.after, c.encode), undefined, p.family);
+    return { ...page, epoch: this.store.epoch() };
   }
 
   // ---- operators ------------------------------------------------------------
@@ -750,16 +713,8 @@ export class LeaseEngine {
     const routeless = triple.every((t) => t === null);
     const oldestFirst = q.oldestFirst === true;
     if (oldestFirst && triple.some((t) => t === null)) fail('invalid_request', 'order=oldest needs one exact route');
-    const binding = {
-      kind: 'audit',
-      family: p.family,
-      query: JSON.stringify([triple, q.eventType ?? null, q.since ?? null, q.until ?? null, ...(oldestFirst ? ['oldest'] : [])]),
-      epoch: this.store.epoch(),
-    };
-    const before = q.cursor ? this.codec().decode(q.cursor, binding) : null;
-    if (before !== null && !(Array.isArray(before) && before.length === 2 && before.every((n) => Number.isSafeInteger(n)))) {
-      fail('cursor_invalid', 'cursor is malformed');
-    }
+    const query = JSON.stringify([triple, q.eventType ?? null, q.since ?? null, q.until ?? null, ...(oldestFirst ? ['oldest'] : [])]);
+    const c = this.cursor(p.family, 'audit', query, q.cursor, (x): x is [Millis, number] => Array.isArray(x) && x.length === 2 && x.every((n) => Number.isSafeInteger(n)));
     const scan = await this.run((step) =>
       step.tx.scanAudit({
         family: p.family,
@@ -768,7 +723,7 @@ export class LeaseEngine {
         eventType: q.eventType,
         since: q.since === undefined ? undefined : millis(q.since),
         until: q.until === undefined ? undefined : millis(q.until),
-        before: before as [Millis, number] | null,
+        before: c.after,
         oldestFirst,
         limit: q.limit + 1,
         budget: this.ctx.limits.listBudget,
@@ -778,8 +733,8 @@ export class LeaseEngine {
     const last = page[page.length - 1];
     // Resume after the last event shown; or, on a short page that ran out of
     // budget, after the last event examined (like LIST, a page may be short).
-    const resume = scan.rows.length > q.limit && last ? [last.time, last.seq] : scan.exhausted ? null : scan.lastExamined;
-    return { items: page.map(auditView), next_cursor: resume ? this.codec().encode(binding, resume) : null };
+    const resume: [Millis, number] | null = scan.rows.length > q.limit && last ? [last.time, last.seq] : scan.exhausted ? null : (scan.lastExamined as [Millis, number] | null);
+    return { items: page.map(auditView), next_cursor: resume ? c.encode(resume) : null };
   }
 
   // ---- tokens ---------------------------------------------------------------
@@ -937,9 +892,10 @@ export class LeaseEngine {
     return this.store.now() - this.startedAt;
   }
 
-  private codec(): CursorCodec {
+  /** The one binding of a paged query's cursor: kind, family, query text and store epoch. */
+  private cursor<P>(family: string, kind: CursorBinding['kind'], query: string, cursor: string | undefined, isPosition: (x: unknown) => x is P): BoundCursor<P> {
     if (!this.cursors) throw new Error('engine not started');
-    return this.cursors;
+    return bindCursor(this.cursors, { kind, family, query, epoch: this.store.epoch() }, cursor, isPosition);
   }
 }
 

@@ -48,6 +48,23 @@ for (const backend of BACKENDS) {
       assert.deepEqual((await list('lease://acme/r/zz')).items, []);
     });
 
+    test('an exact selector answers its one route with the filters, expiry and a cursor applied, whatever else is held', async () => {
+      const s = await f.open('exact-owner');
+      for (let i = 0; i < 30; i++) await f.acquire(`lease://acme/many/r${String(i).padStart(2, '0')}`, s);
+      const page = await list('lease://acme/many/r07', { limit: 1 });
+      assert.deepEqual(page.items.map((i) => i.route), ['lease://acme/many/r07']);
+      assert.equal(page.items[0]!.owner_id, 'exact-owner');
+      assert.equal(page.next_cursor, null, 'one route: nothing after it');
+      assert.equal(page.revision, 30);
+      assert.deepEqual((await list('lease://acme/many/r07', { ownerId: 'someone-else' })).items, []);
+      assert.deepEqual((await list('lease://acme/many/r07', { ownerId: 'exact-owner' })).items.length, 1);
+      const other = await f.open('short');
+      await f.acquire('lease://acme/short/x', other, { ttlMs: 1_000 });
+      assert.equal((await list('lease://acme/short/x')).items.length, 1);
+      f.clock.advance(1_001);
+      assert.deepEqual((await list('lease://acme/short/x')).items, [], 'expired at its deadline');
+    });
+
     test('items are read-only views: no session_id or lease_id', async () => {
       const s = await f.open();
       await f.acquire('lease://a/b/c', s, { metadata: { shard: 3 } });

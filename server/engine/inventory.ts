@@ -5,6 +5,7 @@
  */
 
 import type { ParsedSelector } from '@/lib/selector';
+import { scanAccepts, type LeaseScan, type LeaseScanResult } from '../store/types';
 import { expireDue } from './leases';
 import type { EngineContext, Step } from './step';
 import { leaseView, type LeaseView } from './views';
@@ -30,6 +31,18 @@ export function listQueryKey(sel: ParsedSelector, q: ListQuery): string {
   return JSON.stringify([sel.selector, q.ownerId ?? null, q.incarnation ?? null]);
 }
 
+/** The one route an exact selector (no wildcard) names, else null. */
+function exactRoute(sel: ParsedSelector): string | null {
+  const [realm, area, resource] = sel.triple;
+  return realm !== null && area !== null && resource !== null ? `lease://${realm}/${area}/${resource}` : null;
+}
+
+/** An exact selector's page: one point read of its route, whatever else is held. */
+async function pointRead(step: Step, scan: LeaseScan, route: string): Promise<LeaseScanResult> {
+  const row = scan.after === null || scan.after < route ? await step.tx.getLease(scan.family, route) : undefined;
+  return { rows: row && scanAccepts(scan, row) ? [row] : [], examined: row ? 1 : 0, lastExamined: row ? route : null, exhausted: true };
+}
+
 /**
  * One page, read after processing due expirations. The next cursor is at the
  * last item when the page is full, else at the last route examined when the
@@ -45,7 +58,7 @@ export async function listStep(
   encode: (position: string) => string,
 ): Promise<Omit<ListPage, 'epoch'>> {
   await expireDue(ctx, step, 512, family);
-  const scan = await step.tx.scanLeases({
+  const spec: LeaseScan = {
     family,
     triple: sel.triple,
     after,
@@ -54,7 +67,9 @@ export async function listStep(
     now: step.now,
     ownerId: q.ownerId,
     incarnation: q.incarnation,
-  });
+  };
+  const route = exactRoute(sel);
+  const scan = route === null ? await step.tx.scanLeases(spec) : await pointRead(step, spec, route);
   const page = scan.rows.slice(0, q.limit);
   step.events.push({ type: 'listed', family, examined: scan.examined, returned: page.length });
   let next: string | null = null;

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { engineFixture, proofOf, rejectsWith, type EngineFixture } from '../testing/engine-fixture';
+import { engineFixture, proofOf, rejectsWith, until, type EngineFixture } from '../testing/engine-fixture';
 import { requestDigest } from './ids';
 import { BACKENDS } from '../testing/pg';
 
@@ -185,6 +185,22 @@ for (const backend of BACKENDS) {
       const expired = f.changes().filter((c) => c.change === 'expired');
       assert.deepEqual(expired.map((c) => c.route), ['lease://a/b/early', 'lease://a/b/late']);
       assert.ok(expired[0]!.revision < expired[1]!.revision);
+    });
+
+    test('the periodic sweep runs on the engine scheduler: due leases are published once the interval passes, without any request', async () => {
+      const g = await engineFixture({ backend, sweepIntervalMs: 100 });
+      try {
+        const s = await g.open('w', 300_000);
+        await g.acquire('lease://a/b/swept', s, { ttlMs: 1_000 });
+        g.clock.advance(999);
+        await until(g, () => false, 5);
+        assert.deepEqual(g.changes().map((c) => c.change), ['acquired'], 'the sweeps so far found nothing due');
+        g.clock.advance(100);
+        await until(g, () => g.changes().length === 2);
+        assert.deepEqual(g.changes().map((c) => [c.change, c.route]), [['acquired', 'lease://a/b/swept'], ['expired', 'lease://a/b/swept']]);
+      } finally {
+        await g.close();
+      }
     });
 
     test('20 acquire/release cycles yield strictly increasing tokens', async () => {

@@ -19,7 +19,7 @@
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { selectorOrThrow } from '@/lib/selector';
-import { engineFixture, proofOf, type EngineFixture } from '../testing/engine-fixture';
+import { engineFixture, proofOf, settleWithTime, type EngineFixture } from '../testing/engine-fixture';
 import { prng } from '../testing/harness';
 import type { LeaseholdError } from './errors';
 import type { LeaseChange } from './events';
@@ -64,7 +64,7 @@ for (const backend of BACKENDS) {
     };
 
     const check = async () => {
-      await Promise.allSettled(pending.splice(0));
+      await settleWithTime(f, pending.splice(0));
       applyEvents();
       const page = await f.engine.list(f.admin, selectorOrThrow('lease://**'), { limit: 100 });
       applyEvents();
@@ -101,7 +101,7 @@ for (const backend of BACKENDS) {
         } else if (r < 0.45 && mine) {
           // Waiting acquires still in flight would change the route between the two inspects
           // (on PostgreSQL their steps really run concurrently): let them finish first.
-          await Promise.allSettled(pending.splice(0));
+          await settleWithTime(f, pending.splice(0));
           const before = await f.engine.inspect(f.admin, route).catch(() => undefined);
           const wasCurrent = isCurrent(route, mine);
           try {
@@ -165,7 +165,7 @@ for (const backend of BACKENDS) {
         } else if (r < 0.97) {
           await check();
           // A restart: the event log starts again, the held set carries over.
-          await Promise.allSettled(pending.splice(0));
+          await settleWithTime(f, pending.splice(0));
           await f.restart();
           applied = 0;
           await openSessions();

@@ -1,7 +1,6 @@
 import { afterEach, beforeEach, test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { engineFixture, proofOf, rejectsWith, type EngineFixture } from '../testing/engine-fixture';
+import { engineFixture, proofOf, rejectsWith, settleWithTime, until, type EngineFixture } from '../testing/engine-fixture';
 import { BACKENDS } from '../testing/pg';
 
 // The same behaviour on every store backend (the conformance suite).
@@ -19,7 +18,7 @@ for (const backend of BACKENDS) {
 
   /** Resolves when the engine has this many waiters queued. */
   async function queued(n: number): Promise<void> {
-    for (let i = 0; i < 200 && f.engine.waiters.size() !== n; i++) await sleep(5);
+    await until(f, () => f.engine.waiters.size() === n);
     assert.equal(f.engine.waiters.size(), n);
   }
 
@@ -59,7 +58,13 @@ for (const backend of BACKENDS) {
     const holder = await f.open('holder');
     const w = await f.open('w');
     await f.acquire(R, holder);
-    const err = await rejectsWith(f.acquire(R, w, { waitMs: 60 }), 'lease_conflict');
+    const p = f.acquire(R, w, { waitMs: 60 });
+    await queued(1);
+    f.clock.advance(59);
+    await until(f, () => false, 3);
+    assert.equal(f.engine.waiters.size(), 1, 'still waiting before its deadline');
+    await settleWithTime(f, [p.catch(() => undefined)], 1);
+    const err = await rejectsWith(p, 'lease_conflict');
     assert.equal(err.retryable, true);
     assert.ok((err.retryAfterMs ?? 0) >= 50);
     assert.equal(f.engine.waiters.size(), 0);
@@ -77,6 +82,22 @@ for (const backend of BACKENDS) {
     assert.equal(f.engine.waiters.size(), 0);
     await f.engine.release(f.admin, R, proofOf(holder, held.answer.lease));
     await rejectsWith(f.engine.inspect(f.admin, R), 'lease_not_found');
+  });
+
+  test('a client that leaves while the step queuing it commits is removed at once, not at its deadline', async () => {
+    const holder = await f.open('holder');
+    const w = await f.open('w');
+    await f.acquire(R, holder);
+    const ac = new AbortController();
+    const p = f.acquire(R, w, { waitMs: 5_000, signal: ac.signal });
+    ac.abort(); // before the acquire's step has committed
+    const err = (await p.then(
+      () => assert.fail('granted'),
+      (e: unknown) => e,
+    )) as { code: string; message: string };
+    assert.equal(err.code, 'lease_conflict');
+    assert.match(err.message, /went away/, 'refused for leaving, with no clock advanced to its deadline');
+    assert.equal(f.engine.waiters.size(), 0);
   });
 
   test('a grant whose client left before delivery is rolled back and the next waiter is granted', async () => {
@@ -115,7 +136,7 @@ for (const backend of BACKENDS) {
     await queued(3);
     assert.equal((await rejectsWith(f.acquire(R, ws[0]!, { waitMs: 1_000 }), 'lease_conflict')).retryable, false);
     await rejectsWith(f.acquire(R, ws[3]!, { waitMs: 1_000 }), 'rate_limited');
-    await Promise.all(pending);
+    await settleWithTime(f, pending);
   });
 
   test('a duplicate of a waiting acquire is idempotency_conflict, retryable only with the same inputs', async () => {
@@ -130,7 +151,7 @@ for (const backend of BACKENDS) {
       (await rejectsWith(f.acquire(R, w, { waitMs: 300, requestId: 'dup', body: { ...body, wait_ms: 200 } }), 'idempotency_conflict')).retryable,
       false,
     );
-    await p;
+    await settleWithTime(f, [p]);
   });
 
   test('closing a waiting session drops its wait with session_not_found', async () => {
@@ -198,8 +219,10 @@ for (const backend of BACKENDS) {
     await f.engine.closeSession(f.admin, w3);
     await rejectsWith(p3, 'session_not_found');
     assert.deepEqual(fam(), [0, 0]);
-    // A deadline.
-    await rejectsWith(f.acquire(R, w2, { waitMs: 60 }), 'lease_conflict');
+    // A deadline (on the manual clock).
+    const late = f.acquire(R, w2, { waitMs: 60 });
+    await settleWithTime(f, [late.catch(() => undefined)]);
+    await rejectsWith(late, 'lease_conflict');
     assert.deepEqual(fam(), [0, 0]);
     // And once more through a grant, so a drift would show as 1.
     const p4 = f.acquire(R, w2, { waitMs: 5_000 });

@@ -22,6 +22,7 @@
 
 import { addMs } from '../store/millis';
 import type { SharedWaiters, Store, WaiterRow } from '../store/types';
+import type { TimerHandle } from './scheduler';
 import type { AcquireResult } from './leases';
 import type { Step } from './step';
 import type { Metadata } from './views';
@@ -41,7 +42,7 @@ export interface Waiter extends WaiterParams {
   state: 'waiting' | 'claimed' | 'done';
   /** Aborted when the client goes away. */
   signal: AbortSignal | undefined;
-  timer: ReturnType<typeof setTimeout> | undefined;
+  timer: TimerHandle | undefined;
   resolve: (r: AcquireResult) => void;
   reject: (e: unknown) => void;
 }

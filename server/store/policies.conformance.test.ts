@@ -5,14 +5,11 @@
  * deadline order, both kept across reopening.
  */
 
-import { afterEach, beforeEach, describe, test } from 'node:test';
+import { beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { rmSync } from 'node:fs';
-import { PgStore } from './postgres/pg-store';
-import { SqliteStore } from './sqlite/sqlite-store';
 import type { PolicyRow, Store } from './types';
-import { ManualClock, tempDir } from '../testing/harness';
-import { BACKENDS, createTestDatabase, type Backend, type TestDatabase } from '../testing/pg';
+import { BACKENDS } from '../testing/pg';
+import { storeEachTest } from '../testing/store-each-test';
 
 function policy(selector: string, lockDelayMs: number | null): PolicyRow {
   return { family: 'f', selector, ttlMinMs: null, ttlMaxMs: 60_000, ttlDefaultMs: null, maxLifetimeMs: null, lockDelayMs, maxWaiters: 3, updatedAt: 5, updatedBy: 'tk_1' };
@@ -20,22 +17,10 @@ function policy(selector: string, lockDelayMs: number | null): PolicyRow {
 
 for (const backend of BACKENDS) {
   describe(`policy store conformance: ${backend}`, () => {
+    const fx = storeEachTest(backend);
     let store: Store;
-    let dir: string;
-    let db: TestDatabase | undefined;
-    const clock = new ManualClock();
-    const open = async (b: Backend): Promise<Store> =>
-      b === 'postgres' ? PgStore.open({ url: db!.url, clock: clock.now }) : new SqliteStore({ dataDir: dir, clock: clock.now });
-
     beforeEach(async () => {
-      dir = tempDir('leasehold-store-');
-      db = backend === 'postgres' ? await createTestDatabase() : undefined;
-      store = await open(backend);
-    });
-    afterEach(async () => {
-      await store.close();
-      rmSync(dir, { recursive: true, force: true });
-      await db?.drop();
+      store = await fx.open();
     });
 
     test('a policy is replaced by its exact selector, listed by selector, counted and deleted once', async () => {
@@ -59,7 +44,7 @@ for (const backend of BACKENDS) {
         await tx.policies.setLockDelay({ family: 'g', route: 'lease://a/b/c', until: 100 });
       });
       await store.close();
-      store = await open(backend);
+      store = await fx.open();
       assert.equal(await store.atomic((tx) => tx.policies.getLockDelay('f', 'lease://a/b/c')), 300);
       assert.deepEqual(await store.atomic((tx) => tx.policies.dueDelayFamilies(250, 10)), ['f', 'g']);
       assert.deepEqual(

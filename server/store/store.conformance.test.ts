@@ -5,15 +5,13 @@
  */
 
 import { millis } from './millis';
-import { afterEach, beforeEach, describe, test } from 'node:test';
+import { beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { rmSync } from 'node:fs';
 import { parseSelector } from '@/lib/selector';
 import { PgStore } from './postgres/pg-store';
-import { SqliteStore } from './sqlite/sqlite-store';
 import { StoreUnavailableError, type LeaseRow, type Store } from './types';
-import { ManualClock, tempDir } from '../testing/harness';
-import { BACKENDS, createTestDatabase, type Backend, type TestDatabase } from '../testing/pg';
+import { BACKENDS, createTestDatabase } from '../testing/pg';
+import { storeEachTest } from '../testing/store-each-test';
 
 function lease(route: string, token: number, over: Partial<LeaseRow> = {}): LeaseRow {
   return {
@@ -24,22 +22,11 @@ function lease(route: string, token: number, over: Partial<LeaseRow> = {}): Leas
 
 for (const backend of BACKENDS) {
   describe(`store conformance: ${backend}`, () => {
+    const fx = storeEachTest(backend);
+    const clock = fx.clock;
     let store: Store;
-    let dir: string;
-    let db: TestDatabase | undefined;
-    const clock = new ManualClock();
-    const open = async (b: Backend): Promise<Store> =>
-      b === 'postgres' ? PgStore.open({ url: db!.url, clock: clock.now }) : new SqliteStore({ dataDir: dir, clock: clock.now });
-
     beforeEach(async () => {
-      dir = tempDir('leasehold-store-');
-      db = backend === 'postgres' ? await createTestDatabase() : undefined;
-      store = await open(backend);
-    });
-    afterEach(async () => {
-      await store.close();
-      rmSync(dir, { recursive: true, force: true });
-      await db?.drop();
+      store = await fx.open();
     });
 
     test('kind, epoch kept across reopening, backend time from the clock', async () => {
@@ -48,7 +35,7 @@ for (const backend of BACKENDS) {
       assert.match(epoch, /^ep_/);
       assert.equal(await store.atomic(async (tx) => tx.now), clock.now());
       await store.close();
-      store = await open(backend);
+      store = await fx.open();
       assert.equal(store.epoch(), epoch);
     });
 
@@ -69,6 +56,60 @@ for (const backend of BACKENDS) {
         await tx.insertLease(lease('lease://a/b/c', 2));
       }, { family: 'default' });
       assert.equal(await store.atomic((tx) => tx.revision('default')), 2);
+    });
+
+    test('steps started together each keep their own outcome, and each sees the steps committed before it', async () => {
+      // 48 steps in flight at once (one batch on SQLite): every third throws after writing.
+      const steps = Array.from({ length: 48 }, (_, i) =>
+        store.atomic(async (tx) => {
+          const route = `lease://batch/r/${i}`;
+          const rev = await tx.bumpRevision('default');
+          await tx.insertLease(lease(route, rev));
+          await tx.putIdempotency({ family: 'default', op: 'acquire', route, requestId: `q${i}`, digest: 'd', status: 0, answer: `{"i":${i}}`, expiresAt: millis(10_000) });
+          await tx.insertAudit([{ time: millis(i), eventType: 'lease_acquire', family: 'default', route, tokenId: null, subjectTokenId: null, ownerId: 'o', incarnation: null, result: 'lease_acquired', fencingToken: rev, reason: null, correlationId: `c${i}`, latencyMs: 0 }]);
+          if (i % 3 === 0) throw new Error(`boom ${i}`);
+          return rev;
+        }, { family: 'default' }),
+      );
+      const outcomes = await Promise.allSettled(steps);
+      const kept = outcomes.flatMap((o, i) => (o.status === 'fulfilled' ? [{ i, rev: o.value }] : []));
+      assert.equal(kept.length, 32);
+      outcomes.forEach((o, i) => assert.equal(o.status === 'rejected', i % 3 === 0, `step ${i}`));
+      // Revisions of the kept steps are contiguous: a thrown step's bump was undone before the next step read it.
+      assert.deepEqual(kept.map((k) => k.rev).sort((a, b) => a - b), Array.from({ length: 32 }, (_, i) => i + 1));
+      assert.equal(await store.atomic((tx) => tx.revision('default')), 32);
+      const scan = await store.atomic((tx) => tx.scanLeases({ family: 'default', triple: ['batch', 'r', null], after: null, want: 100, budget: 1_000, now: millis(0) }));
+      assert.deepEqual(scan.rows.map((r) => r.route).sort(), kept.map((k) => `lease://batch/r/${k.i}`).sort());
+      for (let i = 0; i < 48; i++) {
+        const rec = await store.atomic((tx) => tx.getIdempotency('default', 'acquire', `lease://batch/r/${i}`, `q${i}`));
+        assert.equal(rec?.answer, i % 3 === 0 ? undefined : `{"i":${i}}`);
+      }
+      const audit = await store.atomic((tx) => tx.scanAudit({ family: 'default', triple: [null, null, null], routeless: true, before: null, limit: 100, budget: 1_000 }));
+      assert.deepEqual(audit.rows.map((r) => r.correlationId).sort(), kept.map((k) => `c${k.i}`).sort());
+    });
+
+    test('a step that scans after its own writes sees them, and a throw after the scan still undoes them all', async () => {
+      await store.atomic((tx) => tx.insertLease(lease('lease://scan/r/keep', 1)));
+      const seen = await Promise.allSettled([
+        store.atomic(async (tx) => {
+          await tx.insertLease(lease('lease://scan/r/a', 2));
+          await tx.deleteLease('default', 'lease://scan/r/keep', 'ls_1', 1);
+          const s = await tx.scanLeases({ family: 'default', triple: ['scan', 'r', null], after: null, want: 10, budget: 100, now: millis(0) });
+          await tx.insertLease(lease('lease://scan/r/b', 3));
+          await tx.putCheckpoint({ family: 'default', route: 'lease://scan/r/a', value: '1', fencingToken: 2, leaseId: 'ls_2', writtenAt: millis(0), version: 1 });
+          throw new Error(`saw ${s.rows.map((r) => r.route).join(',')}`);
+        }),
+        store.atomic(async (tx) => {
+          await tx.insertLease(lease('lease://scan/r/c', 4));
+          return (await tx.scanLeases({ family: 'default', triple: ['scan', 'r', null], after: null, want: 10, budget: 100, now: millis(0) })).rows.map((r) => r.route);
+        }),
+      ]);
+      assert.equal(seen[0]!.status, 'rejected');
+      assert.match(String((seen[0] as PromiseRejectedResult).reason), /saw lease:\/\/scan\/r\/a$/);
+      assert.deepEqual((seen[1] as PromiseFulfilledResult<string[]>).value, ['lease://scan/r/c', 'lease://scan/r/keep']);
+      const after = await store.atomic((tx) => tx.scanLeases({ family: 'default', triple: ['scan', 'r', null], after: null, want: 10, budget: 100, now: millis(0) }));
+      assert.deepEqual(after.rows.map((r) => r.route), ['lease://scan/r/c', 'lease://scan/r/keep']);
+      assert.equal(await store.atomic((tx) => tx.getCheckpoint('default', 'lease://scan/r/a')), undefined);
     });
 
     test('64-bit integers come back as numbers; JSON values round-trip as text exactly', async () => {
@@ -164,7 +205,7 @@ for (const backend of BACKENDS) {
     test('a closed store refuses steps with StoreUnavailableError', async () => {
       await store.close();
       await assert.rejects(store.atomic((tx) => tx.revision('default')), StoreUnavailableError);
-      store = await open(backend);
+      store = await fx.open();
     });
   });
 }

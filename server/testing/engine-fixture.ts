@@ -46,7 +46,11 @@ export async function engineFixture(fixtureOpts: EngineOptions & { backend?: Bac
   const open = async (): Promise<Store> => (db ? PgStore.open({ url: db.url, clock: clock.now, poolSize: 4 }) : new SqliteStore({ dataDir: dir, clock: clock.now }));
   const boot = async () => {
     const engine = new LeaseEngine(wrap(await open()), {
-      sweepIntervalMs: 3_600_000,
+      // Timers run on the manual clock: tests advance time, never wait for it.
+      // The periodic sweep never falls due on its own (tests call sweep()),
+      // unless a test asks for an interval.
+      scheduler: clock,
+      sweepIntervalMs: 1e15,
       bootstrapSecret: SECRET,
       ...opts,
     });
@@ -93,6 +97,32 @@ export async function engineFixture(fixtureOpts: EngineOptions & { backend?: Bac
   };
   f.admin = await f.engine.tokens.authenticate(SECRET);
   return f;
+}
+
+/** One empty store step: a real round trip (a batch commit on SQLite), so steps already started make progress. */
+export function storeTurn(f: EngineFixture): Promise<void> {
+  return f.engine.store.atomic(async () => undefined);
+}
+
+/** Wait, without sleeping, until `ready()` holds (checked after each store turn, at most `turns` of them). */
+export async function until(f: EngineFixture, ready: () => boolean, turns = 1_000): Promise<void> {
+  for (let i = 0; i < turns && !ready(); i++) await storeTurn(f);
+}
+
+/**
+ * Settle promises that wait on engine timers (waiter deadlines): advance the
+ * manual clock in `stepMs` steps, with a store turn between, until they all
+ * settle. Time is simulated; nothing waits for it.
+ */
+export async function settleWithTime(f: EngineFixture, ps: readonly Promise<unknown>[], stepMs = 50): Promise<void> {
+  let done = false;
+  const all = Promise.allSettled(ps).then(() => {
+    done = true;
+  });
+  while (!done) {
+    f.clock.advance(stepMs);
+    await Promise.race([all, storeTurn(f)]);
+  }
 }
 
 /** A renew/release/checkpoint proof from an acquire answer. */

@@ -3,6 +3,7 @@
  * real HTTP on a free loopback port) and a small JSON client. Never a mock.
  */
 
+import type { Scheduler, TimerHandle } from '../engine/scheduler';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -21,11 +22,34 @@ import { createTestDatabase, dropTestDatabase, type Backend } from './pg';
 export const TEST_STORE: Backend = process.env.LEASEHOLD_TEST_STORE === 'postgres' ? 'postgres' : 'sqlite';
 
 /** A clock tests move by hand, so engine tests never sleep for expiry. */
-export class ManualClock {
+export class ManualClock implements Scheduler {
+  private timers: Array<{ at: number; every: number; fn: () => void; seq: number }> = [];
+  private seq = 0;
   constructor(public t = Date.parse('2026-01-01T00:00:00.000Z')) {}
   now = (): Millis => millis(this.t);
+  /** Move time forward, running every timer that falls due on the way, in due order. */
   advance(ms: number): void {
-    this.t += ms;
+    const end = this.t + ms;
+    for (;;) {
+      const due = this.timers.filter((x) => x.at <= end).sort((a, b) => a.at - b.at || a.seq - b.seq)[0];
+      if (!due) break;
+      this.t = Math.max(this.t, due.at);
+      if (due.every > 0) due.at += due.every;
+      else this.timers = this.timers.filter((x) => x !== due);
+      due.fn();
+    }
+    this.t = end;
+  }
+  after(ms: number, fn: () => void): TimerHandle {
+    return this.add(ms, 0, fn);
+  }
+  every(ms: number, fn: () => void): TimerHandle {
+    return this.add(ms, Math.max(1, ms), fn);
+  }
+  private add(ms: number, every: number, fn: () => void): TimerHandle {
+    const timer = { at: this.t + ms, every, fn, seq: this.seq++ };
+    this.timers.push(timer);
+    return { cancel: () => (this.timers = this.timers.filter((x) => x !== timer)) };
   }
 }
 

@@ -24,6 +24,7 @@ import { randomBytes } from 'node:crypto';
 import { routeSegments } from '@/lib/selector';
 import { MIGRATIONS } from './schema';
 import { SqlitePolicies } from './policies';
+import { BatchTx, type DirectTx } from './write-behind';
 import {
   RARE_AUDIT_TYPES,
   prunePrefix,
@@ -55,9 +56,6 @@ export interface SqliteStoreOptions {
   /** Backend time; injected so tests move time instead of sleeping. */
   clock?: Clock;
 }
-
-/** A batch at least this large means many clients are waiting on commits. */
-const BUSY_BATCH = 16;
 
 interface Pending {
   fn: (tx: Tx) => Promise<unknown>;
@@ -94,11 +92,10 @@ export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const;
   private readonly db: Database.Database;
   private readonly clock: Clock;
-  private readonly tx: SqliteTx;
+  private readonly tx: BatchTx;
   private queue: Pending[] = [];
   private scheduled = false;
   private flushing = false;
-  private lastBatch = 0;
   private closed = false;
   private readonly epochValue: string;
   /** Transaction control, prepared once (exec would recompile it every batch and step). */
@@ -128,7 +125,6 @@ export class SqliteStore implements Store {
       }
       throw e;
     }
-    this.tx = new SqliteTx(this.db);
     const p = (sql: string) => this.db.prepare(sql);
     this.ctl = {
       begin: p('BEGIN IMMEDIATE'),
@@ -138,6 +134,7 @@ export class SqliteStore implements Store {
       release: p('RELEASE step'),
       rollbackTo: p('ROLLBACK TO step'),
     };
+    this.tx = new BatchTx(this.db, new SqliteTx(this.db), this.ctl);
     const existing = this.db.prepare(`SELECT value FROM meta WHERE key = 'epoch'`).get() as { value: string } | undefined;
     if (existing) {
       this.epochValue = existing.value;
@@ -184,15 +181,14 @@ export class SqliteStore implements Store {
   private schedule(): void {
     if (this.scheduled || this.flushing) return;
     this.scheduled = true;
-    const run = () => {
+    // The next batch starts as soon as the event loop has taken in what
+    // arrived meanwhile (the check phase follows the poll phase): no timer,
+    // so the store is never idle while steps wait. Steps that arrive while a
+    // batch commits share the next one.
+    setImmediate(() => {
       this.scheduled = false;
       void this.flush();
-    };
-    // Under load (the last batch was large), wait a millisecond so more
-    // steps share the next commit: a commit costs about a millisecond of
-    // WAL writes here, whatever its size (PostgreSQL's commit_delay idea).
-    if (this.lastBatch >= BUSY_BATCH) setTimeout(run, 1);
-    else setImmediate(run);
+    });
   }
 
   private async flush(): Promise<void> {
@@ -200,7 +196,6 @@ export class SqliteStore implements Store {
     this.flushing = true;
     const batch = this.queue;
     this.queue = [];
-    this.lastBatch = batch.length;
     const outcomes: Array<{ ok: boolean; value: unknown }> = [];
     try {
       this.ctl.begin.run();
@@ -211,20 +206,19 @@ export class SqliteStore implements Store {
       return;
     }
     for (const p of batch) {
-      this.ctl.savepoint.run();
+      this.tx.beginStep(this.clock());
       try {
-        this.tx.now = this.clock();
         const value = await p.fn(this.tx);
-        this.ctl.release.run();
+        this.tx.endStep(true);
         outcomes.push({ ok: true, value });
       } catch (e) {
-        this.ctl.rollbackTo.run();
-        this.ctl.release.run();
+        this.tx.endStep(false);
         outcomes.push({ ok: false, value: e });
       }
     }
     let commitError: unknown;
     try {
+      this.tx.flushBatch();
       this.ctl.commit.run();
     } catch (e) {
       commitError = e;
@@ -234,6 +228,7 @@ export class SqliteStore implements Store {
         // The transaction is already gone; nothing more to undo.
       }
     }
+    this.tx.endBatch();
     this.flushing = false;
     for (let i = 0; i < batch.length; i++) {
       const p = batch[i]!;
@@ -259,7 +254,7 @@ export class SqliteStore implements Store {
 }
 
 /** The `Tx` over one connection: prepared statements, answered synchronously but typed async. */
-class SqliteTx implements Tx {
+class SqliteTx implements DirectTx {
   now = millis(0);
   readonly policies: SqlitePolicies;
   private readonly s;
@@ -282,10 +277,16 @@ class SqliteTx implements Tx {
       ),
       setSessionExpiry: p(`UPDATE sessions SET expires_at = ? WHERE id_hash = ?`),
       deleteSession: p(`DELETE FROM sessions WHERE id_hash = ?`),
-      dueSessions: p(`SELECT ${SESSION_COLS} FROM sessions WHERE expires_at <= ? ORDER BY expires_at LIMIT ?`),
-      dueSessionsFamily: p(`SELECT ${SESSION_COLS} FROM sessions WHERE expires_at <= ? AND family = ? ORDER BY expires_at LIMIT ?`),
+      // Due work is read through the expiry indexes, so its cost follows what
+      // is due, never what is held (without INDEXED BY, SQLite prefers the
+      // family's primary key and reads every lease of the family).
+      dueSessions: p(`SELECT ${SESSION_COLS} FROM sessions INDEXED BY sessions_expiry WHERE expires_at <= ? ORDER BY expires_at LIMIT ?`),
+      dueSessionsFamily: p(
+        `SELECT ${SESSION_COLS} FROM sessions INDEXED BY sessions_expiry WHERE expires_at <= ? AND family = ? ORDER BY expires_at LIMIT ?`,
+      ),
       dueFamilies: p(
-        `SELECT family FROM (SELECT family FROM leases WHERE expires_at <= ? UNION SELECT family FROM sessions WHERE expires_at <= ?) ORDER BY family LIMIT ?`,
+        `SELECT family FROM (SELECT family FROM leases INDEXED BY leases_expiry WHERE expires_at <= ?
+           UNION SELECT family FROM sessions INDEXED BY sessions_expiry WHERE expires_at <= ?) ORDER BY family LIMIT ?`,
       ).pluck(),
       listSessionsFirst: p(
         `SELECT ${SESSION_COLS} FROM sessions WHERE family = ? ORDER BY created_at, incarnation LIMIT ?`,
@@ -311,8 +312,10 @@ class SqliteTx implements Tx {
       deleteLease: p(`DELETE FROM leases WHERE family = ? AND route = ? AND lease_id = ? AND fencing_token = ?`),
       setReleaseRequest: p(`UPDATE leases SET release_request = ? WHERE family = ? AND route = ? AND lease_id = ? AND fencing_token = ?`),
       sessionLeases: p(`SELECT ${LEASE_COLS} FROM leases WHERE session_hash = ? ORDER BY route`),
-      dueLeases: p(`SELECT ${LEASE_COLS} FROM leases WHERE expires_at <= ? ORDER BY expires_at LIMIT ?`),
-      dueLeasesFamily: p(`SELECT ${LEASE_COLS} FROM leases WHERE expires_at <= ? AND family = ? ORDER BY expires_at LIMIT ?`),
+      dueLeases: p(`SELECT ${LEASE_COLS} FROM leases INDEXED BY leases_expiry WHERE expires_at <= ? ORDER BY expires_at LIMIT ?`),
+      dueLeasesFamily: p(
+        `SELECT ${LEASE_COLS} FROM leases INDEXED BY leases_expiry WHERE expires_at <= ? AND family = ? ORDER BY expires_at LIMIT ?`,
+      ),
       countLeasesAll: p(`SELECT count(*) FROM leases`).pluck(),
       countLeasesFamily: p(`SELECT count(*) FROM leases WHERE family = ?`).pluck(),
       leasesByFamily: p(`SELECT family, count(*) AS n FROM leases GROUP BY family`),
@@ -396,8 +399,24 @@ class SqliteTx implements Tx {
     return this.db.pragma('user_version', { simple: true }) === MIGRATIONS.length;
   }
 
-  async revision(family: string): Promise<number> {
+  revisionRow(family: string): number {
     return (this.s.revision.get(family) as number | undefined) ?? 0;
+  }
+  sessionRow(idHash: string): SessionRow | undefined {
+    return this.s.getSession.get(idHash) as SessionRow | undefined;
+  }
+  leaseRow(family: string, route: string): LeaseRow | undefined {
+    return this.s.getLease.get(family, route) as LeaseRow | undefined;
+  }
+  checkpointRow(family: string, route: string): CheckpointRow | undefined {
+    return this.s.getCheckpoint.get(family, route) as CheckpointRow | undefined;
+  }
+  idempotencyRow(family: string, op: string, route: string, requestId: string): IdempotencyRow | undefined {
+    return this.s.getIdem.get(family, op, route, requestId) as IdempotencyRow | undefined;
+  }
+
+  async revision(family: string): Promise<number> {
+    return this.revisionRow(family);
   }
   async bumpRevision(family: string): Promise<number> {
     return this.s.bumpRevision.get(family) as number;

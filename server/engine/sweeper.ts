@@ -1,0 +1,79 @@
+/**
+ * The expiry sweeper: processes due lease and session expirations in
+ * deadline order, one step per family (each locks its family first, so
+ * instances sharing a store never deadlock and never process an expiry
+ * twice: every removal is conditional on lease id and token), and prunes
+ * idempotency records, logins and expired embed tokens; ends due lock-delays
+ * (granting the route's head waiter). Due work is found
+ * through the stores' expiry indexes, so a sweep costs what is due, not
+ * what is held.
+ */
+
+import { expireDue, grantNext } from './leases';
+import { endDueLockDelays } from './lock-delay';
+import type { Scheduler, TimerHandle } from './scheduler';
+import type { EngineContext, Step } from './step';
+
+/** Leases or sessions processed per family and step. */
+export const SWEEP_BATCH = 512;
+/** Families with due work taken per sweep. */
+const FAMILIES_PER_SWEEP = 64;
+
+/** Runs one atomic step scoped to a family (or to none), as the engine does. */
+export type StepRunner = <T>(fn: (step: Step) => Promise<T>, family?: string) => Promise<T>;
+
+export class ExpirySweeper {
+  private handle: TimerHandle | undefined;
+  private sweeping = false;
+
+  constructor(
+    private readonly ctx: EngineContext,
+    private readonly run: StepRunner,
+    private readonly scheduler: Scheduler,
+  ) {}
+
+  /** Process everything already due, then sweep every `intervalMs`. */
+  async start(intervalMs: number): Promise<void> {
+    while ((await this.sweep()) >= SWEEP_BATCH);
+    this.handle = this.scheduler.every(intervalMs, () => void this.sweepAll());
+  }
+
+  stop(): void {
+    this.handle?.cancel();
+    this.handle = undefined;
+  }
+
+  private async sweepAll(): Promise<void> {
+    if (this.sweeping) return;
+    this.sweeping = true;
+    try {
+      while ((await this.sweep()) >= SWEEP_BATCH);
+    } catch {
+      // The store is unavailable; the next tick tries again.
+    } finally {
+      this.sweeping = false;
+    }
+  }
+
+  /** One sweep: returns the largest number due in one family (SWEEP_BATCH or more: call again). */
+  async sweep(): Promise<number> {
+    const families = await this.run(async (step) => {
+      await step.tx.pruneIdempotency(step.now, 1_000);
+      await step.tx.pruneLogins(step.now);
+      await step.tx.pruneEmbedTokens(step.now, 1_000);
+      const due = await step.tx.dueFamilies(step.now, FAMILIES_PER_SWEEP);
+      return [...new Set([...due, ...(await step.tx.policies.dueDelayFamilies(step.now, FAMILIES_PER_SWEEP))])];
+    });
+    let most = 0;
+    for (const family of families) {
+      const n = await this.run(
+        async (step) =>
+          (await expireDue(this.ctx, step, SWEEP_BATCH, family)) +
+          (await endDueLockDelays(step, family, SWEEP_BATCH, (f, r) => grantNext(this.ctx, step, f, r))),
+        family,
+      );
+      most = Math.max(most, n);
+    }
+    return families.length >= FAMILIES_PER_SWEEP ? Math.max(most, SWEEP_BATCH) : most;
+  }
+}
