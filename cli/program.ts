@@ -9,6 +9,7 @@ import { registerAccount } from './commands/account';
 import { registerAudit } from './commands/audit';
 import { registerLeases } from './commands/leases';
 import { registerOperator } from './commands/operator';
+import { registerPolicies } from './commands/policies';
 import { registerRun } from './commands/run';
 import { registerTokens } from './commands/tokens';
 import { registerWatch } from './commands/watch';
@@ -18,7 +19,7 @@ declare const LEASEHOLD_VERSION: string | undefined;
 
 export function buildProgram(): Command {
   const program = new Command('leasehold')
-    .description('Leasehold on the command line: leases, the audit trail, tokens, and `run` to hold a lease while a command runs.')
+    .description('Leasehold on the command line: leases, the audit trail, tokens, policies, and `run` to hold a lease while a command runs.')
     .version(typeof LEASEHOLD_VERSION === 'string' ? LEASEHOLD_VERSION : 'dev')
     .enablePositionalOptions()
     .showHelpAfterError('(add --help for usage)')
@@ -35,6 +36,7 @@ Exit codes: 0 success, 1 error, 2 usage, 3 conflict or mismatch, 4 lease lost (r
   registerOperator(program);
   registerAudit(program);
   registerTokens(program);
+  registerPolicies(program);
   registerRun(program);
   return program;
 }

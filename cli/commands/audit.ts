@@ -61,10 +61,18 @@ export function registerAudit(program: Command): void {
   );
 }
 
+/**
+ * Events are printed once they are SETTLE_MS old (by this machine's clock),
+ * oldest first: with several instances each writes its audit in batches, so
+ * an older event can become readable a moment after a newer one from another
+ * instance; holding the newest back keeps the followed trail in time order.
+ */
+const SETTLE_MS = 500;
+
 async function follow(client: LeaseholdClient, query: AuditQuery, seenFirst: readonly AuditEvent[], intervalMs: number, show: (items: readonly AuditEvent[]) => void): Promise<void> {
   const seen = new Set(seenFirst.map((e) => e.id));
-  // Rows can land with a time a little before the newest one already read
-  // (batched writers), so each poll looks back a second and skips what it saw.
+  // Rows can land with a time a little before the newest one already printed
+  // (batched writers), so each poll looks back a second and skips what it printed.
   let since = seenFirst[0]?.time ?? query.since ?? new Date().toISOString();
   let stopped = false;
   const stop = (): void => {
@@ -76,14 +84,16 @@ async function follow(client: LeaseholdClient, query: AuditQuery, seenFirst: rea
     await new Promise((r) => setTimeout(r, intervalMs));
     if (stopped) break;
     const from = new Date(Date.parse(since) - 1000).toISOString();
+    const settled = new Date(Date.now() - SETTLE_MS).toISOString();
     const fresh: AuditEvent[] = [];
     let cursor: string | undefined;
     do {
       const page = await client.listAudit({ ...query, since: from, limit: 1000, ...(cursor ? { cursor } : {}) });
-      for (const e of page.items) if (!seen.has(e.id)) fresh.push(e);
+      for (const e of page.items) if (!seen.has(e.id) && e.time <= settled) fresh.push(e);
       cursor = page.next_cursor ?? undefined;
     } while (cursor !== undefined);
-    fresh.reverse();
+    fresh.reverse(); // the API answers newest first; the sort below is stable, so ties keep the trail's order
+    fresh.sort((a, b) => (a.time < b.time ? -1 : a.time > b.time ? 1 : 0));
     for (const e of fresh) {
       seen.add(e.id);
       if (e.time > since) since = e.time;

@@ -77,11 +77,18 @@ export function registerLeases(program: Command): void {
     ).action(async (route: string, opts: CommonOptions & { events?: number }) => {
       const client = clientFor(opts);
       const [lease, checkpoint, audit] = await Promise.all([client.inspect(route), client.readCheckpoint(route), client.listAudit({ route, limit: opts.events ?? 10 })]);
-      if (opts.json) return print(jsonLine({ route, lease: lease ?? null, checkpoint: checkpoint ?? null, audit: audit.items }));
+      const delayUntil = lease === undefined ? await client.lockDelayUntil(route) : undefined;
+      if (opts.json) {
+        const lockDelayUntil = delayUntil === undefined ? null : new Date(delayUntil).toISOString();
+        return print(jsonLine({ route, lease: lease ?? null, lock_delay_until: lockDelayUntil, checkpoint: checkpoint ?? null, audit: audit.items }));
+      }
       const style = styleFor(process.stdout);
       const now = Date.now();
       const rows: string[][] = [['route', route]];
-      if (lease === undefined) rows.push(['lease', 'not held']);
+      if (lease === undefined) {
+        rows.push(['lease', 'not held']);
+        if (delayUntil !== undefined) rows.push(['lock-delay', `no new holder until ${new Date(delayUntil).toISOString()} (${relative(new Date(delayUntil).toISOString(), now)})`]);
+      }
       else {
         rows.push(
           ['owner', lease.owner_id],
@@ -95,6 +102,7 @@ export function registerLeases(program: Command): void {
           ['waiters', String(lease.waiters)],
           ['revision', String(lease.revision)],
           ['metadata', lease.metadata === null ? '-' : JSON.stringify(lease.metadata)],
+          ['release request', lease.release_request === null ? 'none' : `${lease.release_request.reason} (asked ${relative(lease.release_request.requested_at, now)} by ${lease.release_request.token_id})`],
         );
       }
       rows.push(['checkpoint', checkpoint === undefined ? 'none' : `v${checkpoint.version} by token ${checkpoint.fencing_token}, ${relative(checkpoint.written_at, now)}: ${JSON.stringify(checkpoint.value)}`]);

@@ -8,6 +8,10 @@
  *   partition) the child gets SIGTERM, then SIGKILL after `--grace`, and
  *   `run` exits 4. Loss is noticed at the next renewal (a third of the TTL)
  *   or at once when the live feed reports a change on the route.
+ * - When someone asks the holder to release (a release request), the child
+ *   gets SIGTERM (unless `--ignore-release-requests`); the lease is released
+ *   when it exits and `run` exits with its code. Noticed at once through the
+ *   feed when the token may read the route, else at the next renewal.
  * - SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to `run` are passed on to the child.
  * - When the child exits the lease is released and `run` exits with the
  *   child's code (128 + the signal number if a signal ended it).
@@ -27,6 +31,7 @@ interface RunOptions extends CommonOptions {
   wait?: number;
   owner?: string;
   grace?: number;
+  ignoreReleaseRequests?: boolean;
 }
 
 /** The server holds a waiting acquire at most this long; longer waits queue again. */
@@ -44,7 +49,8 @@ export function registerRun(program: Command): void {
         .option('--ttl <duration>', 'lease TTL, renewed at a third of it (default 30s)', durationArg)
         .option('--wait <duration>', 'wait this long in the route\'s queue if it is held (default: exit 3 at once)', durationArg)
         .option('--owner <owner>', 'owner id shown to others (default: host:pid)')
-        .option('--grace <duration>', 'after SIGTERM on loss, SIGKILL this much later (default 10s)', durationArg),
+        .option('--grace <duration>', 'after SIGTERM on loss, SIGKILL this much later (default 10s)', durationArg)
+        .option('--ignore-release-requests', 'keep the command running when someone asks the holder to release (default: SIGTERM it)'),
     ).action(async (route: string, command: string[], opts: RunOptions) => {
       process.exitCode = await run(clientFor(opts), route, command, opts);
     }),
@@ -63,7 +69,7 @@ async function run(client: LeaseholdClient, route: string, command: string[], op
   try {
     const lease = await acquire(client, session, route, ttlMs, opts.wait ?? 0);
     if (lease === undefined) return 128 + constants.signals.SIGINT;
-    return await supervise(client, lease, command, graceMs);
+    return await supervise(client, lease, command, graceMs, opts.ignoreReleaseRequests === true);
   } finally {
     await session.close().catch(() => {});
   }
@@ -97,7 +103,7 @@ async function acquire(client: LeaseholdClient, session: Session, route: string,
 }
 
 /** Runs the child under the lease; resolves with `run`'s exit code. */
-async function supervise(client: LeaseholdClient, lease: LeaseHandle, command: string[], graceMs: number): Promise<number> {
+async function supervise(client: LeaseholdClient, lease: LeaseHandle, command: string[], graceMs: number, ignoreReleaseRequests: boolean): Promise<number> {
   const [file, ...args] = command;
   if (file === undefined) throw new CliError('no command given after --', EXIT.usage);
   const child = spawn(file, args, {
@@ -125,21 +131,38 @@ async function supervise(client: LeaseholdClient, lease: LeaseHandle, command: s
   };
   lease.signal.addEventListener('abort', onLost, { once: true });
 
+  // A release request asks the command to finish: SIGTERM once (no SIGKILL:
+  // the lease is still held), then the lease is released when it exits.
+  const onReleaseRequested = (): void => {
+    const request = lease.releaseRequest;
+    if (ignoreReleaseRequests) {
+      note(`leasehold: release of ${lease.route} requested (${request?.reason ?? 'no reason'}); ignored (--ignore-release-requests)`);
+      return;
+    }
+    note(`leasehold: release of ${lease.route} requested (${request?.reason ?? 'no reason'}); sending SIGTERM`);
+    child.kill('SIGTERM');
+  };
+  lease.releaseRequested.addEventListener('abort', onReleaseRequested, { once: true });
+
   // Renewals notice a loss within a third of the TTL; the feed, when the token
   // may read the route, tells at once: any change on it other than our own
   // acquisition makes the handle check with a renewal.
   const feed = client.subscribe([lease.route]);
   feed.opened.catch(() => {});
+  // A release_requested notice for this lease makes it renew too, so the
+  // request (listed in the renew answer) is seen at once.
   feed.on((ev) => {
-    if (ev.type === 'change' && ev.route === lease.route && ev.revision > lease.lease.revision && lease.state === 'held') {
-      lease.renew().catch(() => {});
-    }
+    if (lease.state !== 'held') return;
+    const changed = ev.type === 'change' && ev.route === lease.route && ev.revision > lease.lease.revision;
+    const asked = ev.type === 'release_requested' && ev.route === lease.route && ev.fencing_token === lease.fencingToken && lease.releaseRequest === undefined;
+    if (changed || asked) lease.renew().catch(() => {});
   });
 
   const result = await exited;
   for (const sig of FORWARDED) process.off(sig, forward);
   if (killTimer !== undefined) clearTimeout(killTimer);
   lease.signal.removeEventListener('abort', onLost);
+  lease.releaseRequested.removeEventListener('abort', onReleaseRequested);
   feed.close();
 
   if (result.error) {

@@ -1,4 +1,4 @@
-import type { Session } from '@/lib/client';
+import type { Session } from 'leasehold/client';
 
 /**
  * A worker that lets go when asked (docs/release-requests.md): it finishes

@@ -7,7 +7,7 @@
 
 import { isLeaseholdError } from './errors';
 import { InventoryObserver, type ObserveOptions } from './observer';
-import { leasePath } from './paths';
+import { effectivePolicyPath, leasePath } from './paths';
 import { newRequestId } from './runtime';
 import { Session, type OpenSessionOptions } from './session';
 import { Subscription, type SubscribeOptions } from './subscription';
@@ -99,8 +99,7 @@ export class Policies {
 
   /** Which policy applies to `route` and the bounds its leases get. */
   async explain(route: string): Promise<EffectivePolicy> {
-    const path = route.replace(/^lease:\/\//, '').split('/').map(encodeURIComponent).join('/');
-    const { data } = await this.#transport.call<EffectivePolicy>('GET', `/api/v1/policies/effective/${path}`, { retry: 'safe' });
+    const { data } = await this.#transport.call<EffectivePolicy>('GET', effectivePolicyPath(route), { retry: 'safe' });
     return { policy: data.policy, limits: data.limits };
   }
 }

@@ -7,13 +7,21 @@ export type LeaseAction = 'acquire' | 'renew' | 'release' | 'checkpoint' | 'forc
 
 /** `/api/v1/leases/{realm}/{area}/{resource}[/{action}]`; a route that fails the grammar is refused locally. */
 export function leasePath(route: string, action?: LeaseAction): string {
+  const base = `/api/v1/leases/${routeSegments(route)}`;
+  return action === undefined ? base : `${base}/${action}`;
+}
+
+/** `/api/v1/policies/effective/{realm}/{area}/{resource}`; a route that fails the grammar is refused locally. */
+export function effectivePolicyPath(route: string): string {
+  return `/api/v1/policies/effective/${routeSegments(route)}`;
+}
+
+function routeSegments(route: string): string {
   const parsed = parseRoute(route);
   if (!parsed.ok) {
     throw new LeaseholdError({ code: 'invalid_request', message: `route ${parsed.reason}` });
   }
-  const [realm, area, resource] = parsed.value.segments.map(encodeURIComponent);
-  const base = `/api/v1/leases/${realm}/${area}/${resource}`;
-  return action === undefined ? base : `${base}/${action}`;
+  return parsed.value.segments.map(encodeURIComponent).join('/');
 }
 
 export function streamSubscriptionsPath(streamId: string, subscriptionId?: string): string {

@@ -42,6 +42,7 @@ test('run gives the child LEASEHOLD_ROUTE and LEASEHOLD_FENCING_TOKEN while it h
   assert.equal(seen.holder, 'cron-1', 'the lease is held while the child runs');
   assert.equal(seen.t, String(seen.token));
   assert.equal(await inspect(route), undefined, 'released when the child exited');
+  await s.flushAudit(); // on PostgreSQL the other instance may still buffer the event
   const audit = await s.call('GET', `/api/v1/audit?route=${encodeURIComponent(route)}&limit=5`);
   assert.equal(audit.body.items[0].event_type, 'lease_release', 'released, not left to expire');
 });
@@ -145,4 +146,36 @@ test('run with a command that does not exist exits 127 and releases the lease', 
   assert.equal(r.code, 127);
   assert.match(r.stderr, /could not start leasehold-no-such-command-xyz/);
   assert.equal(await inspect(route), undefined);
+});
+
+test('a release request makes run send SIGTERM to the child at once; the lease is released and run exits with the child\'s code', async () => {
+  const route = 'lease://run/asked/job';
+  // A long TTL: the next renewal is 10 s away, so only the live feed can tell in time.
+  const run = cli.start(['run', route, '--ttl', '30s', '--', ...node("process.on('SIGTERM', () => { console.log('finishing'); process.exit(5); }); console.log('started'); setInterval(() => {}, 1000);")]);
+  await run.waitFor(/started/);
+  const held = await inspect(route);
+  assert.ok(held);
+  const asked = Date.now();
+  const r = await cli.run(['request-release', route, '--reason', 'draining this host, OPS-20']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(await run.exited, 5, run.stderr);
+  assert.ok(Date.now() - asked < 5000, 'seen through the feed, well before the renewal');
+  assert.match(run.stdout, /finishing/);
+  assert.match(run.stderr, /release of lease:\/\/run\/asked\/job requested \(draining this host, OPS-20\); sending SIGTERM/);
+  assert.equal(await inspect(route), undefined, 'released, not lost');
+  await s.flushAudit(); // on PostgreSQL the other instance may still buffer the event
+  const audit = await s.call('GET', `/api/v1/audit?route=${encodeURIComponent(route)}&limit=5`);
+  assert.equal(audit.body.items[0].event_type, 'lease_release');
+});
+
+test('run --ignore-release-requests keeps the child running after a release request', async () => {
+  const route = 'lease://run/asked/ignored';
+  const run = cli.start(['run', route, '--ttl', '3s', '--ignore-release-requests', '--', ...node("process.on('SIGTERM', () => { console.log('got SIGTERM'); process.exit(9); }); console.log('started'); setTimeout(() => { console.log('done'); process.exit(0); }, 2500);")]);
+  await run.waitFor(/started/);
+  const r = await cli.run(['request-release', route, '--reason', 'please let go when you can']);
+  assert.equal(r.code, 0, r.stderr);
+  await run.waitFor(/requested \(please let go when you can\); ignored/);
+  assert.equal(await run.exited, 0, run.stderr);
+  assert.match(run.stdout, /done/);
+  assert.doesNotMatch(run.stdout, /got SIGTERM/);
 });
