@@ -18,6 +18,9 @@ e2e_json_pg=playwright-report/results-postgres.json
 unit_log="$(mktemp -t leasehold-unit-XXXXXX.log)"
 trap 'rm -f "$unit_log"' EXIT
 
+echo "== system packages (Debian: chromium, Java and python3 for the generated client)"
+bash scripts/system-deps.sh || status=1
+
 echo "== build"
 if npm run build; then
   built=1
