@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import { selectorOrThrow } from '@/lib/selector';
 import { EventHub, type LeaseChange } from './events';
 import { FeedHub, type FeedFrame, type FeedSink, type StreamOwner } from './feed';
-import { changeJson, planReplay, type ReadStep } from './change-log';
+import { changeFromLog, changeJson, planReplay, type ReadStep } from './change-log';
 import type { ChangeRow, Tx } from '../store/types';
 import { millis } from '../store/millis';
 
@@ -210,5 +210,20 @@ describe('planReplay', () => {
     const l = log(50_000, 0);
     assert.equal((await planReplay(l.read, 'f', 0, one, 10_000)).kind, 'resync');
     assert.equal(l.reads(), 11);
+  });
+});
+
+describe('changeFromLog', () => {
+  test('a logged change reads back as the event it was, which serializes to the same data', () => {
+    const lease = { route: 'lease://a/b/c', fencing_token: 7, revision: 7, owner_id: 'w', metadata: { k: [1, 'x'] } } as unknown as NonNullable<LeaseChange['lease']>;
+    const acquired: LeaseChange = { type: 'change', family: 'f', route: 'lease://a/b/c', change: 'acquired', revision: 7, fencingToken: 7, queued: true, lease };
+    const released: LeaseChange = { type: 'change', family: 'f', route: 'lease://a/b/c', change: 'released', revision: 8, fencingToken: 7 };
+    for (const e of [acquired, released]) {
+      const row: ChangeRow = { family: e.family, revision: e.revision, route: e.route, time: millis(0), data: changeJson(e) };
+      const back = changeFromLog(row);
+      assert.equal(changeJson(back), row.data);
+      assert.deepEqual([back.family, back.route, back.change, back.revision], [e.family, e.route, e.change, e.revision]);
+    }
+    assert.equal(changeFromLog({ family: 'f', revision: 7, route: 'lease://a/b/c', time: millis(0), data: changeJson(acquired) }).fencingToken, 7);
   });
 });
