@@ -18,6 +18,9 @@
  * Store: SQLite (a fresh data directory) by default; `--postgres` (or
  * BENCH_POSTGRES=<admin URL>) runs the server on a fresh PostgreSQL database
  * (127.0.0.1:5432 as postgres by default), dropped afterwards.
+ * On PostgreSQL it then prints `EXPLAIN (ANALYZE)` of the statements a LIST
+ * runs (due work of the family, a point read, each case's first chunk as the
+ * shared planner renders it), against the seeded database.
  * `--cpu-prof=<dir>` runs the server under `node --cpu-prof` and prints its
  * top functions by self time over the whole run (seeding and LISTs).
  */
@@ -29,6 +32,12 @@ import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
+import pg from 'pg';
+import { parseSelector } from '../lib/selector';
+import { postgres } from '../server/store/plan/dialect';
+import { dueFamiliesSql, dueSql } from '../server/store/plan/expiry';
+import { planLeaseScan, renderLeaseChunk } from '../server/store/plan/lease-scan';
+import { millis } from '../server/store/millis';
 import { createTestDatabase, type TestDatabase } from '../server/testing/pg';
 import { spawnListening } from '../server/testing/process';
 
@@ -154,6 +163,34 @@ function profileTop(dir: string, n = 25): string[] {
   return [...self.entries()].sort((a, b) => b[1] - a[1]).slice(0, n).map(([fn, h]) => `${((h / total) * 100).toFixed(1).padStart(5)} %  ${fn}`);
 }
 
+/** The plans PostgreSQL picks for the statements of a LIST, over the seeded tables. */
+async function explain(url: string): Promise<void> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    await c.query('ANALYZE');
+    const now = Date.now();
+    const show = async (name: string, sql: string, params: unknown[]) => {
+      const r = await c.query(`EXPLAIN (ANALYZE, COSTS OFF) ${sql}`, params);
+      console.log(`\n-- ${name}\n${r.rows.map((x: Record<string, string>) => x['QUERY PLAN']).join('\n')}`);
+    };
+    await show('due leases of the family (before every LIST)', dueSql(postgres, 'leases', true), [now, 'default', 512]);
+    await show('due sessions of the family', dueSql(postgres, 'sessions', true), [now, 'default', 512]);
+    await show('families with due work (the sweep)', dueFamiliesSql(postgres), [now, now, 64]);
+    await show('exact selector: point read', 'SELECT * FROM leases WHERE family = $1 AND route = $2', ['default', 'lease://acme/area-3/res-5']);
+    for (const text of ['lease://acme/area-7/*', 'lease://*/area-1/res-9', 'lease://*/*/res-42', 'lease://acme/*/res-42']) {
+      const sel = parseSelector(text);
+      if (!sel.ok) throw new Error(text);
+      const scan = { family: 'default', triple: sel.value.triple, after: null, want: 101, budget: 10_000, now: millis(now) };
+      const plan = planLeaseScan(scan);
+      const q = renderLeaseChunk(postgres, plan, 'default', plan.from, 101);
+      await show(`${text}: first chunk (${plan.index})`, q.sql, q.params);
+    }
+  } finally {
+    await c.end();
+  }
+}
+
 async function main(): Promise<void> {
   if (!existsSync(SERVER)) {
     const r = spawnSync('npm', ['run', 'build:server'], { cwd: ROOT, stdio: 'inherit' });
@@ -215,6 +252,7 @@ async function main(): Promise<void> {
       cases.push(await listCase('sparse: resource index, first page', 'lease://*/*/res-N', (i) => `lease://*/*/res-${(42 + i * 7) % 200}`));
       console.log(`\n${store}, ${routes.length} held leases: LIST, limit=100, one client, sequential, ${N} requests a case\n`);
       console.log(table(['case', 'selector', 'items', 'p50 ms', 'p99 ms', 'server CPU µs/LIST'], cases.map((c) => [c.name, c.selector, c.items, c.p50_ms.toFixed(2), c.p99_ms.toFixed(2), c.cpu_us_per_list])));
+      if (db) await explain(db.url);
     } finally {
       clearInterval(keepalive);
     }
