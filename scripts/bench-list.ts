@@ -4,8 +4,8 @@
  *
  * 1. Seeds BENCH_LIST_LEASES (100,000) held leases with BENCH_SEED_WORKERS
  *    (64) concurrent acquire loops over HTTP (undici, a keep-alive connection
- *    per worker, 8 sessions kept alive), and prints the seeding rate and the
- *    server's CPU per acquire.
+ *    per worker; each worker has its own session, kept alive, as in a
+ *    fleet), and prints the seeding rate and the server's CPU per acquire.
  * 2. Sequential LISTs (one client, one request at a time, limit=100), each
  *    case BENCH_LIST_N (300) times after 20 unmeasured ones: an exact route
  *    (a point read), a prefix first page (`lease://acme/area-N/*`, 960
@@ -209,15 +209,17 @@ async function main(): Promise<void> {
     ...(db ? { LEASEHOLD_DATABASE_URL: db.url } : {}),
   }, 30_000);
   server = started.proc;
-  pool = new Pool(started.url, { connections: Math.max(SEED_WORKERS, 8) + 8, pipelining: 1, keepAliveTimeout: 60_000 });
+  pool = new Pool(started.url, { connections: SEED_WORKERS + 8, pipelining: 1, keepAliveTimeout: 60_000 });
   const store = db ? 'PostgreSQL' : 'SQLite';
   try {
-    const sessions: string[] = [];
-    for (let i = 0; i < 8; i++) {
-      const r = await send('POST', '/api/v1/sessions', { owner_id: `seed-${i}`, ttl_ms: 300_000 });
-      if (r.status !== 201) throw new Error(`open session: ${r.status} ${JSON.stringify(r.body)}`);
-      sessions.push(r.body.session.session_id as string);
-    }
+    // One session per seeding worker, as each worker of a fleet has its own.
+    const sessions = await Promise.all(
+      Array.from({ length: SEED_WORKERS }, async (_, w) => {
+        const r = await send('POST', '/api/v1/sessions', { owner_id: `seed-${w}`, ttl_ms: 300_000 });
+        if (r.status !== 201) throw new Error(`open session: ${r.status} ${JSON.stringify(r.body)}`);
+        return r.body.session.session_id as string;
+      }),
+    );
     const keepalive = setInterval(() => {
       for (const session_id of sessions) void send('POST', '/api/v1/sessions/keepalive', { session_id }).catch(() => {});
     }, 30_000);
@@ -230,12 +232,12 @@ async function main(): Promise<void> {
       const c0 = serverCpu();
       const t0 = performance.now();
       await Promise.all(
-        Array.from({ length: SEED_WORKERS }, async () => {
+        Array.from({ length: SEED_WORKERS }, async (_, w) => {
           while (next < routes.length) {
             const i = next++;
             // A retryable refusal (a step past its deadline under load) is retried with the same request id, as a client would.
             for (let attempt = 0; ; attempt++) {
-              const r = await send('POST', leasePath(routes[i]!, 'acquire'), { session_id: sessions[i % sessions.length], request_id: `seed-${i}`, ttl_ms: 600_000 });
+              const r = await send('POST', leasePath(routes[i]!, 'acquire'), { session_id: sessions[w], request_id: `seed-${i}`, ttl_ms: 600_000 });
               if (r.status === 200) break;
               const code = `${r.status} ${r.body?.code ?? ''}`;
               codes[code] = (codes[code] ?? 0) + 1;
