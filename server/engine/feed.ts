@@ -158,6 +158,12 @@ interface Stream {
   held: FeedFrame[] | undefined;
   /** How many of `held` are the registrations' own answers (not counted against `resumeBuffer`). */
   heldAnswers: number;
+  /**
+   * A resumed stream's replay covered every change up to here: one
+   * published later (another instance's notification can arrive after the
+   * replay was read) is not sent again.
+   */
+  floor: number;
 }
 
 /**
@@ -273,6 +279,7 @@ export class FeedHub {
       open: true,
       held: resuming ? [] : undefined,
       heldAnswers: 0,
+      floor: 0,
     };
     this.streams.set(stream.id, stream);
     bump(this.perToken, quotaKey(owner), 1);
@@ -345,6 +352,7 @@ export class FeedHub {
     const upTo = plan.kind === 'replay' ? plan.upTo : plan.revision;
     const held = s.held;
     let i = 0;
+    s.floor = upTo;
     s.sink.push(frame('hello', { stream_id: s.id, epoch: this.opts.epoch(), revision: upTo, heartbeat_ms: this.limits.heartbeatMs, resumed: plan.kind === 'replay' }));
     // `open` queued the registrations' answers first, before any live event could arrive.
     for (; i < held.length && held[i]!.event === 'subscribed'; i++) this.send(s, held[i]!);
@@ -531,7 +539,7 @@ export class FeedHub {
   }
 
   private deliver(s: Stream, f: FeedFrame): void {
-    if (!s.open) return;
+    if (!s.open || (f.id !== undefined && f.id <= s.floor)) return;
     if (s.held) {
       s.held.push(f);
       if (f.event !== 'subscribed' && s.held.length - s.heldAnswers > this.limits.resumeBuffer) this.overflow(s, 'slow_consumer');
