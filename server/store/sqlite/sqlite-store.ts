@@ -24,6 +24,7 @@ import { randomBytes } from 'node:crypto';
 import { routeSegments } from '@/lib/selector';
 import { MIGRATIONS } from './schema';
 import { SqlitePolicies } from './policies';
+import { SqliteChangeLog } from './change-log';
 import { BatchTx, type DirectTx } from './write-behind';
 import { sqlite } from '../plan/dialect';
 import { planLeaseScan, renderLeaseChunk, runLeaseScan } from '../plan/lease-scan';
@@ -253,12 +254,14 @@ export class SqliteStore implements Store {
 class SqliteTx implements DirectTx {
   now = millis(0);
   readonly policies: SqlitePolicies;
+  readonly changes: SqliteChangeLog;
   private readonly s;
   /** Statements rendered from the shared plans (server/store/plan/), by text, prepared on first use. */
   private readonly rendered = new Map<string, Database.Statement>();
 
   constructor(private readonly db: Database.Database) {
     this.policies = new SqlitePolicies(db);
+    this.changes = new SqliteChangeLog(db);
     const p = (sql: string) => db.prepare(sql);
     this.s = {
       revision: p(`SELECT revision FROM families WHERE family = ?`).pluck(),
