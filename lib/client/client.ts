@@ -324,7 +324,7 @@ export class LeaseholdClient {
     return new InventoryObserver(
       {
         transport: this.#transport,
-        subscribe: (selectors) => this.subscribe(selectors),
+        subscribe: (selectors, o) => this.subscribe(selectors, o),
         listPage: (s, o) => this.listPage(s, o),
         inspect: (route) => this.inspect(route),
       },

@@ -24,7 +24,7 @@ export interface LeaseInventory {
  * exists: nothing observed yet. One frozen object, so React sees a stable
  * snapshot.
  */
-const CONNECTING: InventorySnapshot = Object.freeze({ state: 'connecting', items: Object.freeze([]), error: undefined, version: 0 });
+const CONNECTING: InventorySnapshot = Object.freeze({ state: 'connecting', recovery: undefined, items: Object.freeze([]), error: undefined, version: 0 });
 
 const getConnecting = (): InventorySnapshot => CONNECTING;
 const noSubscription = (): (() => void) => () => undefined;
