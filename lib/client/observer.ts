@@ -36,6 +36,7 @@
 import { LeaseholdError, closedError, isLeaseholdError } from './errors';
 import { defaultReconcileIntervalMs, ReconcileScheduler } from './reconcile';
 import { applyChange, applyRenewal as applyRenewed, asView } from './merge';
+import { judgeResume, ResumePoint, type Recovery } from './resume';
 import { backoffMs, sleep } from './runtime';
 import type { ChangeEvent, RenewedEvent, ResyncEvent, StreamEvent, SubscribeOptions, Subscription } from './subscription';
 import type { Transport } from './transport';
@@ -55,25 +56,8 @@ export interface ObservedChange {
   readonly cause: ChangeKind | 'renewed' | 'snapshot' | 'reconcile';
 }
 
-/**
- * How the observer last came back after its stream ended or the server asked
- * it to start over: `resumed` (the server replayed what it missed; no
- * listing) or `relisted` (it listed the selector again), with why.
- */
-export interface ObserverRecovery {
-  readonly kind: 'resumed' | 'relisted';
-  /**
-   * For `relisted`: `resync` (the server could not replay; `detail` has its
-   * reason: `horizon`, `epoch` or `too_many`), `overflow` (the stream was
-   * dropped for falling behind, or the server lost track), `epoch` (the store
-   * is another one), `not_resumed` (the server did not resume the stream), or
-   * `disabled` (the `resume` option is off).
-   */
-  readonly reason?: 'resync' | 'overflow' | 'epoch' | 'not_resumed' | 'disabled';
-  readonly detail?: string;
-  /** The revision the new stream resumed from (`since`), when it asked to. */
-  readonly since?: number;
-}
+/** How the observer last came back: `resumed` or `relisted`, and why (resume.ts). */
+export type ObserverRecovery = Recovery;
 
 export interface InventorySnapshot {
   readonly state: ObserverState;
@@ -194,12 +178,8 @@ export class InventoryObserver {
   #resolveReady!: () => void;
   #rejectReady!: (e: unknown) => void;
   #stats = { connects: 0, snapshots: 0, reconciliations: 0, repairs: 0, resumes: 0, relists: 0 };
-  /** The view holds every change up to this revision (undefined before the first snapshot). */
-  #revision: number | undefined;
-  /** The store lifetime the view belongs to. */
-  #epoch: string | undefined;
-  /** Why the next stream must list instead of resuming (an overflow ended the last one). */
-  #mustRelist: ObserverRecovery['reason'] | undefined;
+  /** The revision up to which the view holds every change, and its epoch. */
+  readonly #point = new ResumePoint();
   /** A `resync` the current stream sent: the loop relists on the same stream. */
   #resync: ResyncEvent | undefined;
   #wakeLoop: (() => void) | undefined;
@@ -247,7 +227,7 @@ export class InventoryObserver {
 
   /** The revision up to which the view holds every change (what a new stream resumes from). */
   get revision(): number | undefined {
-    return this.#revision;
+    return this.#point.revision;
   }
 
   /** The reconciliation interval now in force, before jitter. */
@@ -340,7 +320,7 @@ export class InventoryObserver {
           if (end.reason === 'closed' && CREDENTIAL_CLOSE.has(end.detail ?? '')) {
             throw new LeaseholdError({ code: 'invalid_credential', message: `the stream was closed: ${end.detail}` });
           }
-          if (end.reason === 'overflow') this.#mustRelist = 'overflow';
+          if (end.reason === 'overflow') this.#point.mustRelist = 'overflow';
           break;
         }
       } catch (e) {
@@ -379,13 +359,11 @@ export class InventoryObserver {
 
   /** A new stream, resumed from the view's revision when it can be, else bootstrapped by a listing. Resolves once ready. */
   async #connect(gen: number): Promise<Subscription> {
-    const since = this.#revision;
-    const resume = this.#opts.resume !== false && since !== undefined && this.#mustRelist === undefined;
+    const plan = this.#point.next(this.#opts.resume !== false);
+    const { since } = plan;
     const buffer: FeedEvent[] = [];
     this.#buffer = buffer;
-    const sub = resume
-      ? this.#host.subscribe([this.selector], { since, renewals: this.#opts.renewals })
-      : this.#host.subscribe([]);
+    const sub = since !== undefined ? this.#host.subscribe([this.selector], { since, renewals: this.#opts.renewals }) : this.#host.subscribe([]);
     this.#sub = sub;
     this.#stats.connects++;
     sub.on((ev) => this.#onEvent(gen, ev));
@@ -393,44 +371,34 @@ export class InventoryObserver {
     try {
       hello = await sub.opened;
     } catch (e) {
-      if (resume && isLeaseholdError(e, 'invalid_request')) {
+      if (since !== undefined && isLeaseholdError(e, 'invalid_request')) {
         // A server from before resumable feeds refuses `since`: list instead.
-        this.#mustRelist = 'not_resumed';
+        this.#point.mustRelist = 'not_resumed';
         throw new LeaseholdError({ code: 'stream_closed', message: 'the server refused to resume', retryable: true, cause: e });
       }
       throw e;
     }
     this.#assertCurrent(gen);
-    if (resume) {
-      let reason: ObserverRecovery['reason'];
-      let detail: string | undefined;
-      if (hello.epoch !== this.#epoch) reason = 'epoch';
-      else if (!hello.resumed) reason = 'not_resumed';
-      if (this.#resync) {
-        // The server's word wins: the replay it could not do is not coming.
-        reason = 'resync';
-        detail = this.#resync.reason;
-        this.#resync = undefined;
-      }
-      if (reason === undefined) {
+    if (since !== undefined) {
+      const verdict = judgeResume(since, this.#point.epoch, hello, this.#resync);
+      this.#resync = undefined;
+      if (verdict.kind === 'resumed') {
         // The replay applies as it arrives, by the same rule as live changes.
         this.#buffer = undefined;
         this.#applyLive(buffer.splice(0));
         this.#stats.resumes++;
-        this.#becomeReady({ kind: 'resumed', since });
+        this.#becomeReady(verdict);
         return sub;
       }
-      await this.#listOn(gen, sub, buffer, { kind: 'relisted', reason, ...(detail === undefined ? {} : { detail }), since });
+      await this.#listOn(gen, sub, buffer, verdict);
       return sub;
     }
     const hooks = this.#opts.hooks;
     await hooks?.phase?.('stream_open');
     await sub.add(this.selector, { renewals: this.#opts.renewals });
     await hooks?.phase?.('registered');
-    const recovery: ObserverRecovery | undefined =
-      this.#stats.snapshots === 0 ? undefined : { kind: 'relisted', reason: this.#opts.resume === false ? 'disabled' : (this.#mustRelist ?? 'not_resumed') };
     this.#resync = undefined; // a fresh stream lists anyway
-    await this.#listOn(gen, sub, buffer, recovery);
+    await this.#listOn(gen, sub, buffer, plan.reason === undefined ? undefined : { kind: 'relisted', reason: plan.reason });
     return sub;
   }
 
@@ -476,9 +444,7 @@ export class InventoryObserver {
     }
     this.#checkSize(next.size);
     this.#buffer = undefined;
-    this.#revision = Number.isFinite(revision) ? revision : sub.hello?.revision;
-    this.#epoch = sub.hello?.epoch ?? listing.epoch;
-    this.#mustRelist = undefined;
+    this.#point.listed(Number.isFinite(revision) ? revision : (sub.hello?.revision ?? 0), sub.hello?.epoch ?? listing.epoch);
     this.#replaceView(next, 'snapshot');
     this.#stats.snapshots++;
     if (recovery) this.#stats.relists++;
@@ -516,7 +482,7 @@ export class InventoryObserver {
     const changes: ObservedChange[] = [];
     for (const ev of events) {
       this.#recording?.push(ev);
-      if (ev.type === 'change') this.#revision = Math.max(this.#revision ?? 0, ev.revision);
+      if (ev.type === 'change') this.#point.applied(ev.revision);
       const update = ev.type === 'change' ? applyChange(this.#view, ev) : applyRenewed(this.#view, ev);
       if (!update) continue;
       changes.push({ ...update, cause: ev.type === 'change' ? ev.change : 'renewed' });
