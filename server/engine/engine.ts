@@ -19,6 +19,7 @@ import { Cluster, type ClusterOptions } from './cluster';
 import { bindCursor, CursorCodec, type BoundCursor, type CursorBinding } from './cursor';
 import { LeaseholdError, fail, fromStoreError } from './errors';
 import { EventHub } from './events';
+import { logChanges, planReplay } from './change-log';
 import { FeedHub, type FeedLimits, type FeedSink, type Subscribed } from './feed';
 import { hashSecret, randomId } from './ids';
 import {
@@ -328,6 +329,9 @@ export class LeaseEngine {
           refusal = e;
           v = undefined as T;
         }
+        // Its changes are logged in its own transaction, so a resuming stream
+        // replays exactly what committed (docs/design.md, "Change log").
+        await logChanges(step);
         // On a shared store, other instances learn of the step's events from
         // its commit (and its grants of their waiters).
         if (this.cluster) await this.cluster.broadcast(tx, step);
@@ -829,11 +833,20 @@ export class LeaseEngine {
    * caller authorized each with `read`). `hello` carries the later of the
    * family's revision read here and the last one the feed published, so
    * every change with a greater revision reaches the stream.
+   * With `since` (null: a value that is not a revision), the stream resumes:
+   * the changes after it that match its registrations are replayed before
+   * live events, or it is sent `resync` (docs/semantics.md §8).
    * `rate_limited` at a stream or registration cap, with nothing
    * retained; `backend_unavailable` if the store cannot answer.
    */
-  async openStream(p: Principal, selectors: readonly ParsedSelector[], renewals: boolean, sink: FeedSink, loginCookie?: string): Promise<{ streamId: string; subscriptions: Subscribed[] }> {
-    const revision = await this.run((step) => step.tx.revision(p.family), undefined, p.family);
+  async openStream(
+    p: Principal,
+    selectors: readonly ParsedSelector[],
+    renewals: boolean,
+    sink: FeedSink,
+    loginCookie?: string,
+    since?: number | null,
+  ): Promise<{ streamId: string; subscriptions: Subscribed[] }> {
     const owner = {
       tokenId: p.tokenId,
       family: p.family,
@@ -842,7 +855,22 @@ export class LeaseEngine {
       // An embed token's streams count against the token that minted it.
       quotaTokenId: p.kind === 'embed' ? (p.createdBy ?? p.tokenId) : p.tokenId,
     };
-    return this.feed.open(owner, selectors, renewals, sink, revision);
+    if (since === undefined) {
+      const revision = await this.run((step) => step.tx.revision(p.family), undefined, p.family);
+      return this.feed.open(owner, selectors, renewals, sink, revision);
+    }
+    // Resuming: register first (holding back live events), then read the
+    // log up to a revision fixed after registering, so every change is
+    // either replayed or live, never both, never neither (docs/design.md, "Resuming").
+    const opened = this.feed.open(owner, selectors, renewals, sink, 0, true);
+    try {
+      const plan = await planReplay((fn) => this.run((step) => fn(step.tx)), p.family, since, this.feed.replayFrames(opened.streamId), this.feed.limits.maxReplay);
+      this.feed.resume(opened.streamId, plan);
+    } catch (e) {
+      this.feed.discard(opened.streamId);
+      throw e;
+    }
+    return opened;
   }
 
   /**

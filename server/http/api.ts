@@ -57,6 +57,12 @@ type Health = z.output<typeof HealthOk> | z.output<typeof HealthUnavailable>;
 /** What dispatch learns about a request, for its metrics and its log line; `code` stays '' until it is answered. */
 type Trace = RequestOutcome & { route: string; waits: boolean; error: unknown };
 
+/** The `Last-Event-ID` header, when present and not empty (a repeated header is joined, so it is not a revision). */
+function lastEventId(req: IncomingMessage): string | undefined {
+  const h = req.headers['last-event-id'];
+  return h === undefined || h === '' ? undefined : String(h);
+}
+
 const getOrHead = () => Object.assign(new LeaseholdError('method_not_allowed', 'this path takes GET, HEAD'), { allow: 'GET, HEAD' });
 
 /** Build the `/api/*` request handler over an engine. */
@@ -188,6 +194,7 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
         return signal();
       },
       loginCookie,
+      lastEventId: lastEventId(req),
       viaCookie,
       setHeader: (name, value) => {
         extraHeaders[name] = value;

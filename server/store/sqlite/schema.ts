@@ -1,3 +1,4 @@
+import { CHANGE_LOG_MIGRATION } from './change-log';
 import { POLICY_MIGRATION } from './policies';
 
 /**
@@ -143,4 +144,5 @@ export const MIGRATIONS: readonly string[] = [
   -- it lives in the lease's row, so it ends with the lease however it ends.
   ALTER TABLE leases ADD COLUMN release_request TEXT;
   `,
+  CHANGE_LOG_MIGRATION,
 ];

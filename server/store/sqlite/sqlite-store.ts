@@ -24,6 +24,7 @@ import { randomBytes } from 'node:crypto';
 import { routeSegments } from '@/lib/selector';
 import { MIGRATIONS } from './schema';
 import { SqlitePolicies } from './policies';
+import { SqliteChangeLog } from './change-log';
 import { BatchTx, type DirectTx } from './write-behind';
 import {
   RARE_AUDIT_TYPES,
@@ -257,12 +258,14 @@ export class SqliteStore implements Store {
 class SqliteTx implements DirectTx {
   now = millis(0);
   readonly policies: SqlitePolicies;
+  readonly changes: SqliteChangeLog;
   private readonly s;
   /** Audit queries by shape (which filters are present), prepared on first use. */
   private readonly auditQueries = new Map<string, Database.Statement>();
 
   constructor(private readonly db: Database.Database) {
     this.policies = new SqlitePolicies(db);
+    this.changes = new SqliteChangeLog(db);
     const p = (sql: string) => db.prepare(sql);
     this.s = {
       revision: p(`SELECT revision FROM families WHERE family = ?`).pluck(),

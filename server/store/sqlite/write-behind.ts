@@ -21,6 +21,8 @@ import { routeSegments } from '@/lib/selector';
 import type {
   AuditScan,
   AuditScanResult,
+  ChangeLogTx,
+  ChangeRow,
   CheckpointRow,
   IdempotencyRow,
   LeaseRow,
@@ -35,6 +37,7 @@ import type {
 } from '../types';
 import { RARE_AUDIT_TYPES } from '../types';
 import { millis, type Millis } from '../millis';
+import { CHANGE_COLS, changeValues } from './change-log';
 
 /** Rows per multi-row statement (SQLite allows 32,766 parameters; the widest table has 19 columns). */
 const CHUNK = 128;
@@ -265,7 +268,10 @@ export class BatchTx implements Tx {
     poisoned: unknown;
     audit: NewAuditRow[];
     stepAudit: NewAuditRow[];
-  } = { direct: false, poisoned: undefined, audit: [], stepAudit: [] };
+    /** Change-log rows, kept like audit rows: per step, then per batch, appended at commit in one multi-row insert. */
+    changes: ChangeRow[];
+    stepChanges: ChangeRow[];
+  } = { direct: false, poisoned: undefined, audit: [], stepAudit: [], changes: [], stepChanges: [] };
   private readonly sql: Statements;
   private readonly leases: CachedTable<LeaseRow>;
   private readonly sessions: CachedTable<SessionRow>;
@@ -279,6 +285,8 @@ export class BatchTx implements Tx {
    * through under its savepoint, so a step that throws undoes them too.
    */
   readonly policies: PolicyTx;
+  /** Appends are written behind with the batch; reads see every earlier write; a prune writes through. */
+  readonly changes: ChangeLogTx;
 
   constructor(
     db: Database.Database,
@@ -305,6 +313,17 @@ export class BatchTx implements Tx {
       dueDelayFamilies: (now, limit) => p.dueDelayFamilies(now, limit),
       countLockDelays: (now) => p.countLockDelays(now),
     };
+    const c = base.changes;
+    this.changes = {
+      append: async (rows) => {
+        if (this.st.direct) return c.append(rows);
+        this.st.stepChanges.push(...rows);
+      },
+      read: (family, after, upTo, limit) => this.read(() => c.read(family, after, upTo, limit)),
+      horizon: (family) => this.read(() => c.horizon(family)),
+      prune: (keepChanges, olderThan, limit) => this.write(() => c.prune(keepChanges, olderThan, limit)),
+      stats: () => this.read(() => c.stats()),
+    };
   }
 
   // ---- the runner's side ----------------------------------------------------
@@ -325,16 +344,19 @@ export class BatchTx implements Tx {
         // The database moved under the caches: start them afresh.
         for (const t of this.tables) t.reset();
         this.st.stepAudit = [];
+        this.st.stepChanges = [];
       }
       return;
     }
     if (ok) {
       for (const t of this.tables) t.commitStep();
       if (this.st.stepAudit.length > 0) this.st.audit.push(...this.st.stepAudit);
+      if (this.st.stepChanges.length > 0) this.st.changes.push(...this.st.stepChanges);
     } else {
       for (const t of this.tables) t.abortStep();
     }
     this.st.stepAudit = [];
+    this.st.stepChanges = [];
   }
 
   /** Write everything the batch's steps wrote; throws if the batch cannot commit. */
@@ -345,6 +367,10 @@ export class BatchTx implements Tx {
       if (this.st.audit.length > 0) {
         this.insertAuditRows(this.st.audit);
         this.st.audit = [];
+      }
+      if (this.st.changes.length > 0) {
+        this.insertChangeRows(this.st.changes);
+        this.st.changes = [];
       }
     } catch (e) {
       this.st.poisoned = e;
@@ -357,8 +383,14 @@ export class BatchTx implements Tx {
     for (const t of this.tables) t.reset();
     this.st.audit = [];
     this.st.stepAudit = [];
+    this.st.changes = [];
+    this.st.stepChanges = [];
     this.st.direct = false;
     this.st.poisoned = undefined;
+  }
+
+  private insertChangeRows(rows: readonly ChangeRow[]): void {
+    this.sql.runChunked('change-add', rows.map(changeValues), CHANGE_COLS.length, (n) => `INSERT INTO change_log (${CHANGE_COLS.join(',')}) VALUES ${tuples(n, CHANGE_COLS.length)}`);
   }
 
   private insertAuditRows(rows: readonly NewAuditRow[]): void {
@@ -377,7 +409,7 @@ export class BatchTx implements Tx {
   /** Before a read the caches cannot answer: the database must hold every write so far, this step's included. */
   private sync(): void {
     this.flushBatch();
-    if (!this.st.direct && (this.st.stepAudit.length > 0 || this.tables.some((t) => t.stepWrites > 0))) this.writeThrough();
+    if (!this.st.direct && (this.st.stepAudit.length > 0 || this.st.stepChanges.length > 0 || this.tables.some((t) => t.stepWrites > 0))) this.writeThrough();
   }
 
   /** From here on this step writes through SQL, under a savepoint. */
@@ -390,6 +422,10 @@ export class BatchTx implements Tx {
     if (this.st.stepAudit.length > 0) {
       this.insertAuditRows(this.st.stepAudit);
       this.st.stepAudit = [];
+    }
+    if (this.st.stepChanges.length > 0) {
+      this.insertChangeRows(this.st.stepChanges);
+      this.st.stepChanges = [];
     }
   }
 
