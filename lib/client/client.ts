@@ -5,6 +5,7 @@
  * Streams only.
  */
 
+import { LiveFeed, type LiveFeedOptions } from './live-feed';
 import { isLeaseholdError } from './errors';
 import { InventoryObserver, type ObserveOptions } from './observer';
 import { effectivePolicyPath, leasePath } from './paths';
@@ -317,6 +318,17 @@ export class LeaseholdClient {
   /** Open a stream with `selectors` registered (a typed subscription; raw ids stay inside). */
   subscribe(selectors: readonly string[] = [], opts: SubscribeOptions = {}): Subscription {
     return new Subscription(this.#transport, selectors, opts);
+  }
+
+  /**
+   * One stream shared by many watchers of different selectors, which
+   * reconnects and resumes by itself (docs/sdk.md "One stream for a page").
+   */
+  liveFeed(opts: LiveFeedOptions = {}): LiveFeed {
+    return new LiveFeed(
+      { subscribe: (selectors, o) => this.subscribe(selectors, o), clock: this.#transport.clock, random: this.#transport.random },
+      opts,
+    );
   }
 
   /** The safe, self-healing view of what `selector` holds (docs/sdk.md). */
