@@ -189,7 +189,8 @@ export class LiveFeed {
         // A stream that would not resume (a server from before resumable
         // feeds, or a selector no longer readable, refusing the whole
         // stream): the next one starts fresh and registers one by one.
-        if (since !== undefined && sub.ended?.reason === 'refused') this.#point.mustRelist = 'not_resumed';
+        const refusal = sub.ended?.reason === 'refused' ? sub.ended.error : undefined;
+        if (since !== undefined && refusal !== undefined && (refusal.status === 400 || refusal.status === 403)) this.#point.mustRelist = 'not_resumed';
         // Start over on a new stream. A refused stream has ended already.
         sub.close();
       }
