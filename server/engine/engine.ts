@@ -14,7 +14,7 @@ import { randomBytes } from 'node:crypto';
 import { contains, routeSegments, selectorOrThrow, type ParsedSelector } from '@/lib/selector';
 import { allowingGrant } from '@/lib/grants';
 import { AuditLog, auditView, type AuditEvent, type AuditEventType, type AuditFacts, type AuditOptions, type AuditSpec, type Caller } from './audit';
-import type { LeaseRow, StepScope, Store, Tx } from '../store/types';
+import type { ChangeLogStats, LeaseRow, StepScope, Store, Tx } from '../store/types';
 import { Cluster, type ClusterOptions } from './cluster';
 import { bindCursor, CursorCodec, type BoundCursor, type CursorBinding } from './cursor';
 import { LeaseholdError, fail, fromStoreError } from './errors';
@@ -902,6 +902,11 @@ export class LeaseEngine {
     await this.run(async (step) => {
       step.events.push({ type: 'census', families: await step.tx.familyCounts() });
     });
+  }
+
+  /** Every family's change-log size and horizon (for metrics). Throws `backend_unavailable` if the store cannot answer. */
+  changeLogStats(): Promise<ChangeLogStats[]> {
+    return this.run((step) => step.tx.changes.stats());
   }
 
   // ---- health ---------------------------------------------------------------

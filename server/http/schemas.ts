@@ -195,7 +195,8 @@ export const StreamQuery = z.strictObject({
     .regex(REVISION_RE, 'must be a revision (a non-negative integer)')
     .transform(Number)
     .refine(Number.isSafeInteger, 'must be a revision (a non-negative integer)')
-    .optional(),
+    .optional()
+    .describe('Resume after this revision (the `id` of the last change applied): the matching changes after it are replayed before live events. Wins over `Last-Event-ID`'),
 });
 
 export const SubscribeBody = z.strictObject({
