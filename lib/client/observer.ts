@@ -35,7 +35,7 @@
 
 import { LeaseholdError, closedError, isLeaseholdError } from './errors';
 import { defaultReconcileIntervalMs, ReconcileScheduler } from './reconcile';
-import { applyChange, applyRenewal as applyRenewed, asView } from './merge';
+import { applyChange, applyRenewal, asView } from './merge';
 import { judgeResume, ResumePoint, type Recovery } from './resume';
 import { backoffMs, sleep } from './runtime';
 import type { ChangeEvent, RenewedEvent, ResyncEvent, StreamEvent, SubscribeOptions, Subscription } from './subscription';
@@ -483,7 +483,7 @@ export class InventoryObserver {
     for (const ev of events) {
       this.#recording?.push(ev);
       if (ev.type === 'change') this.#point.applied(ev.revision);
-      const update = ev.type === 'change' ? applyChange(this.#view, ev) : applyRenewed(this.#view, ev);
+      const update = ev.type === 'change' ? applyChange(this.#view, ev) : applyRenewal(this.#view, ev);
       if (!update) continue;
       changes.push({ ...update, cause: ev.type === 'change' ? ev.change : 'renewed' });
     }
@@ -508,7 +508,7 @@ export class InventoryObserver {
       const next = listing.items;
       for (const ev of this.#recording) {
         if (ev.type === 'change') applyChange(next, ev);
-        else applyRenewed(next, ev);
+        else applyRenewal(next, ev);
       }
       this.#checkSize(next.size);
       this.#stats.reconciliations++;
