@@ -8,6 +8,7 @@
 import type { ChangeRow, Tx } from '../store/types';
 import type { EngineEvent, LeaseChange } from './events';
 import type { Step } from './step';
+import type { LeaseView } from './views';
 
 /** Replays longer than this many events are refused with `resync` (`too_many`); exactly this many replay. */
 export const MAX_REPLAY_EVENTS = 10_000;
@@ -22,6 +23,29 @@ export function changeJson(e: LeaseChange): string {
   return e.change === 'acquired'
     ? JSON.stringify({ route: e.route, change: e.change, queued: e.queued === true, revision: e.revision, lease: e.lease })
     : JSON.stringify({ route: e.route, change: e.change, revision: e.revision });
+}
+
+/**
+ * A logged change as the engine event it was (for a cluster filling a
+ * revision gap from the log). The log keeps what the feed sends, so an
+ * ending's fencing token is not in it (0 here: only this instance's own
+ * changes, never a remote one, are audited with it).
+ */
+export function changeFromLog(row: ChangeRow): LeaseChange {
+  const d = JSON.parse(row.data) as { route: string; change: LeaseChange['change']; queued?: boolean; lease?: LeaseView };
+  const e: LeaseChange = { type: 'change', family: row.family, route: d.route, change: d.change, revision: row.revision, fencingToken: d.lease?.fencing_token ?? 0 };
+  if (d.change === 'acquired') Object.assign(e, { queued: d.queued === true, lease: d.lease });
+  return e;
+}
+
+/**
+ * Read the changes of a family with `after < revision < before` from its
+ * log, as events, or undefined when the log was pruned past `after` (or
+ * more than MAX_REPLAY_EVENTS are asked for: a resync is cheaper then).
+ */
+export async function readLoggedChanges(tx: Tx, family: string, after: number, before: number): Promise<LeaseChange[] | undefined> {
+  if (before - after - 1 > MAX_REPLAY_EVENTS || (await tx.changes.horizon(family)) > after) return undefined;
+  return (await tx.changes.read(family, after, before - 1, Math.max(0, before - after - 1))).map(changeFromLog);
 }
 
 /** Append the step's changes to their families' logs (inside the step, so they commit with it or not at all). */

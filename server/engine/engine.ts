@@ -19,7 +19,7 @@ import { Cluster, type ClusterOptions } from './cluster';
 import { bindCursor, CursorCodec, type BoundCursor, type CursorBinding } from './cursor';
 import { LeaseholdError, fail, fromStoreError } from './errors';
 import { EventHub } from './events';
-import { logChanges, planReplay } from './change-log';
+import { logChanges, planReplay, readLoggedChanges } from './change-log';
 import { FeedHub, type FeedLimits, type FeedSink, type Subscribed } from './feed';
 import { hashSecret, randomId } from './ids';
 import {
@@ -214,6 +214,8 @@ export class LeaseEngine {
           ...opts.cluster,
           granted: (n) => this.remoteGrant(n),
           refused: (n) => this.remoteRefusal(n),
+          // A revision gap is filled from the change log, the shared store's record of every change.
+          fill: (family, after, before) => store.atomic((tx) => readLoggedChanges(tx, family, after, before)),
         })
       : undefined;
     // Expiry is a system event: audited from the change it makes, by the

@@ -156,6 +156,8 @@ interface Stream {
    * for it is held here, in order, until its replay has been sent.
    */
   held: FeedFrame[] | undefined;
+  /** How many of `held` are the registrations' own answers (not counted against `resumeBuffer`). */
+  heldAnswers: number;
 }
 
 /**
@@ -270,6 +272,7 @@ export class FeedHub {
       renewals: 0,
       open: true,
       held: resuming ? [] : undefined,
+      heldAnswers: 0,
     };
     this.streams.set(stream.id, stream);
     bump(this.perToken, quotaKey(owner), 1);
@@ -280,6 +283,7 @@ export class FeedHub {
       sink.push(frame('hello', { stream_id: stream.id, epoch: this.opts.epoch(), revision, heartbeat_ms: this.limits.heartbeatMs }));
     }
     const subscriptions = selectors.map((s) => this.add(stream, s, renewals));
+    stream.heldAnswers = stream.held?.length ?? 0;
     return { streamId: stream.id, subscriptions };
   }
 
@@ -346,6 +350,7 @@ export class FeedHub {
     for (; i < held.length && held[i]!.event === 'subscribed'; i++) this.send(s, held[i]!);
     // Held frames stay held (and later ones join them) until the replay is sent.
     s.held = held.slice(i);
+    s.heldAnswers = 0;
     if (plan.kind === 'resync') {
       this.resyncCounts[plan.reason]++;
       this.send(s, frame('resync', { reason: plan.reason, revision: plan.revision }));
@@ -529,7 +534,7 @@ export class FeedHub {
     if (!s.open) return;
     if (s.held) {
       s.held.push(f);
-      if (s.held.length > this.limits.resumeBuffer) this.overflow(s, 'slow_consumer');
+      if (f.event !== 'subscribed' && s.held.length - s.heldAnswers > this.limits.resumeBuffer) this.overflow(s, 'slow_consumer');
       return;
     }
     if (!s.sink.push(f)) this.overflow(s, 'slow_consumer');

@@ -9,7 +9,8 @@
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { leasePath, rid, startTestServer, type TestServer } from '../testing/harness';
+import { call, leasePath, rid, startTestServer, type TestServer } from '../testing/harness';
+import { parseExposition, sample } from '../testing/prometheus';
 import { SseClient, SseRefused, type SseEvent } from '../testing/sse';
 
 let s: TestServer;
@@ -299,5 +300,38 @@ describe('resync instead of a replay', () => {
     assert.equal(resync.data.reason, 'too_many');
     assert.deepEqual(afterSubscribed(ten.c), ['resync']);
     for (const x of [first, five, ten]) x.c.close();
+  });
+});
+
+describe('resume metrics', () => {
+  test('resumes, replayed events, resyncs by reason, and each family’s change-log size and horizon are exposed', async () => {
+    const scrape = async () => {
+      // Counters are per process: always instance A's.
+      const r = await call(small.urls[0]!, 'GET', '/api/metrics', undefined, { token: small.token });
+      assert.equal(r.status, 200, r.text);
+      return parseExposition(r.text);
+    };
+    const sel = 'lease://rs/metrics/*';
+    const { sessionId } = await small.openSession('metrics');
+    const base = await scrape();
+    const first = await open([sel], { server: small });
+    const since = first.hello.revision as number;
+    await churn(small, 'lease://rs/metrics/a', sessionId, 1);
+    await first.c.waitForCount((e) => e.event === 'change', 2);
+    const resumed = await open([sel], { server: small, since });
+    await resumed.c.waitForCount((e) => e.event === 'change', 2);
+    const epoch = await open([sel], { server: small, since: since + 1_000_000 });
+    await epoch.c.waitFor((e) => e.event === 'resync');
+    const m = await scrape();
+    assert.equal(sample(m, 'leasehold_stream_resumes_total') - sample(base, 'leasehold_stream_resumes_total'), 1);
+    assert.equal(sample(m, 'leasehold_replayed_events_total') - sample(base, 'leasehold_replayed_events_total'), 2);
+    assert.equal(sample(m, 'leasehold_stream_resyncs_total', { reason: 'epoch' }) - sample(base, 'leasehold_stream_resyncs_total', { reason: 'epoch' }), 1);
+    assert.equal(sample(m, 'leasehold_stream_resyncs_total', { reason: 'too_many' }), sample(base, 'leasehold_stream_resyncs_total', { reason: 'too_many' }));
+    const stats = (await small.app.store.atomic((tx) => tx.changes.stats())).find((x) => x.family === 'default')!;
+    // The log of this server keeps 5 changes: its size and horizon as the store has them.
+    assert.ok(sample(m, 'leasehold_change_log_changes', { family: 'default' }) <= 5 + 2);
+    assert.ok(sample(m, 'leasehold_change_log_horizon', { family: 'default' }) <= stats.horizon);
+    assert.ok(sample(m, 'leasehold_change_log_horizon', { family: 'default' }) > 0);
+    for (const x of [first, resumed, epoch]) x.c.close();
   });
 });

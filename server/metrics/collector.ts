@@ -145,33 +145,27 @@ export class MetricsCollector {
     });
     const lastResyncs = { horizon: 0, epoch: 0, too_many: 0 };
     for (const reason of ['horizon', 'epoch', 'too_many']) resyncs.inc({ reason }, 0);
-    const logRows: Gauge<'family'> = new Gauge({
-      name: 'leasehold_change_log_changes',
-      help: 'Changes held in each family’s change log (read from the store).',
-      labelNames: ['family'],
-      registers,
-      collect: async () => {
-        // An unavailable store leaves the last values.
-        await engine.changeLogStats().then(
-          (stats) => {
-            logRows.reset();
-            logHorizon.reset();
-            for (const f of stats) {
-              logRows.set({ family: f.family }, f.rows);
-              logHorizon.set({ family: f.family }, f.horizon);
-            }
-          },
-          () => undefined,
-        );
-      },
-    });
-    // Set with the sizes above (one store read per scrape).
-    const logHorizon: Gauge<'family'> = new Gauge({
-      name: 'leasehold_change_log_horizon',
-      help: 'Each family’s change-log horizon: a stream resuming from a lower revision is sent resync (horizon).',
-      labelNames: ['family'],
-      registers,
-    });
+    // Read from the store at scrape, one read per gauge (the registry collects them concurrently).
+    const perFamily = (name: string, help: string, value: (f: Awaited<ReturnType<LeaseEngine['changeLogStats']>>[number]) => number) => {
+      const g: Gauge<'family'> = new Gauge({
+        name,
+        help,
+        labelNames: ['family'],
+        registers,
+        collect: async () => {
+          // An unavailable store leaves the last values.
+          await engine.changeLogStats().then(
+            (stats) => {
+              g.reset();
+              for (const f of stats) g.set({ family: f.family }, value(f));
+            },
+            () => undefined,
+          );
+        },
+      });
+    };
+    perFamily('leasehold_change_log_changes', 'Changes held in each family’s change log (read from the store).', (f) => f.rows);
+    perFamily('leasehold_change_log_horizon', 'Each family’s change-log horizon: a stream resuming from a lower revision is sent resync (horizon).', (f) => f.horizon);
     total('leasehold_invalid_credentials_total', 'Requests refused as invalid_credential.', () => engine.audit.counts.invalid_credential);
     total(
       'leasehold_anonymous_refusals_total',
