@@ -73,8 +73,12 @@ export class LiveFeed {
   #sub: Subscription | undefined;
   /** Selector → renewals flag as registered on the current stream. */
   readonly #registered = new Map<string, boolean>();
-  /** Selectors the server refused: not put in a resuming stream's query (one refusal would refuse it all). */
-  readonly #refused = new Set<string>();
+  /**
+   * The selectors registered on the last live stream: a resuming stream
+   * carries them in its query (their watchers hold every change up to
+   * `since`). Not those the server refused: one refusal would refuse it all.
+   */
+  #carried = new Set<string>();
   #running = false;
   #stop = new AbortController();
   #sync: Promise<void> = Promise.resolve();
@@ -124,7 +128,7 @@ export class LiveFeed {
     this.#sub = undefined;
     this.#point.revision = undefined;
     this.#point.epoch = undefined;
-    this.#refused.clear();
+    this.#carried.clear();
   }
 
   #notify(notice: LiveFeedNotice): void {
@@ -146,7 +150,10 @@ export class LiveFeed {
       this.#notify({ type: 'connecting', again: opened });
       const plan = this.#point.next(this.#opts.resume !== false);
       const { since } = plan;
-      const initial = since === undefined ? [] : [...this.#watches.keys()].filter((sel) => !this.#refused.has(sel));
+      // A resumed stream carries the selectors the last one had registered
+      // (their watchers' views are complete up to `since`); one watched
+      // since then is registered afresh, so its watcher lists.
+      const initial = since === undefined ? [] : [...this.#carried].filter((sel) => this.#watches.has(sel));
       const sub = since === undefined ? this.#host.subscribe([]) : this.#host.subscribe(initial, { since });
       this.#sub = sub;
       this.#registered.clear();
@@ -181,6 +188,7 @@ export class LiveFeed {
         // Resumed: the selectors stand and the replay follows; only new ones
         // (and renewal hints) are registered. Otherwise every watcher lists.
         await this.#registerAll(sub, recovery?.kind !== 'resumed');
+        this.#carried = new Set(this.#registered.keys());
         if (recovery?.kind !== 'resumed') this.#point.listed(hello.revision, hello.epoch);
         this.#notify({ type: 'live', hello, recovery });
         opened = true;
@@ -243,14 +251,13 @@ export class LiveFeed {
     this.#registered.set(selector, renewals);
     try {
       await sub.add(selector, { renewals });
-      this.#refused.delete(selector);
+      if (this.#sub === sub) this.#carried.add(selector);
       this.#notify({ type: 'accepted', selector });
       if (announce) for (const cb of [...(this.#watches.get(selector)?.registered ?? [])]) cb();
     } catch (e) {
       if (before === undefined) this.#registered.delete(selector);
       else this.#registered.set(selector, before);
       if (isLeaseholdError(e) && REFUSED.has(e.code)) {
-        this.#refused.add(selector);
         this.#notify({ type: 'refused', selector, error: e });
         return;
       }
@@ -272,6 +279,7 @@ export class LiveFeed {
         for (const selector of [...this.#registered.keys()]) {
           if (!this.#watches.has(selector)) {
             this.#registered.delete(selector);
+            this.#carried.delete(selector);
             await sub.remove(selector);
           }
         }

@@ -97,3 +97,36 @@ test('a resync: the stream stays, and every watcher is asked to list again', asy
     feed.stop();
   }
 });
+
+test('a selector first watched while the stream is down is registered afresh (its watcher lists); the others resume', async () => {
+  const ctl = new ControlledFetch(s.fetch);
+  const feed = new LeaseholdClient({ baseUrl: s.url, token: s.token, fetch: ctl.fetch }).liveFeed({ backoff: { initialMs: 50, maxMs: 200 } });
+  const notices: LiveFeedNotice[] = [];
+  feed.onNotice((n) => notices.push(n));
+  let carried = 0;
+  let late = 0;
+  const unwatch = feed.watch('lease://feed/carried/*', () => undefined, { onRegistered: () => carried++ });
+  let unwatchLate: (() => void) | undefined;
+  try {
+    await eventually('the feed to be live', () => carried === 1);
+    const { sessionId } = await s.openSession('feed-late', 60_000);
+    await acquire(sessionId, 'lease://feed/carried/a');
+    await eventually('a revision to resume from', () => notices.some((n) => n.type === 'change'));
+    ctl.failWhile((_m, url) => isStreamOpen(url));
+    ctl.dropStreams();
+    await eventually('the feed to notice', () => notices.some((n) => n.type === 'lost'));
+    unwatchLate = feed.watch('lease://feed/late/*', () => undefined, { onRegistered: () => late++ });
+    ctl.failWhile(undefined);
+    await eventually('the late watcher to be registered', () => late === 1, 10_000);
+    const resumedOpen = ctl.calls.filter((c) => isStreamOpen(c.url)).at(-1)!;
+    assert.deepEqual(new URL(resumedOpen.url).searchParams.getAll('selector'), ['lease://feed/carried/*']);
+    const live = notices.filter((n): n is Extract<LiveFeedNotice, { type: 'live' }> => n.type === 'live');
+    assert.equal(live.at(-1)?.recovery?.kind, 'resumed');
+    assert.equal(carried, 1, 'the carried selector resumed without listing');
+    await s.call('POST', '/api/v1/sessions/close', { session_id: sessionId });
+  } finally {
+    unwatch();
+    unwatchLate?.();
+    feed.stop();
+  }
+});
