@@ -17,12 +17,21 @@ const REPLAY_PAGE = 1_000;
 
 export type ResyncReason = 'horizon' | 'epoch' | 'too_many';
 
+/** Each event's data text, made once: the step logs it and the feed sends the same text. */
+const texts = new WeakMap<LeaseChange, string>();
+
 /** The data of a change event as the feed sends it, live or replayed (without the registration it matched). */
 export function changeJson(e: LeaseChange): string {
-  // The former holder's owner and incarnation (kept for the audit) are never sent.
-  return e.change === 'acquired'
-    ? JSON.stringify({ route: e.route, change: e.change, queued: e.queued === true, revision: e.revision, lease: e.lease })
-    : JSON.stringify({ route: e.route, change: e.change, revision: e.revision });
+  let text = texts.get(e);
+  if (text === undefined) {
+    // The former holder's owner and incarnation (kept for the audit) are never sent.
+    text =
+      e.change === 'acquired'
+        ? JSON.stringify({ route: e.route, change: e.change, queued: e.queued === true, revision: e.revision, lease: e.lease })
+        : JSON.stringify({ route: e.route, change: e.change, revision: e.revision });
+    texts.set(e, text);
+  }
+  return text;
 }
 
 /**
