@@ -24,7 +24,7 @@
  * last client ready, and the server's CPU over that recovery (/proc).
  *
  * Knobs: BENCH_RESUME_OBSERVERS (1000), BENCH_RESUME_LEASES (10000),
- * BENCH_RESUME_PAGE (500). At the full size the relisting herd takes minutes
+ * BENCH_RESUME_PAGE (500), BENCH_RESUME_MODES (after,before). At the full size the relisting herd takes minutes
  * on two cores: run it on a quiet machine.
  */
 
@@ -41,6 +41,8 @@ const TOKEN = `lh_bench_resume_${Math.random().toString(36).slice(2)}${Math.rand
 const OBSERVERS = Number(process.env.BENCH_RESUME_OBSERVERS ?? 1_000);
 const LEASES = Number(process.env.BENCH_RESUME_LEASES ?? 10_000);
 const SELECTOR = 'lease://bench/fleet/*';
+/** `BENCH_RESUME_MODES=after` skips the relisting half (minutes at the full size on a small machine). */
+const MODES = (process.env.BENCH_RESUME_MODES ?? 'after,before').split(',').filter((m): m is 'after' | 'before' => m === 'after' || m === 'before');
 /** The observer's default page size. */
 const PAGE = Number(process.env.BENCH_RESUME_PAGE ?? 500);
 /** Streams per token stay under the server's 64. */
@@ -186,7 +188,7 @@ async function main(): Promise<void> {
 
     const results: { mode: string; totals: Totals; servedLists: number; readyMs: number; p50Ms: number; serverCpuMs: number }[] = [];
     // After first: the relisting herd can starve the fleet's keepalives for minutes on a small machine.
-    for (const mode of ['after', 'before'] as const) {
+    for (const mode of MODES) {
       const totals: Totals = { lists: 0, items: 0, resumed: 0, relisted: 0 };
       const followers = Array.from({ length: OBSERVERS }, (_, i) => new Follower(new LeaseholdClient({ baseUrl: url, token: tokens[Math.floor(i / PER_TOKEN)]! }), mode === 'after', totals));
       for (let i = 0; i < followers.length; i += 100) await Promise.all(followers.slice(i, i + 100).map((f) => f.open()));
