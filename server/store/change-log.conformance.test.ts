@@ -64,6 +64,24 @@ for (const backend of BACKENDS) {
       assert.deepEqual(await read('nobody'), []);
     });
 
+    test('a step reads every logged change up to the revision it reads, those of earlier steps started with it included', async () => {
+      await store.atomic((tx) => change(tx, 'f'), { family: 'f' });
+      // Started together: on SQLite one batch, the later steps' reads come before its commit.
+      const steps = Array.from({ length: 6 }, (_, i) =>
+        i % 2 === 0
+          ? store.atomic((tx) => change(tx, 'f'), { family: 'f' })
+          : store.atomic(async (tx) => {
+              const upTo = await tx.revision('f');
+              return { upTo, rows: (await tx.changes.read('f', 0, upTo, 100)).map((r) => r.revision) };
+            }),
+      );
+      for (const r of await Promise.all(steps)) {
+        if (typeof r === 'number') continue;
+        assert.deepEqual(r.rows, Array.from({ length: r.upTo }, (_, i) => i + 1));
+        assert.ok(r.upTo >= 1);
+      }
+    });
+
     test('a step that throws logs nothing; its neighbours in the same batch keep theirs', async () => {
       const ok1 = store.atomic((tx) => change(tx, 'f'), { family: 'f' });
       const bad = store.atomic(async (tx) => {

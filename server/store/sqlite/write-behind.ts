@@ -319,8 +319,16 @@ export class BatchTx implements Tx {
         if (this.st.direct) return c.append(rows);
         this.st.stepChanges.push(...rows);
       },
-      read: (family, after, upTo, limit) => this.read(() => c.read(family, after, upTo, limit)),
-      horizon: (family) => this.read(() => c.horizon(family)),
+      // A replay's pages read the batch's own rows from memory, so a herd of
+      // resuming streams does not flush the batch at every page.
+      read: async (family, after, upTo, limit) => {
+        const inRange = (r: ChangeRow) => r.family === family && r.revision > after && r.revision <= upTo;
+        const held = [...this.st.changes, ...this.st.stepChanges].filter(inRange);
+        const stored = await c.read(family, after, upTo, limit);
+        return held.length === 0 ? stored : [...stored, ...held].sort((a, b) => a.revision - b.revision).slice(0, limit);
+      },
+      // Only a prune (which writes through) moves a horizon.
+      horizon: (family) => c.horizon(family),
       prune: (keepChanges, olderThan, limit) => this.write(() => c.prune(keepChanges, olderThan, limit)),
       stats: () => this.read(() => c.stats()),
     };
