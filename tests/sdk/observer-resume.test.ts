@@ -232,3 +232,56 @@ test('resume off (resume: false): a cut stream relists, as before resumable feed
   assert.equal(ctl.calls.some((c) => isStreamOpen(c.url) && new URL(c.url).searchParams.has('since')), false, 'never asked to resume');
   await churn.close();
 });
+
+test('heartbeat loss: a stream that falls silent is given up after two heartbeats and resumed, without a LIST', async () => {
+  const local = await startTestServer({ engine: { feed: { heartbeatMs: 300 } } });
+  try {
+    const selector = 'lease://resume/silent/*';
+    const churn = new Churn(local, routes('silent', 40), prng(127));
+    await churn.init(2);
+    await churn.steps(30);
+    // A network that goes quiet: the stream's connection stays open but no
+    // byte of it arrives (not even heartbeats); later streams flow.
+    let opened = 0;
+    let silenced = -1;
+    const lists: string[] = [];
+    const quiet: typeof fetch = async (input, init) => {
+      const url = String(input);
+      if (new URL(url).pathname === '/api/v1/leases') lists.push(url);
+      const res = await local.fetch(input, init);
+      if (!isStreamOpen(url) || !res.body) return res;
+      const mine = opened++;
+      const reader = res.body.getReader();
+      const body = new ReadableStream<Uint8Array>({
+        async pull(ctrl) {
+          for (;;) {
+            const { value, done } = await reader.read();
+            if (done) return ctrl.close();
+            if (silenced !== mine) return ctrl.enqueue(value);
+          }
+        },
+        cancel: (reason) => reader.cancel(reason),
+      });
+      return new Response(body, { status: res.status, headers: res.headers });
+    };
+    const o = new LeaseholdClient({ baseUrl: local.url, token: local.token, fetch: quiet }).observeInventory(selector, { ...NO_RECONCILE, backoff: { initialMs: 50, maxMs: 200 } });
+    open.push(o);
+    await o.ready;
+    await matches(o, () => made(churn), 'the first view');
+    const recoveries: ObserverRecovery[] = [];
+    o.onRecovery((r) => recoveries.push(r));
+    const listed = lists.length;
+    silenced = opened - 1;
+    await churn.steps(20);
+    await eventually('the silence to be noticed and the stream resumed', () => recoveries.length > 0, 10_000);
+    await churn.steps(10);
+    await matches(o, () => made(churn), 'the view to catch up');
+    assert.equal(recoveries[0]?.kind, 'resumed', JSON.stringify(recoveries));
+    assert.equal(lists.length, listed, 'no LIST after the silence');
+    assert.equal(canon(tokensOf(o.view)), canon(await truth(local, selector)));
+    await churn.close();
+  } finally {
+    for (const o of open.splice(0)) o.close();
+    await local.close();
+  }
+});
