@@ -228,13 +228,14 @@ export class PgStore implements Store {
     let failure: StoreUnavailableError | undefined;
     try {
       const prefetches = steps.map((p) => p.prefetch);
-      const sent = Date.now();
       const results = await Promise.race([tx.exec(`BEGIN; ${tx.lockSql(prefetches)}${CLOCK}`), deadline]);
       tx.locked(prefetches, results.slice(1, 1 + PgBatchTx.LOCK_RESULTS));
       const dbNow = Number(results[results.length - 1]!.rows[0].now);
       const received = performance.now();
-      // The midpoint of the round trip is half a millisecond when it is odd: round, so now() stays whole.
-      this.offset = Math.round(dbNow - (sent + Date.now()) / 2);
+      // The clock was read after the lock, which may have waited for another instance's batch:
+      // it belongs to the end of the round trip, not its midpoint (which would put this
+      // instance's now() ahead by half the wait, and its audit times after other instances' later ones).
+      this.offset = dbNow - Date.now();
       for (const p of steps) {
         // Each step's time: the database clock read after the lock, plus the time elapsed here
         // since its answer arrived (never ahead of the database's clock, so never ahead of the
