@@ -56,8 +56,10 @@ interface Pending {
   prefetch: StepScope['prefetch'];
   resolve: (v: unknown) => void;
   reject: (e: unknown) => void;
-  /** When `atomic` was called (Date.now()): the step limit counts from here. */
-  arrived: number;
+  /** The step limit, counted from the `atomic` call: it fails the step if still queued, else its whole batch. */
+  timer: ReturnType<typeof setTimeout> | undefined;
+  /** Set while its batch runs: abort that batch. */
+  abort: (() => void) | undefined;
 }
 
 /** At most this many steps in one batch (a bound on the lock's hold and the flush's size). */
@@ -151,7 +153,9 @@ export class PgStore implements Store {
     return new Promise<T>((resolve, reject) => {
       let q = this.queued.get(family);
       if (!q) this.queued.set(family, (q = []));
-      q.push({ fn, prefetch: scope?.prefetch, resolve: resolve as (v: unknown) => void, reject, arrived: Date.now() });
+      const p: Pending = { fn, prefetch: scope?.prefetch, resolve: resolve as (v: unknown) => void, reject, timer: undefined, abort: undefined };
+      p.timer = setTimeout(() => this.expire(family, p), this.stepTimeoutMs);
+      q.push(p);
       if (!this.running.has(family)) {
         // The first batch starts once the event loop has taken in what arrived
         // with this step (no timer); later ones as soon as the previous commit ends.
@@ -161,6 +165,16 @@ export class PgStore implements Store {
         );
       }
     });
+  }
+
+  /** A step reached the step limit: refused if it is still queued (nothing ran), else its batch is cut short. */
+  private expire(family: string, p: Pending): void {
+    if (p.abort) return p.abort();
+    const q = this.queued.get(family);
+    const i = q?.indexOf(p) ?? -1;
+    if (i < 0) return;
+    q!.splice(i, 1);
+    p.reject(new StoreUnavailableError(`postgres: the step waited longer than ${this.stepTimeoutMs} ms`, false));
   }
 
   /** Run a family's batches one after another while steps are waiting. */
@@ -192,37 +206,41 @@ export class PgStore implements Store {
    * in one more. No step is answered before the COMMIT returns; if the batch
    * cannot commit, every step in it fails with StoreUnavailableError.
    */
-  private async runBatch(family: string, batch: Pending[]): Promise<void> {
-    const started = Date.now();
-    const steps: Pending[] = [];
-    for (const p of batch) {
-      if (started - p.arrived >= this.stepTimeoutMs) p.reject(new StoreUnavailableError(`postgres: the step waited longer than ${this.stepTimeoutMs} ms`, false));
-      else steps.push(p);
-    }
-    if (steps.length === 0) return;
-    const oldest = Math.min(...steps.map((p) => p.arrived));
-    let client: pg.PoolClient;
-    try {
-      client = await this.pool.connect();
-    } catch (e) {
-      const err = new StoreUnavailableError(`postgres: cannot get a connection: ${(e as Error).message}`, false);
-      for (const p of steps) p.reject(err);
-      return;
-    }
-    guard(client);
+  private async runBatch(family: string, steps: Pending[]): Promise<void> {
+    let client: pg.PoolClient | undefined;
     let commitSent = false;
     let timedOut = false;
     let fail!: (e: unknown) => void;
     const deadline = new Promise<never>((_, reject) => (fail = reject));
     deadline.catch(() => undefined);
-    const timer = setTimeout(
-      () => {
-        timedOut = true;
-        destroy(client);
-        fail(new Error('timed out'));
-      },
-      Math.max(250, this.stepTimeoutMs - (Date.now() - oldest)),
-    );
+    // The first step to reach its limit cuts the whole batch short: its connection is destroyed.
+    const abort = () => {
+      if (timedOut) return;
+      timedOut = true;
+      if (client) destroy(client);
+      fail(new Error('timed out'));
+    };
+    for (const p of steps) p.abort = abort;
+    const settle = (p: Pending) => {
+      clearTimeout(p.timer);
+      p.abort = undefined;
+    };
+    const connecting = this.pool.connect();
+    try {
+      client = await Promise.race([connecting, deadline]);
+    } catch (e) {
+      // A connection that arrives after the deadline goes back to the pool unused.
+      if (timedOut) connecting.then((c) => c.release(), () => undefined);
+      const err = timedOut
+        ? new StoreUnavailableError(`postgres: the step took longer than ${this.stepTimeoutMs} ms`, false)
+        : new StoreUnavailableError(`postgres: cannot get a connection: ${(e as Error).message}`, false);
+      for (const p of steps) {
+        settle(p);
+        p.reject(err);
+      }
+      return;
+    }
+    guard(client);
     const tx = new PgBatchTx(client, family);
     const outcomes: Array<{ ok: boolean; value: unknown }> = [];
     let failure: StoreUnavailableError | undefined;
@@ -267,12 +285,12 @@ export class PgStore implements Store {
       }
     }
     let broken = timedOut;
-    if (failure && !timedOut) await client.query('ROLLBACK').catch(() => (broken = true));
-    clearTimeout(timer);
+    if (failure && !timedOut) await Promise.race([client.query('ROLLBACK'), deadline]).catch(() => (broken = true));
     // A connection that failed or timed out is discarded, never reused.
     client.release(broken || timedOut ? true : undefined);
     for (let i = 0; i < steps.length; i++) {
       const p = steps[i]!;
+      settle(p);
       const o = outcomes[i];
       if (failure) p.reject(failure);
       else if (o!.ok) p.resolve(o!.value);
