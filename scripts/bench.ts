@@ -105,7 +105,10 @@ async function startLeasehold(sync: 'normal' | 'full', profile = false): Promise
 async function startPostgresInstance(name: string, url: string): Promise<Child> {
   const dataDir = mkdtempSync(join(tmpdir(), 'leasehold-bench-pg-'));
   tempDirs.push(dataDir);
-  const c = await startChild(name, [SERVER], { LEASEHOLD_CONSOLE: 'off', LEASEHOLD_DATA_DIR: dataDir, LEASEHOLD_DATABASE_URL: url, LEASEHOLD_BOOTSTRAP_TOKEN: TOKEN });
+  // BENCH_PG_CPU_PROF=<dir>: each PostgreSQL instance runs under `node --cpu-prof` (profiles written there at exit).
+  const prof = process.env.BENCH_PG_CPU_PROF;
+  const args = prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`, SERVER] : [SERVER];
+  const c = await startChild(name, args, { LEASEHOLD_CONSOLE: 'off', LEASEHOLD_DATA_DIR: dataDir, LEASEHOLD_DATABASE_URL: url, LEASEHOLD_BOOTSTRAP_TOKEN: TOKEN });
   return { ...c, dataDir };
 }
 
@@ -532,7 +535,9 @@ async function postgresBench(adminUrl: string): Promise<{ rows: PgRow[]; sqlite6
   };
   const sqlite64 = [await sqliteRef()];
   const rows: PgRow[] = [];
-  for (const [instances, families] of [[1, 1], [2, 1], [1, 4], [2, 4]] as const) rows.push(await run(instances, families));
+  // BENCH_PG_CASES="2x1,2x4" (instances x families) runs only those rows (quick trials).
+  const cases = (process.env.BENCH_PG_CASES ?? '1x1,2x1,1x4,2x4').split(',').map((c) => c.split('x').map(Number) as [number, number]);
+  for (const [instances, families] of cases) rows.push(await run(instances, families));
   sqlite64.push(await sqliteRef());
   const ref = sqlite64.reduce((a, r) => a + r.cycles_per_s, 0) / sqlite64.length;
   console.log(`\nPostgreSQL store: acquire → release cycles, one and two instances on one database, workers in one family or spread over four,`);
@@ -548,7 +553,7 @@ async function postgresBench(adminUrl: string): Promise<{ rows: PgRow[]; sqlite6
       ),
     ),
   );
-  const at = (i: number, f: number) => rows.find((r) => r.instances === i && r.families === f)!.results.find((r) => r.workers === 64)!.cycles_per_s / ref;
+  const at = (i: number, f: number) => (rows.find((r) => r.instances === i && r.families === f)?.results.find((r) => r.workers === 64)?.cycles_per_s ?? NaN) / ref;
   console.log(`\ntargets: two instances, one family ≥ 0.5 × SQLite → ${at(2, 1).toFixed(2)} × (${at(2, 1) >= 0.5 ? 'met' : 'NOT met'}); four families ≥ 1 × → ${at(2, 4).toFixed(2)} × (${at(2, 4) >= 1 ? 'met' : 'NOT met'})\n`);
   return { rows, sqlite64 };
 }

@@ -270,6 +270,12 @@ export class PgBatchTx implements Tx {
   private readonly idem = new CachedTable(IDEMPOTENCY);
   private readonly checkpoints = new CachedTable(CHECKPOINTS);
   private readonly tables: ReadonlyArray<CachedTable<never>>;
+  /**
+   * Lock-delay deadlines read in this batch (null: none). They are only
+   * written through, after which the caches start afresh, so a cached one
+   * is what the database holds.
+   */
+  private readonly delays = new Map<string, number | null>();
 
   constructor(
     private readonly client: PoolClient,
@@ -318,7 +324,13 @@ export class PgBatchTx implements Tx {
       countPolicies: (f) => p.countPolicies(f),
       putPolicy: (row) => this.write(() => p.putPolicy(row)),
       deletePolicy: (f, selector) => this.write(() => p.deletePolicy(f, selector)),
-      getLockDelay: (f, route) => p.getLockDelay(f, route),
+      getLockDelay: async (f, route) => {
+        if (this.st.direct) return p.getLockDelay(f, route);
+        const k = leaseKey(f, route);
+        let until = this.delays.get(k);
+        if (until === undefined) this.delays.set(k, (until = (await p.getLockDelay(f, route)) ?? null));
+        return until ?? undefined;
+      },
       setLockDelay: (row) => this.write(() => p.setLockDelay(row)),
       deleteLockDelay: (f, route, until) => this.write(() => p.deleteLockDelay(f, route, until)),
       dueLockDelays: (f, now, limit) => p.dueLockDelays(f, now, limit),
@@ -346,12 +358,15 @@ export class PgBatchTx implements Tx {
       ? `SELECT ${IDEM_COLS} FROM idempotency WHERE family = ${f} AND (op, route, request_id) IN (${[...idem.values()].map((k) => tuple([k.op, k.route, k.requestId], q)).join(',')}); `
       : 'SELECT 1 WHERE false; ';
     sql += sessions.size ? `SELECT ${SESSION_COLS} FROM sessions WHERE id_hash IN (${[...sessions].map(q).join(',')}); ` : 'SELECT 1 WHERE false; ';
-    sql += routes.size ? `SELECT ${LEASE_COLS} FROM leases WHERE family = ${f} AND route IN (${[...routes].map(q).join(',')}); ` : 'SELECT 1 WHERE false; ';
+    const inRoutes = `route IN (${[...routes].map(q).join(',')})`;
+    sql += routes.size ? `SELECT ${LEASE_COLS} FROM leases WHERE family = ${f} AND ${inRoutes}; ` : 'SELECT 1 WHERE false; ';
+    // An acquire asks whether its route is in lock-delay: read with the lease.
+    sql += routes.size ? `SELECT route, until FROM lock_delays WHERE family = ${f} AND ${inRoutes}; ` : 'SELECT 1 WHERE false; ';
     return sql;
   }
 
   /** How many results `lockSql` yields. */
-  static readonly LOCK_RESULTS = 6;
+  static readonly LOCK_RESULTS = 7;
 
   locked(prefetches: ReadonlyArray<Prefetch | undefined>, results: readonly QueryResult[]): Locked {
     const revision = Number((results[1]!.rows[0] as { revision: number }).revision);
@@ -366,6 +381,8 @@ export class PgBatchTx implements Tx {
     for (const h of sessions) this.sessions.learn(h, sessionRows.get(h) ?? null);
     const leaseRows = found<LeaseRow>(results[5]!.rows, (r) => r.route);
     for (const route of routes) this.leases.learn(leaseKey(this.family, route), leaseRows.get(route) ?? null);
+    const delays = new Map((results[6]!.rows as Array<{ route: string; until: number }>).map((r) => [r.route, Number(r.until)]));
+    for (const route of routes) this.delays.set(leaseKey(this.family, route), delays.get(route) ?? null);
     return { revision, hasWaiters };
   }
 
@@ -394,7 +411,7 @@ export class PgBatchTx implements Tx {
 
   /** Round trips made by the steps (beyond the batch's first and last). */
   get statements(): number {
-    return this.st.statements;
+    return Math.max(0, this.st.statements - 2);
   }
 
   /** End the current step: keep its writes (ok) or drop them. Throws if the batch cannot go on. */
@@ -413,6 +430,7 @@ export class PgBatchTx implements Tx {
       st.direct = false;
       // The database moved under the caches: start them afresh.
       for (const t of this.tables) t.reset();
+      this.delays.clear();
       st.stepAudit = [];
       await this.exec(ok ? 'RELEASE SAVEPOINT step' : 'ROLLBACK TO SAVEPOINT step; RELEASE SAVEPOINT step');
       return;
@@ -454,6 +472,7 @@ export class PgBatchTx implements Tx {
   async exec(sql: string): Promise<QueryResult[]> {
     try {
       const r = (await this.client.query(sql)) as unknown as QueryResult | QueryResult[];
+      this.st.statements++;
       return Array.isArray(r) ? r : [r];
     } catch (e) {
       this.failed(e);

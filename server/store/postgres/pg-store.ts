@@ -70,6 +70,8 @@ const CLOCK = `SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8 
 export interface BatchStats {
   batches: number;
   steps: number;
+  /** Round trips of the committed batches, their first and last included. */
+  roundTrips: number;
 }
 
 export class PgStore implements Store {
@@ -85,7 +87,7 @@ export class PgStore implements Store {
   private readonly queued = new Map<string, Pending[]>();
   /** Families with a batch running (or about to), and the loop that runs them. */
   private readonly running = new Map<string, Promise<void>>();
-  readonly batchStats: BatchStats = { batches: 0, steps: 0 };
+  readonly batchStats: BatchStats = { batches: 0, steps: 0, roundTrips: 0 };
 
   private constructor(private readonly opts: PgStoreOptions) {
     this.stepTimeoutMs = opts.stepTimeoutMs ?? 4_000;
@@ -275,6 +277,7 @@ export class PgStore implements Store {
       await Promise.race([tx.exec(`${sql}COMMIT`), deadline]);
       this.batchStats.batches++;
       this.batchStats.steps += steps.length;
+      this.batchStats.roundTrips += 2 + tx.statements;
     } catch (e) {
       if (timedOut) failure = new StoreUnavailableError(`postgres: the step took longer than ${this.stepTimeoutMs} ms`, commitSent);
       else {
