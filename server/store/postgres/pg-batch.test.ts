@@ -186,3 +186,33 @@ test('two stores batching one family: revisions stay contiguous and each batch s
     await other.close();
   }
 });
+
+test("a batch's notifications arrive once each, in step order, also when two steps send the same payload; a thrown step's never", async () => {
+  const listener = new pg.Client({ connectionString: db.url });
+  await listener.connect();
+  const got: string[] = [];
+  listener.on('notification', (m) => got.push(m.payload!));
+  await listener.query('LISTEN leasehold');
+  try {
+    const before = { ...store.batchStats };
+    await Promise.allSettled(
+      Array.from({ length: 32 }, (_, i) =>
+        store.atomic(async (tx) => {
+          await tx.broadcast!(JSON.stringify({ step: i }));
+          // Steps 10 and 11 send an identical payload too.
+          if (i === 10 || i === 11) await tx.broadcast!('{"same":true}');
+          if (i === 20) throw new Error('dropped');
+        }, { family: 'f' }),
+      ),
+    );
+    assert.equal(store.batchStats.batches - before.batches, 1);
+    const deadline = Date.now() + 5_000;
+    while (got.length < 33 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    const want = Array.from({ length: 32 }, (_, i) => i)
+      .filter((i) => i !== 20)
+      .flatMap((i) => [{ step: i }, ...(i === 10 || i === 11 ? [{ same: true }] : [])]);
+    assert.deepEqual(got.map((p) => JSON.parse(p)), want);
+  } finally {
+    await listener.end();
+  }
+});

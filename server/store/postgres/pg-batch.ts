@@ -458,11 +458,15 @@ export class PgBatchTx implements Tx {
     sql += this.batchSql();
     // PostgreSQL delivers identical payloads sent in one transaction once: a repeated one gets
     // trailing blanks (the payload is JSON, which ignores them), so each step's message arrives.
+    // One statement for all of them (one result to parse, not one per message), in order.
     const sent = new Set<string>();
     for (let m of st.messages) {
       while (sent.has(m)) m += ' ';
       sent.add(m);
-      sql += `SELECT pg_notify('${CHANNEL}', ${this.quote(m)}); `;
+    }
+    if (sent.size > 0) {
+      const payloads = [...sent].map(this.quote).join(',');
+      sql += `SELECT count(*) FROM (SELECT pg_notify('${CHANNEL}', m) FROM unnest(ARRAY[${payloads}]::text[]) WITH ORDINALITY AS n(m, i) ORDER BY i) x; `;
     }
     st.messages = [];
     return sql;
