@@ -1,6 +1,6 @@
 /**
  * Two instances batching the steps of one family (docs/design.md
- * "PostgreSQL: one batch per family"), under a race on purpose: 48 clients
+ * "PostgreSQL: row locks, one batch per family"), under a race on purpose: 48 clients
  * spread over both instances acquire (some waiting in the shared queue)
  * and release four routes as fast as they can. Observed from the answers:
  * a route never has two holders at once (a holder marks its route while

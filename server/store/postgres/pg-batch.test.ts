@@ -1,5 +1,5 @@
 /**
- * PostgreSQL batches per family (docs/design.md "PostgreSQL: one batch per
+ * PostgreSQL batches per family (docs/design.md "PostgreSQL: row locks, one batch per
  * family"), observed in the database itself: rows written by one
  * transaction share its `xmin`. Steps of one family that arrive together
  * commit in far fewer transactions than steps; each keeps its own

@@ -1,6 +1,6 @@
 /**
  * The PostgreSQL step runner's unit of work (docs/design.md, "PostgreSQL:
- * one batch per family"). One `PgBatchTx` serves every step of a batch: the
+ * row locks, one batch per family"). One `PgBatchTx` serves every step of a batch: the
  * steps of one family that an instance runs together in one transaction,
  * after taking the family's row lock once.
  *
