@@ -20,11 +20,14 @@
  * BENCH_CPU_PROF=<dir> runs the synchronous=NORMAL server under `node
  * --cpu-prof` and prints its top functions by self time afterwards.
  *
- * 3. With BENCH_POSTGRES=<postgres:// URL of a server, any database> (or
- *    BENCH_POSTGRES=1 for 127.0.0.1:5432 as postgres): the same cycles on the
- *    PostgreSQL store, one instance and then two instances (workers split
- *    between them), each on a fresh database dropped afterwards.
- *    BENCH_ONLY=postgres skips the SQLite sections.
+ * 3. PostgreSQL (the local server at 127.0.0.1:5432 as postgres when it
+ *    answers, or BENCH_POSTGRES=<postgres:// URL of a server, any database>;
+ *    BENCH_POSTGRES=0 skips it): the same cycles on the PostgreSQL store at 1
+ *    and 64 workers, one and two instances (workers split between them), the
+ *    workers in one family or spread over four, each on a fresh database
+ *    dropped afterwards, beside one SQLite instance measured before and after
+ *    them (the ratios). BENCH_ONLY=postgres runs only this section;
+ *    BENCH_PG_CASES=2x1,2x4 only those rows (instances x families).
  */
 
 import { spawnSync, type ChildProcess } from 'node:child_process';
@@ -32,6 +35,7 @@ import { spawnListening } from '../server/testing/process';
 import { createTestDatabase, type TestDatabase } from '../server/testing/pg';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { Pool } from 'undici';
+import { connect } from 'node:net';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -47,7 +51,7 @@ const LEVELS = [1, 16, 64];
 const ROUTES_PER_WORKER = 8;
 const TOKEN = `lh_bench_${Math.random().toString(36).slice(2)}${Math.random().toString(36).slice(2)}`;
 const CPU_PROF = process.env.BENCH_CPU_PROF;
-const POSTGRES = process.env.BENCH_POSTGRES === '1' ? 'postgres://postgres@127.0.0.1:5432/postgres' : process.env.BENCH_POSTGRES;
+const POSTGRES = postgresUrl();
 const ONLY_POSTGRES = process.env.BENCH_ONLY === 'postgres';
 const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
 
@@ -495,6 +499,31 @@ async function familyTokens(t: Child, n: number): Promise<string[]> {
   );
 }
 
+/**
+ * The PostgreSQL server for the PostgreSQL rows: BENCH_POSTGRES=<postgres:// URL>, or by default
+ * the local one (127.0.0.1:5432, user postgres) if it accepts connections; BENCH_POSTGRES=0 skips them.
+ */
+async function postgresUrl(): Promise<string | undefined> {
+  const env = process.env.BENCH_POSTGRES;
+  if (env === '0') return undefined;
+  if (env && env !== '1') return env;
+  const local = 'postgres://postgres@127.0.0.1:5432/postgres';
+  if (env === '1') return local;
+  const reachable = await new Promise<boolean>((resolve) => {
+    const s = connect({ host: '127.0.0.1', port: 5432, timeout: 1_000 }, () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.on('error', () => resolve(false));
+    s.on('timeout', () => {
+      s.destroy();
+      resolve(false);
+    });
+  });
+  if (!reachable) console.log('no PostgreSQL at 127.0.0.1:5432: the PostgreSQL rows are skipped (BENCH_POSTGRES=<url> names another server)');
+  return reachable ? local : undefined;
+}
+
 /** PostgreSQL rows at these worker counts (64: the acceptance row; 1: latency). */
 const PG_LEVELS = [1, 64];
 
@@ -607,7 +636,8 @@ async function main(): Promise<void> {
   if (busyBefore > 0.1) console.log('WARNING: other processes are using the CPU; the figures below are not representative');
   console.log('');
 
-  const pgRun = POSTGRES ? await postgresBench(POSTGRES) : undefined;
+  const pgUrl = process.env.BENCH_ONLY === 'list' ? undefined : await POSTGRES;
+  const pgRun = pgUrl ? await postgresBench(pgUrl) : undefined;
   const pg = pgRun?.rows;
   if (ONLY_POSTGRES) {
     writeFileSync(join(ROOT, 'bench-results.json'), `${JSON.stringify({ date: new Date().toISOString(), machine, postgres: pgRun }, null, 2)}\n`);
