@@ -49,7 +49,7 @@ import {
   type Tx,
 } from '../types';
 import { CHANNEL } from './pg-connection';
-import { IDEM_COLS, LEASE_COLS, PgTx, SESSION_COLS } from './pg-tx';
+import { LEASE_COLS, PgTx, SESSION_COLS } from './pg-tx';
 
 type Quote = (s: string) => string;
 type Prefetch = NonNullable<StepScope['prefetch']>;
@@ -354,8 +354,11 @@ export class PgBatchTx implements Tx {
     sql += `SELECT revision FROM families WHERE family = ${f} FOR UPDATE; `;
     sql += `SELECT EXISTS (SELECT 1 FROM waiters WHERE family = ${f}) AS waiters; `;
     const { idem, sessions, routes } = this.hinted(prefetches);
+    // A join on VALUES, not `(op, route, request_id) IN (…)`: the same index probes, but planned
+    // in a tenth of the time (an IN list of row values is planned as one OR branch per row).
+    const keys = [...idem.values()].map((k) => tuple([k.op, k.route, k.requestId], q)).join(',');
     sql += idem.size
-      ? `SELECT ${IDEM_COLS} FROM idempotency WHERE family = ${f} AND (op, route, request_id) IN (${[...idem.values()].map((k) => tuple([k.op, k.route, k.requestId], q)).join(',')}); `
+      ? `SELECT i.family, i.op, i.route, i.request_id AS "requestId", i.digest, i.status, i.answer, i.expires_at AS "expiresAt" FROM (VALUES ${keys}) v(op, route, request_id) JOIN idempotency i ON i.family = ${f} AND i.op = v.op AND i.route = v.route AND i.request_id = v.request_id; `
       : 'SELECT 1 WHERE false; ';
     sql += sessions.size ? `SELECT ${SESSION_COLS} FROM sessions WHERE id_hash IN (${[...sessions].map(q).join(',')}); ` : 'SELECT 1 WHERE false; ';
     const inRoutes = `route IN (${[...routes].map(q).join(',')})`;

@@ -49,7 +49,6 @@ export const SESSION_COLS = `family, id_hash AS "idHash", incarnation, owner_id 
   created_at AS "createdAt", expires_at AS "expiresAt"`;
 const TOKEN_COLS = `id, secret_hash AS "secretHash", name, family, grants, root, kind,
   created_at AS "createdAt", expires_at AS "expiresAt", revoked_at AS "revokedAt", created_by AS "createdBy"`;
-export const IDEM_COLS = `family, op, route, request_id AS "requestId", digest, status, answer, expires_at AS "expiresAt"`;
 type RawToken = Omit<TokenRow, 'grants'> & { grants: string };
 
 function tokenFromRaw(raw: RawToken | undefined): TokenRow | undefined {
