@@ -216,3 +216,43 @@ test("a batch's notifications arrive once each, in step order, also when two ste
     await listener.end();
   }
 });
+
+test('steps that arrive while a batch waits for the lock join it, with their rows read in one more round trip', async () => {
+  const other = await PgStore.open({ url: db.url });
+  try {
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let locked!: () => void;
+    const hasLock = new Promise<void>((r) => (locked = r));
+    // The other instance holds the family's lock (a batch that waits before it commits).
+    const holder = other.atomic(async (tx) => {
+      await tx.bumpRevision('f');
+      locked();
+      await held;
+    }, { family: 'f' });
+    await hasLock;
+    const before = { ...store.batchStats };
+    const first = store.atomic(async (tx) => tx.bumpRevision('f'), { family: 'f' });
+    // Let that batch start and block on the lock, then six more steps arrive.
+    await new Promise((r) => setTimeout(r, 100));
+    const routes = Array.from({ length: 6 }, (_, i) => `lease://b/late/${i}`);
+    const late = routes.map((route) =>
+      store.atomic(async (tx) => {
+        const rev = await tx.bumpRevision('f');
+        await tx.insertLease(lease(route, rev));
+        return rev;
+      }, { family: 'f', prefetch: { route } }),
+    );
+    release();
+    await holder;
+    const revs = [await first, ...(await Promise.all(late))];
+    assert.deepEqual(revs, [2, 3, 4, 5, 6, 7, 8], 'after the holder, in arrival order');
+    assert.deepEqual(
+      { batches: store.batchStats.batches - before.batches, steps: store.batchStats.steps - before.steps, roundTrips: store.batchStats.roundTrips - before.roundTrips },
+      { batches: 1, steps: 7, roundTrips: 3 },
+    );
+    assert.equal(new Set((await writers('leases', routes)).values()).size, 1, 'one transaction');
+  } finally {
+    await other.close();
+  }
+});

@@ -344,28 +344,15 @@ export class PgBatchTx implements Tx {
   /**
    * The first round trip's statements after `BEGIN`: the family's row lock,
    * then (statements of their own, so they read after the lock is granted)
-   * whether it has waiters and every step's hinted rows, one statement per
-   * table. `locked` takes their results, in the same order.
+   * whether it has waiters and every step's hinted rows (`prefetchSql`).
+   * `locked` takes their results, in the same order.
    */
   lockSql(prefetches: ReadonlyArray<Prefetch | undefined>): string {
-    const q = this.quote;
-    const f = q(this.family);
+    const f = this.quote(this.family);
     let sql = `INSERT INTO families (family, revision) VALUES (${f}, 0) ON CONFLICT (family) DO NOTHING; `;
     sql += `SELECT revision FROM families WHERE family = ${f} FOR UPDATE; `;
     sql += `SELECT EXISTS (SELECT 1 FROM waiters WHERE family = ${f}) AS waiters; `;
-    const { idem, sessions, routes } = this.hinted(prefetches);
-    // A join on VALUES, not `(op, route, request_id) IN (…)`: the same index probes, but planned
-    // in a tenth of the time (an IN list of row values is planned as one OR branch per row).
-    const keys = [...idem.values()].map((k) => tuple([k.op, k.route, k.requestId], q)).join(',');
-    sql += idem.size
-      ? `SELECT i.family, i.op, i.route, i.request_id AS "requestId", i.digest, i.status, i.answer, i.expires_at AS "expiresAt" FROM (VALUES ${keys}) v(op, route, request_id) JOIN idempotency i ON i.family = ${f} AND i.op = v.op AND i.route = v.route AND i.request_id = v.request_id; `
-      : 'SELECT 1 WHERE false; ';
-    sql += sessions.size ? `SELECT ${SESSION_COLS} FROM sessions WHERE id_hash IN (${[...sessions].map(q).join(',')}); ` : 'SELECT 1 WHERE false; ';
-    const inRoutes = `route IN (${[...routes].map(q).join(',')})`;
-    sql += routes.size ? `SELECT ${LEASE_COLS} FROM leases WHERE family = ${f} AND ${inRoutes}; ` : 'SELECT 1 WHERE false; ';
-    // An acquire asks whether its route is in lock-delay: read with the lease.
-    sql += routes.size ? `SELECT route, until FROM lock_delays WHERE family = ${f} AND ${inRoutes}; ` : 'SELECT 1 WHERE false; ';
-    return sql;
+    return sql + this.prefetchSql(prefetches);
   }
 
   /** How many results `lockSql` yields. */
@@ -376,17 +363,44 @@ export class PgBatchTx implements Tx {
     const hasWaiters = (results[2]!.rows[0] as { waiters: boolean }).waiters;
     this.st.revision = revision;
     this.base.lockFamily(this.family, revision, hasWaiters);
+    this.prefetched(prefetches, results.slice(3));
+    return { revision, hasWaiters };
+  }
+
+  /** The statements reading the steps' hinted rows, one per table (4 results, for `prefetched`). */
+  prefetchSql(prefetches: ReadonlyArray<Prefetch | undefined>): string {
+    const q = this.quote;
+    const f = q(this.family);
+    const { idem, sessions, routes } = this.hinted(prefetches);
+    // A join on VALUES, not `(op, route, request_id) IN (…)`: the same index probes, but planned
+    // in a tenth of the time (an IN list of row values is planned as one OR branch per row).
+    const keys = [...idem.values()].map((k) => tuple([k.op, k.route, k.requestId], q)).join(',');
+    let sql = idem.size
+      ? `SELECT i.family, i.op, i.route, i.request_id AS "requestId", i.digest, i.status, i.answer, i.expires_at AS "expiresAt" FROM (VALUES ${keys}) v(op, route, request_id) JOIN idempotency i ON i.family = ${f} AND i.op = v.op AND i.route = v.route AND i.request_id = v.request_id; `
+      : 'SELECT 1 WHERE false; ';
+    sql += sessions.size ? `SELECT ${SESSION_COLS} FROM sessions WHERE id_hash IN (${[...sessions].map(q).join(',')}); ` : 'SELECT 1 WHERE false; ';
+    const inRoutes = `route IN (${[...routes].map(q).join(',')})`;
+    sql += routes.size ? `SELECT ${LEASE_COLS} FROM leases WHERE family = ${f} AND ${inRoutes}; ` : 'SELECT 1 WHERE false; ';
+    // An acquire asks whether its route is in lock-delay: read with the lease.
+    sql += routes.size ? `SELECT route, until FROM lock_delays WHERE family = ${f} AND ${inRoutes}; ` : 'SELECT 1 WHERE false; ';
+    return sql;
+  }
+
+  /** The hinted rows, read under the lock before any step ran (a key already known stays as it is). */
+  prefetched(prefetches: ReadonlyArray<Prefetch | undefined>, results: readonly QueryResult[]): void {
     const { idem, sessions, routes } = this.hinted(prefetches);
     const found = <V>(rows: unknown[], key: (r: V) => string) => new Map((rows as V[]).map((r) => [key(r), r]));
-    const idemRows = found<IdempotencyRow>(results[3]!.rows, (r) => idemKey(r.family, r.op, r.route, r.requestId));
+    const idemRows = found<IdempotencyRow>(results[0]!.rows, (r) => idemKey(r.family, r.op, r.route, r.requestId));
     for (const k of idem.keys()) this.idem.learn(k, idemRows.get(k) ?? null);
-    const sessionRows = found<SessionRow>(results[4]!.rows, (r) => r.idHash);
+    const sessionRows = found<SessionRow>(results[1]!.rows, (r) => r.idHash);
     for (const h of sessions) this.sessions.learn(h, sessionRows.get(h) ?? null);
-    const leaseRows = found<LeaseRow>(results[5]!.rows, (r) => r.route);
+    const leaseRows = found<LeaseRow>(results[2]!.rows, (r) => r.route);
     for (const route of routes) this.leases.learn(leaseKey(this.family, route), leaseRows.get(route) ?? null);
-    const delays = new Map((results[6]!.rows as Array<{ route: string; until: number }>).map((r) => [r.route, Number(r.until)]));
-    for (const route of routes) this.delays.set(leaseKey(this.family, route), delays.get(route) ?? null);
-    return { revision, hasWaiters };
+    const delays = new Map((results[3]!.rows as Array<{ route: string; until: number }>).map((r) => [r.route, Number(r.until)]));
+    for (const route of routes) {
+      const k = leaseKey(this.family, route);
+      if (!this.delays.has(k)) this.delays.set(k, delays.get(route) ?? null);
+    }
   }
 
   private hinted(prefetches: ReadonlyArray<Prefetch | undefined>) {

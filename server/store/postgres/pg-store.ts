@@ -252,6 +252,17 @@ export class PgStore implements Store {
       tx.locked(prefetches, results.slice(1, 1 + PgBatchTx.LOCK_RESULTS));
       const dbNow = Number(results[results.length - 1]!.rows[0].now);
       const received = performance.now();
+      // The lock may have waited for another instance's batch, while this family's steps kept
+      // arriving here: if at least as many came as the batch holds, they join it (their rows read
+      // in one more round trip, under the lock) rather than wait for the next batch and its lock.
+      const late = this.queued.get(family);
+      if (late && late.length >= steps.length && steps.length < MAX_BATCH) {
+        const joined = late.splice(0, MAX_BATCH - steps.length);
+        for (const p of joined) p.abort = abort;
+        steps.push(...joined);
+        const more = joined.map((p) => p.prefetch);
+        tx.prefetched(more, await Promise.race([tx.exec(tx.prefetchSql(more)), deadline]));
+      }
       // The clock was read after the lock, which may have waited for another instance's batch:
       // it belongs to the end of the round trip, not its midpoint (which would put this
       // instance's now() ahead by half the wait, and its audit times after other instances' later ones).
