@@ -190,7 +190,10 @@ export class PgStore implements Store {
         }
         const batch = q.splice(0, MAX_BATCH);
         if (this.closed) {
-          for (const p of batch) p.reject(new StoreUnavailableError('store is closed', false));
+          for (const p of batch) {
+            clearTimeout(p.timer);
+            p.reject(new StoreUnavailableError('store is closed', false));
+          }
           continue;
         }
         await this.runBatch(family, batch);
