@@ -77,7 +77,7 @@ test('64 concurrent steps of one family commit in far fewer transactions than st
 
 test('a step that throws inside a batch leaves the others\' effects and none of its own, also after writing through', async () => {
   const waiter = (requestId: string) => ({
-    family: 'f', route: 'lease://b/w/x', requestId, instance: store.bus.instanceId, sessionHash: 'h1', digest: 'd', ttlMs: 1_000, maxLifetimeMs: 10_000, metadata: null, deadline: millis(Date.now() + 60_000),
+    family: 'f', route: 'lease://b/w/x', requestId, instance: store.bus.instanceId, sessionHash: 'h1', digest: 'd', ttlMs: 1_000, maxLifetimeMs: 10_000, metadata: null, deadline: millis(9_000_000_000_000),
   });
   const scope = { family: 'f' };
   const before = { ...store.batchStats };
@@ -187,7 +187,7 @@ test('two stores batching one family: revisions stay contiguous and each batch s
   }
 });
 
-test("a batch's notifications arrive once each, in step order, also when two steps send the same payload; a thrown step's never", async () => {
+test("a batch's notifications arrive once each, in step order, also when two steps send the same payload; a thrown step's never", { timeout: 20_000 }, async () => {
   const listener = new pg.Client({ connectionString: db.url });
   await listener.connect();
   const got: string[] = [];
@@ -206,8 +206,11 @@ test("a batch's notifications arrive once each, in step order, also when two ste
       ),
     );
     assert.equal(store.batchStats.batches - before.batches, 1);
-    const deadline = Date.now() + 5_000;
-    while (got.length < 33 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    // Notifications arrive on the listening connection after the commit: wait for them (the test's timeout bounds it).
+    await new Promise<void>((resolve) => {
+      const check = () => (got.length >= 33 ? resolve() : listener.once('notification', () => setImmediate(check)));
+      check();
+    });
     const want = Array.from({ length: 32 }, (_, i) => i)
       .filter((i) => i !== 20)
       .flatMap((i) => [{ step: i }, ...(i === 10 || i === 11 ? [{ same: true }] : [])]);
@@ -233,8 +236,14 @@ test('steps that arrive while a batch waits for the lock join it, with their row
     await hasLock;
     const before = { ...store.batchStats };
     const first = store.atomic(async (tx) => tx.bumpRevision('f'), { family: 'f' });
-    // Let that batch start and block on the lock, then six more steps arrive.
-    await new Promise((r) => setTimeout(r, 100));
+    // Let that batch start and block on the lock (seen in pg_stat_activity, a bounded number of looks), then six more steps arrive.
+    for (let i = 0; ; i++) {
+      const waiting = await sql.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+      );
+      if (waiting.rows[0]!.n > 0) break;
+      assert.ok(i < 2_000, 'the batch never waited for the lock');
+    }
     const routes = Array.from({ length: 6 }, (_, i) => `lease://b/late/${i}`);
     const late = routes.map((route) =>
       store.atomic(async (tx) => {
