@@ -33,6 +33,8 @@ import { millis, type Millis } from '../millis';
 import {
   RARE_AUDIT_TYPES,
   type AuditScan,
+  type ChangeLogTx,
+  type ChangeRow,
   type AuditScanResult,
   type CheckpointRow,
   type IdempotencyRow,
@@ -49,6 +51,7 @@ import {
   type Tx,
 } from '../types';
 import { CHANNEL } from './pg-connection';
+import { changeInsertSql } from './pg-change-log';
 import { LEASE_COLS, PgTx, SESSION_COLS } from './pg-tx';
 
 type Quote = (s: string) => string;
@@ -238,6 +241,7 @@ export class PgBatchTx implements Tx {
   now = millis(0);
   readonly policies: PolicyTx;
   readonly waiters: SharedWaiters;
+  readonly changes: ChangeLogTx;
   private readonly st: {
     /** The current step writes through SQL under a savepoint. */
     direct: boolean;
@@ -250,6 +254,11 @@ export class PgBatchTx implements Tx {
     stepAudit: NewAuditRow[];
     messages: string[];
     stepMessages: string[];
+    /** Change-log rows (docs/design.md, "Change log"): kept in memory with the step, written with the batch. */
+    changes: ChangeRow[];
+    stepChanges: ChangeRow[];
+    /** The revision last written to the database in this batch. */
+    revisionWritten: number;
     statements: number;
   } = {
     direct: false,
@@ -261,6 +270,9 @@ export class PgBatchTx implements Tx {
     stepAudit: [],
     messages: [],
     stepMessages: [],
+    changes: [],
+    stepChanges: [],
+    revisionWritten: 0,
     statements: 0,
   };
   private readonly base: PgTx;
@@ -336,6 +348,24 @@ export class PgBatchTx implements Tx {
       dueLockDelays: (f, now, limit) => p.dueLockDelays(f, now, limit),
       dueDelayFamilies: (now, limit) => p.dueDelayFamilies(now, limit),
       countLockDelays: (now) => p.countLockDelays(now),
+    };
+    // The change log: appends stay in memory with the step (also when it writes through) and are
+    // written with the batch; a replay's read merges them with what the database holds.
+    const c = this.base.changes;
+    this.changes = {
+      append: async (rows) => {
+        this.st.stepChanges.push(...rows);
+      },
+      read: async (family, after, upTo, limit) => {
+        const inRange = (r: ChangeRow) => r.family === family && r.revision > after && r.revision <= upTo;
+        const held = [...this.st.changes, ...this.st.stepChanges].filter(inRange);
+        const stored = await c.read(family, after, upTo, limit);
+        return held.length === 0 ? stored : [...stored, ...held].sort((a, b) => a.revision - b.revision).slice(0, limit);
+      },
+      // Only a prune (which writes through) moves a horizon.
+      horizon: (family) => c.horizon(family),
+      prune: (keepChanges, olderThan, limit) => this.write(() => c.prune(keepChanges, olderThan, limit)),
+      stats: () => this.read(() => c.stats()),
     };
   }
 
@@ -440,9 +470,11 @@ export class PgBatchTx implements Tx {
         st.revisionDirty = true;
       }
       if (st.stepMessages.length > 0) st.messages.push(...st.stepMessages);
+      if (st.stepChanges.length > 0) st.changes.push(...st.stepChanges);
     }
     st.stepRevision = undefined;
     st.stepMessages = [];
+    st.stepChanges = [];
     if (st.direct) {
       st.direct = false;
       // The database moved under the caches: start them afresh.
@@ -470,9 +502,8 @@ export class PgBatchTx implements Tx {
   commitSql(): string {
     const st = this.st;
     if (st.poisoned !== undefined) throw st.poisoned;
-    let sql = '';
-    if (st.revisionDirty) sql += `UPDATE families SET revision = ${st.revision} WHERE family = ${this.quote(this.family)}; `;
-    sql += this.batchSql();
+    const sql = this.batchSql();
+    let notify = '';
     // PostgreSQL delivers identical payloads sent in one transaction once: a repeated one gets
     // trailing blanks (the payload is JSON, which ignores them), so each step's message arrives.
     // One statement for all of them (one result to parse, not one per message), in order.
@@ -483,10 +514,10 @@ export class PgBatchTx implements Tx {
     }
     if (sent.size > 0) {
       const payloads = [...sent].map(this.quote).join(',');
-      sql += `SELECT count(*) FROM (SELECT pg_notify('${CHANNEL}', m) FROM unnest(ARRAY[${payloads}]::text[]) WITH ORDINALITY AS n(m, i) ORDER BY i) x; `;
+      notify = `SELECT count(*) FROM (SELECT pg_notify('${CHANNEL}', m) FROM unnest(ARRAY[${payloads}]::text[]) WITH ORDINALITY AS n(m, i) ORDER BY i) x; `;
     }
     st.messages = [];
-    return sql;
+    return sql + notify;
   }
 
   /** Run statements (simple protocol), noting a failure. */
@@ -506,11 +537,19 @@ export class PgBatchTx implements Tx {
     if (!this.st.direct && this.st.poisoned === undefined) this.st.poisoned = e;
   }
 
+  /** The statements writing what the batch's returned steps hold: the family's revision, their rows, audit rows and changes. */
   private batchSql(): string {
+    const st = this.st;
     let sql = '';
+    if (st.revisionDirty && st.revision !== st.revisionWritten) {
+      sql += `UPDATE families SET revision = ${st.revision} WHERE family = ${this.quote(this.family)}; `;
+      st.revisionWritten = st.revision;
+    }
     for (const t of this.tables) sql += t.batchSql(this.quote);
-    sql += auditSql(this.st.audit, this.quote);
-    this.st.audit = [];
+    sql += auditSql(st.audit, this.quote);
+    st.audit = [];
+    sql += changeInsertSql(st.changes, this.quote);
+    st.changes = [];
     return sql;
   }
 
