@@ -20,11 +20,14 @@
  * BENCH_CPU_PROF=<dir> runs the synchronous=NORMAL server under `node
  * --cpu-prof` and prints its top functions by self time afterwards.
  *
- * 3. With BENCH_POSTGRES=<postgres:// URL of a server, any database> (or
- *    BENCH_POSTGRES=1 for 127.0.0.1:5432 as postgres): the same cycles on the
- *    PostgreSQL store, one instance and then two instances (workers split
- *    between them), each on a fresh database dropped afterwards.
- *    BENCH_ONLY=postgres skips the SQLite sections.
+ * 3. PostgreSQL (the local server at 127.0.0.1:5432 as postgres when it
+ *    answers, or BENCH_POSTGRES=<postgres:// URL of a server, any database>;
+ *    BENCH_POSTGRES=0 skips it): the same cycles on the PostgreSQL store at 1
+ *    and 64 workers, one and two instances (workers split between them), the
+ *    workers in one family or spread over four, each on a fresh database
+ *    dropped afterwards, beside one SQLite instance measured before and after
+ *    them (the ratios). BENCH_ONLY=postgres runs only this section;
+ *    BENCH_PG_CASES=2x1,2x4 only those rows (instances x families).
  */
 
 import { spawnSync, type ChildProcess } from 'node:child_process';
@@ -32,6 +35,7 @@ import { spawnListening } from '../server/testing/process';
 import { createTestDatabase, type TestDatabase } from '../server/testing/pg';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { Pool } from 'undici';
+import { connect } from 'node:net';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -47,7 +51,7 @@ const LEVELS = [1, 16, 64];
 const ROUTES_PER_WORKER = 8;
 const TOKEN = `lh_bench_${Math.random().toString(36).slice(2)}${Math.random().toString(36).slice(2)}`;
 const CPU_PROF = process.env.BENCH_CPU_PROF;
-const POSTGRES = process.env.BENCH_POSTGRES === '1' ? 'postgres://postgres@127.0.0.1:5432/postgres' : process.env.BENCH_POSTGRES;
+const POSTGRES = postgresUrl();
 const ONLY_POSTGRES = process.env.BENCH_ONLY === 'postgres';
 const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
 
@@ -105,7 +109,10 @@ async function startLeasehold(sync: 'normal' | 'full', profile = false): Promise
 async function startPostgresInstance(name: string, url: string): Promise<Child> {
   const dataDir = mkdtempSync(join(tmpdir(), 'leasehold-bench-pg-'));
   tempDirs.push(dataDir);
-  const c = await startChild(name, [SERVER], { LEASEHOLD_CONSOLE: 'off', LEASEHOLD_DATA_DIR: dataDir, LEASEHOLD_DATABASE_URL: url, LEASEHOLD_BOOTSTRAP_TOKEN: TOKEN });
+  // BENCH_PG_CPU_PROF=<dir>: each PostgreSQL instance runs under `node --cpu-prof` (profiles written there at exit).
+  const prof = process.env.BENCH_PG_CPU_PROF;
+  const args = prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`, SERVER] : [SERVER];
+  const c = await startChild(name, args, { LEASEHOLD_CONSOLE: 'off', LEASEHOLD_DATA_DIR: dataDir, LEASEHOLD_DATABASE_URL: url, LEASEHOLD_BOOTSTRAP_TOKEN: TOKEN });
   return { ...c, dataDir };
 }
 
@@ -492,8 +499,51 @@ async function familyTokens(t: Child, n: number): Promise<string[]> {
   );
 }
 
-async function postgresBench(adminUrl: string): Promise<PgRow[]> {
+/**
+ * The PostgreSQL server for the PostgreSQL rows: BENCH_POSTGRES=<postgres:// URL>, or by default
+ * the local one (127.0.0.1:5432, user postgres) if it accepts connections; BENCH_POSTGRES=0 skips them.
+ */
+async function postgresUrl(): Promise<string | undefined> {
+  const env = process.env.BENCH_POSTGRES;
+  if (env === '0') return undefined;
+  if (env && env !== '1') return env;
+  const local = 'postgres://postgres@127.0.0.1:5432/postgres';
+  if (env === '1') return local;
+  const reachable = await new Promise<boolean>((resolve) => {
+    const s = connect({ host: '127.0.0.1', port: 5432, timeout: 1_000 }, () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.on('error', () => resolve(false));
+    s.on('timeout', () => {
+      s.destroy();
+      resolve(false);
+    });
+  });
+  if (!reachable) console.log('no PostgreSQL at 127.0.0.1:5432: the PostgreSQL rows are skipped (BENCH_POSTGRES=<url> names another server)');
+  return reachable ? local : undefined;
+}
+
+/** PostgreSQL rows at these worker counts (64: the acceptance row; 1: latency). */
+const PG_LEVELS = [1, 64];
+
+/**
+ * The PostgreSQL rows, each beside one SQLite instance measured in the same
+ * run (64 workers, before and after the PostgreSQL rows, averaged), so the
+ * ratios hold on a loaded machine too.
+ */
+async function postgresBench(adminUrl: string): Promise<{ rows: PgRow[]; sqlite64: CycleResult[] }> {
   process.env.LEASEHOLD_TEST_DATABASE_URL = adminUrl;
+  const sqliteRef = async (): Promise<CycleResult> => {
+    const s = await startLeasehold('normal');
+    try {
+      const r = await cycles(s, 'sqlite-ref', 64);
+      console.log(`sqlite (one instance, reference), 64 workers: ${r.cycles_per_s}/s, server CPU ${r.server_cpu_us_per_cycle} µs/cycle`);
+      return r;
+    } finally {
+      await stopChild(s);
+    }
+  };
   const run = async (instances: number, families: number): Promise<PgRow> => {
     const db: TestDatabase = await createTestDatabase();
     const children: Child[] = [];
@@ -501,10 +551,10 @@ async function postgresBench(adminUrl: string): Promise<PgRow[]> {
       for (let i = 0; i < instances; i++) children.push(await startPostgresInstance(`pg-${instances}x${families}f-${String.fromCharCode(65 + i)}`, db.url));
       const tokens = await familyTokens(children[0]!, families);
       const results: CycleResult[] = [];
-      for (const workers of LEVELS) {
+      for (const workers of PG_LEVELS) {
         const r = await cycles(children, `pg${instances}x${families}`, workers, tokens);
         results.push(r);
-        console.log(`postgres, ${instances} instance(s), ${families} famil${families === 1 ? 'y' : 'ies'}, ${workers} workers: ${r.cycles_per_s}/s, p50 ${f1(r.p50_ms)} ms, p99 ${f1(r.p99_ms)} ms, errors ${r.errors}`);
+        console.log(`postgres, ${instances} instance(s), ${families} famil${families === 1 ? 'y' : 'ies'}, ${workers} workers: ${r.cycles_per_s}/s, p50 ${f1(r.p50_ms)} ms, p99 ${f1(r.p99_ms)} ms, server CPU ${r.server_cpu_us_per_cycle} µs/cycle, errors ${r.errors}`);
       }
       return { instances, families, results };
     } finally {
@@ -512,17 +562,29 @@ async function postgresBench(adminUrl: string): Promise<PgRow[]> {
       await db.drop();
     }
   };
+  const sqlite64 = [await sqliteRef()];
   const rows: PgRow[] = [];
-  for (const [instances, families] of [[1, 1], [2, 1], [1, 4], [2, 4]] as const) rows.push(await run(instances, families));
-  console.log('\nPostgreSQL store: acquire → release cycles, one and two instances on one database, workers in one family or spread over four\n');
+  // BENCH_PG_CASES="2x1,2x4" (instances x families) runs only those rows (quick trials).
+  const cases = (process.env.BENCH_PG_CASES ?? '1x1,2x1,1x4,2x4').split(',').map((c) => c.split('x').map(Number) as [number, number]);
+  for (const [instances, families] of cases) rows.push(await run(instances, families));
+  sqlite64.push(await sqliteRef());
+  const ref = sqlite64.reduce((a, r) => a + r.cycles_per_s, 0) / sqlite64.length;
+  console.log(`\nPostgreSQL store: acquire → release cycles, one and two instances on one database, workers in one family or spread over four,`);
+  console.log(`against one SQLite instance at 64 workers in the same run (${sqlite64.map((r) => r.cycles_per_s).join(' and ')} cycles/s, before and after: ${Math.round(ref)})\n`);
   console.log(
     table(
-      ['instances', 'families', 'workers', 'cyc/s', 'p50 ms', 'p99 ms', 'server CPU µs/cyc', 'client CPU', 'errors'],
-      rows.flatMap((row) => row.results.map((r) => [row.instances, row.families, r.workers, r.cycles_per_s, f1(r.p50_ms), f1(r.p99_ms), r.server_cpu_us_per_cycle, r.client_cpu.toFixed(2), r.errors])),
+      ['instances', 'families', 'workers', 'cyc/s', '× SQLite', 'p50 ms', 'p99 ms', 'server CPU µs/cyc', 'client CPU', 'errors'],
+      rows.flatMap((row) =>
+        row.results.map((r) => [
+          row.instances, row.families, r.workers, r.cycles_per_s, r.workers === 64 ? (r.cycles_per_s / ref).toFixed(2) : '',
+          f1(r.p50_ms), f1(r.p99_ms), r.server_cpu_us_per_cycle, r.client_cpu.toFixed(2), r.errors,
+        ]),
+      ),
     ),
   );
-  console.log('');
-  return rows;
+  const at = (i: number, f: number) => (rows.find((r) => r.instances === i && r.families === f)?.results.find((r) => r.workers === 64)?.cycles_per_s ?? NaN) / ref;
+  console.log(`\ntargets: two instances, one family ≥ 0.5 × SQLite → ${at(2, 1).toFixed(2)} × (${at(2, 1) >= 0.5 ? 'met' : 'NOT met'}); four families ≥ 1 × → ${at(2, 4).toFixed(2)} × (${at(2, 4) >= 1 ? 'met' : 'NOT met'})\n`);
+  return { rows, sqlite64 };
 }
 
 // ---- output -------------------------------------------------------------------
@@ -574,9 +636,11 @@ async function main(): Promise<void> {
   if (busyBefore > 0.1) console.log('WARNING: other processes are using the CPU; the figures below are not representative');
   console.log('');
 
-  const pg = POSTGRES ? await postgresBench(POSTGRES) : undefined;
+  const pgUrl = process.env.BENCH_ONLY === 'list' ? undefined : await POSTGRES;
+  const pgRun = pgUrl ? await postgresBench(pgUrl) : undefined;
+  const pg = pgRun?.rows;
   if (ONLY_POSTGRES) {
-    writeFileSync(join(ROOT, 'bench-results.json'), `${JSON.stringify({ date: new Date().toISOString(), machine, postgres: pg }, null, 2)}\n`);
+    writeFileSync(join(ROOT, 'bench-results.json'), `${JSON.stringify({ date: new Date().toISOString(), machine, postgres: pgRun }, null, 2)}\n`);
     return;
   }
 
@@ -685,7 +749,7 @@ async function main(): Promise<void> {
     cycles: { pairs, full: fullRows },
     target_64: { ratio: at64.ratio, met: target },
     list,
-    ...(pg ? { postgres: pg } : {}),
+    ...(pgRun ? { postgres: pgRun } : {}),
     ...(profile ? { profile } : {}),
   };
   writeFileSync(join(ROOT, 'bench-results.json'), `${JSON.stringify(out, null, 2)}\n`);

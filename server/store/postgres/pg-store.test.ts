@@ -79,3 +79,45 @@ test('a partition before COMMIT: not committed; with the COMMIT in flight: maybe
   assert.equal(await store.atomic((tx) => tx.revision('f')), 1, 'the COMMIT never reached the server');
   assert.equal(await store.atomic((tx) => tx.bumpRevision('f'), { family: 'f' }), 2, 'steps work again');
 });
+
+test('a batch cut off before its COMMIT fails every step in it, not committed; cut off with its COMMIT in flight, every step is maybe committed', async () => {
+  const base = await store.atomic((tx) => tx.revision('g'), { family: 'g' });
+  // 16 steps of one family arrive together (one batch); the 9th is partitioned mid-step.
+  const cutMid = await Promise.allSettled(
+    Array.from({ length: 16 }, (_, i) =>
+      store.atomic(async (tx) => {
+        await tx.bumpRevision('g');
+        if (i === 8) {
+          proxy.cut('stall');
+          await tx.getLease('g', 'lease://a/b/uncached');
+        }
+      }, { family: 'g' }),
+    ),
+  );
+  for (const o of cutMid) {
+    assert.equal(o.status, 'rejected');
+    const e = (o as PromiseRejectedResult).reason;
+    assert.ok(e instanceof StoreUnavailableError && !e.maybeCommitted, String(e));
+  }
+  proxy.restore();
+  assert.equal(await store.atomic((tx) => tx.revision('g'), { family: 'g' }), base, 'nothing committed');
+
+  // The last step of the batch cuts the link after its work: the COMMIT goes into the void.
+  const t0 = performance.now();
+  const cutCommit = await Promise.allSettled(
+    Array.from({ length: 16 }, (_, i) =>
+      store.atomic(async (tx) => {
+        await tx.bumpRevision('g');
+        if (i === 15) proxy.cut('stall');
+      }, { family: 'g' }),
+    ),
+  );
+  for (const o of cutCommit) {
+    assert.equal(o.status, 'rejected');
+    const e = (o as PromiseRejectedResult).reason;
+    assert.ok(e instanceof StoreUnavailableError && e.maybeCommitted, String(e));
+  }
+  assert.ok(performance.now() - t0 < 2_500, 'within the step deadline');
+  proxy.restore();
+  assert.equal(await store.atomic((tx) => tx.revision('g'), { family: 'g' }), base, 'the COMMIT never reached the server');
+});

@@ -3,18 +3,25 @@
  * `LEASEHOLD_DATABASE_URL`, for several server instances on one lease
  * universe.
  *
- * Every atomic step is one transaction on one pooled connection, READ
- * COMMITTED with row locks (docs/design.md says why not SERIALIZABLE). A
- * step scoped to a family first locks that family's revision row (held
- * until commit), then reads `clock_timestamp()` as `tx.now`: the steps of
+ * Transactions are READ COMMITTED with row locks (docs/design.md says why
+ * not SERIALIZABLE). Steps scoped to a family are run in batches, one
+ * family's batch at a time on this instance (`server/store/postgres/pg-batch.ts`):
+ * the batch locks that family's revision row once (held until commit),
+ * reads every step's hinted rows and `clock_timestamp()` in the same round
+ * trip, runs its steps one after another (each keeping its own
+ * all-or-nothing outcome), and commits with one more round trip; the next
+ * batch of the family starts as soon as that commit ends. So the steps of
  * a family are serialized across instances, their changes commit in
  * revision order, and backend time never goes back along that order.
+ * Different families' batches run in parallel on the pool. Any other step
+ * is one transaction of its own.
  *
  * Faults: the pool is bounded (`poolSize`); a step that cannot get a
  * connection, loses it, or runs past `stepTimeoutMs` has its connection
  * destroyed and fails with StoreUnavailableError, `maybeCommitted` when
- * the COMMIT had been sent. Nothing waits longer than that, and the pool
- * reconnects by itself on the next step.
+ * the COMMIT had been sent; a failed batch fails every step in it. Nothing
+ * waits longer than that, and the pool reconnects by itself on the next
+ * step.
  */
 
 import pg from 'pg';
@@ -23,8 +30,9 @@ import { addMs, millis, systemClock, type Clock, type Millis } from '../millis';
 import { StoreUnavailableError, type Bus, type StepScope, type Store, type Tx } from '../types';
 import { PgBus } from './pg-bus';
 import { connectionConfig, destroy, guard, LOCK_MIGRATE } from './pg-connection';
-import { toStoreError } from './pg-errors';
+import { isUnavailable, toStoreError } from './pg-errors';
 import { PgTx } from './pg-tx';
+import { PgBatchTx } from './pg-batch';
 import { MIGRATIONS } from './schema';
 
 export interface PgStoreOptions {
@@ -42,6 +50,30 @@ export interface PgStoreOptions {
   instanceId?: string;
 }
 
+/** A family's step waiting for its batch. */
+interface Pending {
+  fn: (tx: Tx) => Promise<unknown>;
+  prefetch: StepScope['prefetch'];
+  resolve: (v: unknown) => void;
+  reject: (e: unknown) => void;
+  /** The step limit, counted from the `atomic` call: it fails the step if still queued, else its whole batch. */
+  timer: ReturnType<typeof setTimeout> | undefined;
+  /** Set while its batch runs: abort that batch. */
+  abort: (() => void) | undefined;
+}
+
+/** At most this many steps in one batch (a bound on the lock's hold and the flush's size). */
+const MAX_BATCH = 256;
+const CLOCK = `SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8 AS now`;
+
+/** Committed batches and the steps they held (tests and the benchmark observe batching with it). */
+export interface BatchStats {
+  batches: number;
+  steps: number;
+  /** Round trips of the committed batches, their first and last included. */
+  roundTrips: number;
+}
+
 export class PgStore implements Store {
   readonly kind = 'postgres' as const;
   readonly bus: Bus;
@@ -51,6 +83,11 @@ export class PgStore implements Store {
   /** Database clock minus local clock in whole milliseconds, refreshed by every step. */
   private offset = 0;
   private closed = false;
+  /** Steps waiting for their family's next batch. */
+  private readonly queued = new Map<string, Pending[]>();
+  /** Families with a batch running (or about to), and the loop that runs them. */
+  private readonly running = new Map<string, Promise<void>>();
+  readonly batchStats: BatchStats = { batches: 0, steps: 0, roundTrips: 0 };
 
   private constructor(private readonly opts: PgStoreOptions) {
     this.stepTimeoutMs = opts.stepTimeoutMs ?? 4_000;
@@ -111,8 +148,175 @@ export class PgStore implements Store {
     return this.epochValue;
   }
 
-  async atomic<T>(fn: (tx: Tx) => Promise<T>, scope?: StepScope): Promise<T> {
-    if (this.closed) throw new StoreUnavailableError('store is closed', false);
+  atomic<T>(fn: (tx: Tx) => Promise<T>, scope?: StepScope): Promise<T> {
+    if (this.closed) return Promise.reject(new StoreUnavailableError('store is closed', false));
+    const family = scope?.family;
+    if (family === undefined) return this.single(fn);
+    return new Promise<T>((resolve, reject) => {
+      let q = this.queued.get(family);
+      if (!q) this.queued.set(family, (q = []));
+      const p: Pending = { fn, prefetch: scope?.prefetch, resolve: resolve as (v: unknown) => void, reject, timer: undefined, abort: undefined };
+      p.timer = setTimeout(() => this.expire(family, p), this.stepTimeoutMs);
+      q.push(p);
+      if (!this.running.has(family)) {
+        // The first batch starts once the event loop has taken in what arrived
+        // with this step (no timer); later ones as soon as the previous commit ends.
+        this.running.set(
+          family,
+          new Promise<void>((r) => setImmediate(r)).then(() => this.drain(family)),
+        );
+      }
+    });
+  }
+
+  /** A step reached the step limit: refused if it is still queued (nothing ran), else its batch is cut short. */
+  private expire(family: string, p: Pending): void {
+    if (p.abort) return p.abort();
+    const q = this.queued.get(family);
+    const i = q?.indexOf(p) ?? -1;
+    if (i < 0) return;
+    q!.splice(i, 1);
+    p.reject(new StoreUnavailableError(`postgres: the step waited longer than ${this.stepTimeoutMs} ms`, false));
+  }
+
+  /** Run a family's batches one after another while steps are waiting. */
+  private async drain(family: string): Promise<void> {
+    try {
+      for (;;) {
+        const q = this.queued.get(family);
+        if (!q || q.length === 0) {
+          this.queued.delete(family);
+          return;
+        }
+        const batch = q.splice(0, MAX_BATCH);
+        if (this.closed) {
+          for (const p of batch) {
+            clearTimeout(p.timer);
+            p.reject(new StoreUnavailableError('store is closed', false));
+          }
+          continue;
+        }
+        await this.runBatch(family, batch);
+      }
+    } finally {
+      this.running.delete(family);
+    }
+  }
+
+  /**
+   * One batch of a family's steps in one transaction: BEGIN + the family's
+   * lock + every step's hinted rows + the clock in one round trip, the steps
+   * one after another (a cache miss, a scan or a write-through costs its own
+   * round trip), then the rows, the revision, the notifications and COMMIT
+   * in one more. No step is answered before the COMMIT returns; if the batch
+   * cannot commit, every step in it fails with StoreUnavailableError.
+   */
+  private async runBatch(family: string, steps: Pending[]): Promise<void> {
+    let client: pg.PoolClient | undefined;
+    let commitSent = false;
+    let timedOut = false;
+    let fail!: (e: unknown) => void;
+    const deadline = new Promise<never>((_, reject) => (fail = reject));
+    deadline.catch(() => undefined);
+    // The first step to reach its limit cuts the whole batch short: its connection is destroyed.
+    const abort = () => {
+      if (timedOut) return;
+      timedOut = true;
+      if (client) destroy(client);
+      fail(new Error('timed out'));
+    };
+    for (const p of steps) p.abort = abort;
+    const settle = (p: Pending) => {
+      clearTimeout(p.timer);
+      p.abort = undefined;
+    };
+    const connecting = this.pool.connect();
+    try {
+      client = await Promise.race([connecting, deadline]);
+    } catch (e) {
+      // A connection that arrives after the deadline goes back to the pool unused.
+      if (timedOut) connecting.then((c) => c.release(), () => undefined);
+      const err = timedOut
+        ? new StoreUnavailableError(`postgres: the step took longer than ${this.stepTimeoutMs} ms`, false)
+        : new StoreUnavailableError(`postgres: cannot get a connection: ${(e as Error).message}`, false);
+      for (const p of steps) {
+        settle(p);
+        p.reject(err);
+      }
+      return;
+    }
+    guard(client);
+    const tx = new PgBatchTx(client, family);
+    const outcomes: Array<{ ok: boolean; value: unknown }> = [];
+    let failure: StoreUnavailableError | undefined;
+    try {
+      const prefetches = steps.map((p) => p.prefetch);
+      const results = await Promise.race([tx.exec(`BEGIN; ${tx.lockSql(prefetches)}${CLOCK}`), deadline]);
+      tx.locked(prefetches, results.slice(1, 1 + PgBatchTx.LOCK_RESULTS));
+      const dbNow = Number(results[results.length - 1]!.rows[0].now);
+      const received = performance.now();
+      // The lock may have waited for another instance's batch, while this family's steps kept
+      // arriving here: if at least as many came as the batch holds, they join it (their rows read
+      // in one more round trip, under the lock) rather than wait for the next batch and its lock.
+      const late = this.queued.get(family);
+      if (late && late.length >= steps.length && steps.length < MAX_BATCH) {
+        const joined = late.splice(0, MAX_BATCH - steps.length);
+        for (const p of joined) p.abort = abort;
+        steps.push(...joined);
+        const more = joined.map((p) => p.prefetch);
+        tx.prefetched(more, await Promise.race([tx.exec(tx.prefetchSql(more)), deadline]));
+      }
+      // The clock was read after the lock, which may have waited for another instance's batch:
+      // it belongs to the end of the round trip, not its midpoint (which would put this
+      // instance's now() ahead by half the wait, and its audit times after other instances' later ones).
+      this.offset = dbNow - Date.now();
+      for (const p of steps) {
+        // Each step's time: the database clock read after the lock, plus the time elapsed here
+        // since its answer arrived (never ahead of the database's clock, so never ahead of the
+        // time the next holder of the lock reads after this batch commits).
+        tx.beginStep(this.opts.clock ? this.opts.clock() : millis(dbNow + Math.floor(performance.now() - received)));
+        try {
+          const value = await Promise.race([p.fn(tx), deadline]);
+          await tx.endStep(true);
+          outcomes.push({ ok: true, value });
+        } catch (e) {
+          if (timedOut) throw e;
+          await tx.endStep(false);
+          outcomes.push({ ok: false, value: e });
+        }
+        if (tx.poisoned !== undefined) throw tx.poisoned;
+      }
+      const sql = tx.commitSql();
+      commitSent = true;
+      await Promise.race([tx.exec(`${sql}COMMIT`), deadline]);
+      this.batchStats.batches++;
+      this.batchStats.steps += steps.length;
+      this.batchStats.roundTrips += 2 + tx.statements;
+    } catch (e) {
+      if (timedOut) failure = new StoreUnavailableError(`postgres: the step took longer than ${this.stepTimeoutMs} ms`, commitSent);
+      else {
+        // The server answered with an error: the transaction was aborted, nothing committed;
+        // any other failure after the COMMIT was sent leaves the outcome unknown.
+        const answered = e instanceof pg.DatabaseError && !isUnavailable(e);
+        failure = new StoreUnavailableError(`postgres: the batch failed: ${(e as Error)?.message ?? String(e)}`, commitSent && !answered);
+      }
+    }
+    let broken = timedOut;
+    if (failure && !timedOut) await Promise.race([client.query('ROLLBACK'), deadline]).catch(() => (broken = true));
+    // A connection that failed or timed out is discarded, never reused.
+    client.release(broken || timedOut ? true : undefined);
+    for (let i = 0; i < steps.length; i++) {
+      const p = steps[i]!;
+      settle(p);
+      const o = outcomes[i];
+      if (failure) p.reject(failure);
+      else if (o!.ok) p.resolve(o!.value);
+      else p.reject(o!.value);
+    }
+  }
+
+  /** A step without a family: one transaction of its own. */
+  private async single<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
     const started = Date.now();
     let client: pg.PoolClient;
     try {
@@ -133,28 +337,8 @@ export class PgStore implements Store {
     );
     const tx = new PgTx(client);
     try {
-      // BEGIN, the family's lock (its revision, and whether it has waiters),
-      // then the clock: one round trip.
-      const clock = `SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8 AS now`;
-      let sql = `BEGIN; `;
-      const family = scope?.family;
-      if (family !== undefined) {
-        const f = client.escapeLiteral(family);
-        sql += `INSERT INTO families (family, revision) VALUES (${f}, 0) ON CONFLICT (family) DO NOTHING; `;
-        sql += `SELECT revision FROM families WHERE family = ${f} FOR UPDATE; `;
-        // A statement of its own, so it reads after the lock is granted (a
-        // select list is computed before its rows are locked).
-        sql += `SELECT EXISTS (SELECT 1 FROM waiters WHERE family = ${f}) AS waiters; `;
-        if (scope?.prefetch) for (const st of PgTx.prefetchStatements(family, scope.prefetch, (s) => client.escapeLiteral(s))) sql += `${st}; `;
-      }
-      sql += clock;
       const sent = Date.now();
-      const results = (await client.query(sql)) as unknown as pg.QueryResult[];
-      if (family !== undefined) {
-        const revision = Number((results[2]!.rows[0] as { revision: number }).revision);
-        tx.lockFamily(family, revision, (results[3]!.rows[0] as { waiters: boolean }).waiters);
-        if (scope?.prefetch) tx.prefetched(family, scope.prefetch, results.slice(4, -1));
-      }
+      const results = (await client.query(`BEGIN; ${CLOCK}`)) as unknown as pg.QueryResult[];
       const now = millis(Number(results[results.length - 1]!.rows[0].now));
       tx.now = this.opts.clock ? this.opts.clock() : now;
       // The midpoint of the round trip is half a millisecond when it is odd: round, so now() stays whole.
@@ -187,6 +371,8 @@ export class PgStore implements Store {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    // Batches already running end first (each within the step limit); queued steps are refused.
+    await Promise.all([...this.running.values()]);
     await (this.bus as PgBus).close();
     await this.pool.end().catch(() => undefined);
   }

@@ -1,11 +1,13 @@
 /**
- * One atomic step's view of the PostgreSQL store: one transaction on one
- * pooled connection (READ COMMITTED plus row locks; see docs/design.md).
+ * The direct statements of the PostgreSQL store, on one pooled connection
+ * inside one transaction (READ COMMITTED plus row locks; see
+ * docs/design.md): the whole `Tx` of a step without a family, and what a
+ * family's batch (`pg-batch.ts`) reads and writes through.
  * Statements are named, so each connection prepares each of them once.
  */
 
 import { millis } from '../millis';
-import type { PoolClient, QueryResult } from 'pg';
+import type { PoolClient } from 'pg';
 import { routeSegments } from '@/lib/selector';
 import {
   RARE_AUDIT_TYPES,
@@ -25,7 +27,6 @@ import {
   type SessionRow,
   type PolicyTx,
   type SharedWaiters,
-  type StepScope,
   type TokenRow,
   type Tx,
 } from '../types';
@@ -40,25 +41,20 @@ import { planLeaseScan, renderLeaseChunk, runLeaseScan } from '../plan/lease-sca
 import { planAuditScan, renderAuditScan } from '../plan/audit-scan';
 import { auditPruneSql, dueFamiliesSql, dueSql, familyExcess } from '../plan/expiry';
 
-const LEASE_COLS = `family, route, lease_id AS "leaseId", fencing_token AS "fencingToken",
+export const LEASE_COLS = `family, route, lease_id AS "leaseId", fencing_token AS "fencingToken",
   session_hash AS "sessionHash", owner_id AS "ownerId", incarnation, acquired_at AS "acquiredAt",
   renewed_at AS "renewedAt", expires_at AS "expiresAt", max_expires_at AS "maxExpiresAt",
   ttl_ms AS "ttlMs", renewal_count AS "renewalCount", revision, metadata, release_request AS "releaseRequest"`;
-const SESSION_COLS = `family, id_hash AS "idHash", incarnation, owner_id AS "ownerId", ttl_ms AS "ttlMs",
+export const SESSION_COLS = `family, id_hash AS "idHash", incarnation, owner_id AS "ownerId", ttl_ms AS "ttlMs",
   created_at AS "createdAt", expires_at AS "expiresAt"`;
 const TOKEN_COLS = `id, secret_hash AS "secretHash", name, family, grants, root, kind,
   created_at AS "createdAt", expires_at AS "expiresAt", revoked_at AS "revokedAt", created_by AS "createdBy"`;
-const IDEM_COLS = `family, op, route, request_id AS "requestId", digest, status, answer, expires_at AS "expiresAt"`;
 type RawToken = Omit<TokenRow, 'grants'> & { grants: string };
 
 function tokenFromRaw(raw: RawToken | undefined): TokenRow | undefined {
   if (!raw) return undefined;
   return { ...raw, grants: JSON.parse(raw.grants) as string[] };
 }
-
-const MISS = Symbol('not prefetched');
-const idemKey = (family: string, op: string, route: string, requestId: string) => `i\n${family}\n${op}\n${route}\n${requestId}`;
-const leaseKey = (family: string, route: string) => `l\n${family}\n${route}`;
 
 /** Due work and audit pruning, rendered once from the shared plans (server/store/plan/expiry.ts). */
 const PRUNE = auditPruneSql(postgres);
@@ -77,8 +73,6 @@ export class PgTx implements Tx {
   readonly changes = new PgChangeLog(this);
   private messages: string[] = [];
   private locked: { family: string; revision: number; dirty: boolean; hasWaiters: boolean } | undefined;
-  /** Rows read in the first round trip (`prefetch`): each answers its first read, and any write to it drops it. */
-  private readonly early = new Map<string, unknown>();
 
   constructor(private readonly client: PoolClient) {}
 
@@ -123,37 +117,6 @@ export class PgTx implements Tx {
    */
   lockFamily(family: string, revision: number, hasWaiters: boolean): void {
     this.locked = { family, revision, dirty: false, hasWaiters };
-  }
-
-  /**
-   * The statements that read a step's hinted rows (after its lock, in its
-   * first round trip), with `quote` making literals; `prefetched` takes
-   * their results in the same order.
-   */
-  static prefetchStatements(family: string, p: NonNullable<StepScope['prefetch']>, quote: (s: string) => string): string[] {
-    const out: string[] = [];
-    if (p.idempotency) {
-      const k = p.idempotency;
-      out.push(`SELECT ${IDEM_COLS} FROM idempotency WHERE family = ${quote(family)} AND op = ${quote(k.op)} AND route = ${quote(k.route)} AND request_id = ${quote(k.requestId)}`);
-    }
-    if (p.sessionHash !== undefined) out.push(`SELECT ${SESSION_COLS} FROM sessions WHERE id_hash = ${quote(p.sessionHash)}`);
-    if (p.route !== undefined) out.push(`SELECT ${LEASE_COLS} FROM leases WHERE family = ${quote(family)} AND route = ${quote(p.route)}`);
-    return out;
-  }
-
-  prefetched(family: string, p: NonNullable<StepScope['prefetch']>, results: QueryResult[]): void {
-    let i = 0;
-    if (p.idempotency) this.early.set(idemKey(family, p.idempotency.op, p.idempotency.route, p.idempotency.requestId), results[i++]!.rows[0]);
-    if (p.sessionHash !== undefined) this.early.set(`s\n${p.sessionHash}`, results[i++]!.rows[0]);
-    if (p.route !== undefined) this.early.set(leaseKey(family, p.route), results[i++]!.rows[0]);
-  }
-
-  /** The prefetched row for `key` (once), or `miss`. */
-  private take(key: string): unknown {
-    if (!this.early.has(key)) return MISS;
-    const v = this.early.get(key);
-    this.early.delete(key);
-    return v;
   }
 
   /** Does the locked family certainly have no waiter rows? */
@@ -204,12 +167,9 @@ export class PgTx implements Tx {
   }
 
   async getSession(idHash: string): Promise<SessionRow | undefined> {
-    const early = this.take(`s\n${idHash}`);
-    if (early !== MISS) return early as SessionRow | undefined;
     return this.one('sget', `SELECT ${SESSION_COLS} FROM sessions WHERE id_hash = $1`, [idHash]);
   }
   async insertSession(r: SessionRow): Promise<void> {
-    this.early.delete(`s\n${r.idHash}`);
     await this.q(
       'sins',
       `INSERT INTO sessions (id_hash, family, incarnation, owner_id, ttl_ms, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
@@ -217,11 +177,9 @@ export class PgTx implements Tx {
     );
   }
   async setSessionExpiry(idHash: string, expiresAt: number): Promise<void> {
-    this.early.delete(`s\n${idHash}`);
     await this.q('sexp', `UPDATE sessions SET expires_at = $1 WHERE id_hash = $2`, [expiresAt, idHash]);
   }
   async deleteSession(idHash: string): Promise<void> {
-    this.early.delete(`s\n${idHash}`);
     await this.q('sdel', `DELETE FROM sessions WHERE id_hash = $1`, [idHash]);
   }
   async dueSessions(now: number, limit: number, family?: string): Promise<SessionRow[]> {
@@ -250,12 +208,9 @@ export class PgTx implements Tx {
   }
 
   async getLease(family: string, route: string): Promise<LeaseRow | undefined> {
-    const early = this.take(leaseKey(family, route));
-    if (early !== MISS) return early as LeaseRow | undefined;
     return this.one('lget', `SELECT ${LEASE_COLS} FROM leases WHERE family = $1 AND route = $2`, [family, route]);
   }
   async insertLease(r: LeaseRow): Promise<void> {
-    this.early.delete(leaseKey(r.family, r.route));
     const [realm, area, resource] = routeSegments(r.route);
     await this.q(
       'lins',
@@ -269,7 +224,6 @@ export class PgTx implements Tx {
     );
   }
   async updateLeaseRenewal(family: string, route: string, leaseId: string, renewedAt: number, expiresAt: number, ttlMs: number, renewalCount: number): Promise<void> {
-    this.early.delete(leaseKey(family, route));
     await this.q(
       'lren',
       `UPDATE leases SET renewed_at = $1, expires_at = $2, ttl_ms = $3, renewal_count = $4 WHERE family = $5 AND route = $6 AND lease_id = $7`,
@@ -277,14 +231,12 @@ export class PgTx implements Tx {
     );
   }
   async deleteLease(family: string, route: string, leaseId: string, fencingToken: number): Promise<boolean> {
-    this.early.delete(leaseKey(family, route));
     const n = await this.changed('ldel', `DELETE FROM leases WHERE family = $1 AND route = $2 AND lease_id = $3 AND fencing_token = $4`, [
       family, route, leaseId, fencingToken,
     ]);
     return n === 1;
   }
   async setReleaseRequest(family: string, route: string, leaseId: string, fencingToken: number, request: string): Promise<boolean> {
-    this.early.delete(leaseKey(family, route));
     const n = await this.changed('lrr', `UPDATE leases SET release_request = $1 WHERE family = $2 AND route = $3 AND lease_id = $4 AND fencing_token = $5`, [
       request, family, route, leaseId, fencingToken,
     ]);
@@ -342,8 +294,6 @@ export class PgTx implements Tx {
   }
 
   async getIdempotency(family: string, op: string, route: string, requestId: string): Promise<IdempotencyRow | undefined> {
-    const early = this.take(idemKey(family, op, route, requestId));
-    if (early !== MISS) return early as IdempotencyRow | undefined;
     return this.one(
       'iget',
       `SELECT family, op, route, request_id AS "requestId", digest, status, answer, expires_at AS "expiresAt"
@@ -352,7 +302,6 @@ export class PgTx implements Tx {
     );
   }
   async putIdempotency(r: IdempotencyRow): Promise<void> {
-    this.early.delete(idemKey(r.family, r.op, r.route, r.requestId));
     await this.q(
       'iput',
       `INSERT INTO idempotency (family, op, route, request_id, digest, status, answer, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
@@ -362,7 +311,6 @@ export class PgTx implements Tx {
     );
   }
   async deleteIdempotency(family: string, op: string, route: string, requestId: string): Promise<void> {
-    this.early.delete(idemKey(family, op, route, requestId));
     await this.q('idel', `DELETE FROM idempotency WHERE family = $1 AND op = $2 AND route = $3 AND request_id = $4`, [family, op, route, requestId]);
   }
   async pruneIdempotency(now: number, limit: number): Promise<number> {

@@ -1,0 +1,267 @@
+/**
+ * PostgreSQL batches per family (docs/design.md "PostgreSQL: row locks, one batch per
+ * family"), observed in the database itself: rows written by one
+ * transaction share its `xmin`. Steps of one family that arrive together
+ * commit in far fewer transactions than steps; each keeps its own
+ * all-or-nothing outcome (also once it writes through under a savepoint);
+ * a batch that cannot commit fails every step in it and commits nothing.
+ */
+
+import { after, afterEach, before, beforeEach, test } from 'node:test';
+import assert from 'node:assert/strict';
+import pg from 'pg';
+import { millis } from '../millis';
+import { PgStore } from './pg-store';
+import { StoreUnavailableError, type LeaseRow, type SessionRow } from '../types';
+import { createTestDatabase, type TestDatabase } from '../../testing/pg';
+
+let db: TestDatabase;
+let store: PgStore;
+let sql: pg.Client;
+
+function lease(route: string, token: number): LeaseRow {
+  return {
+    family: 'f', route, leaseId: `ls_${route}`, fencingToken: token, sessionHash: 'h1', ownerId: 'o', incarnation: 'hi_1',
+    acquiredAt: millis(1), renewedAt: millis(1), expiresAt: millis(10_000), maxExpiresAt: millis(20_000), ttlMs: 5_000, renewalCount: 0, revision: token, metadata: null,
+  };
+}
+
+function session(idHash: string, incarnation: string): SessionRow {
+  return { family: 'f', idHash, incarnation, ownerId: 'o', ttlMs: 5_000, createdAt: millis(1), expiresAt: millis(10_000) };
+}
+
+/** The transaction id that wrote each listed row of `table` (by its route, or session hash). */
+async function writers(table: 'leases' | 'sessions' | 'waiters', keys: readonly string[]): Promise<Map<string, string>> {
+  const col = table === 'sessions' ? 'id_hash' : table === 'waiters' ? 'request_id' : 'route';
+  const r = await sql.query<{ k: string; x: string }>(`SELECT ${col} AS k, xmin::text AS x FROM ${table} WHERE ${col} = ANY($1::text[])`, [keys]);
+  return new Map(r.rows.map((row) => [row.k, row.x]));
+}
+
+before(async () => {
+  db = await createTestDatabase();
+  sql = new pg.Client({ connectionString: db.url });
+  await sql.connect();
+});
+after(async () => {
+  await sql.end();
+  await db.drop();
+});
+beforeEach(async () => {
+  store = await PgStore.open({ url: db.url });
+  await sql.query('TRUNCATE leases, sessions, waiters, families, idempotency');
+});
+afterEach(async () => {
+  await store.close();
+});
+
+test('64 concurrent steps of one family commit in far fewer transactions than steps, with contiguous revisions', async () => {
+  const before = { ...store.batchStats };
+  const routes = Array.from({ length: 64 }, (_, i) => `lease://b/r/${i}`);
+  const revs = await Promise.all(
+    routes.map((route) =>
+      store.atomic(async (tx) => {
+        const rev = await tx.bumpRevision('f');
+        await tx.insertLease(lease(route, rev));
+        return rev;
+      }, { family: 'f', prefetch: { route } }),
+    ),
+  );
+  assert.deepEqual([...revs].sort((a, b) => a - b), Array.from({ length: 64 }, (_, i) => i + 1));
+  const xids = new Set((await writers('leases', routes)).values());
+  assert.equal((await writers('leases', routes)).size, 64, 'every lease committed');
+  assert.ok(xids.size <= 4, `64 steps committed in ${xids.size} transactions`);
+  assert.equal(store.batchStats.steps - before.steps, 64);
+  assert.equal(store.batchStats.batches - before.batches, xids.size, 'one transaction per batch');
+  assert.equal(await store.atomic((tx) => tx.revision('f')), 64);
+});
+
+test('a step that throws inside a batch leaves the others\' effects and none of its own, also after writing through', async () => {
+  const waiter = (requestId: string) => ({
+    family: 'f', route: 'lease://b/w/x', requestId, instance: store.bus.instanceId, sessionHash: 'h1', digest: 'd', ttlMs: 1_000, maxLifetimeMs: 10_000, metadata: null, deadline: millis(9_000_000_000_000),
+  });
+  const scope = { family: 'f' };
+  const before = { ...store.batchStats };
+  const outcomes = await Promise.allSettled([
+    // Cached writes only, then a throw.
+    store.atomic(async (tx) => {
+      await tx.bumpRevision('f');
+      await tx.insertLease(lease('lease://b/t/a', 1));
+      throw new Error('a');
+    }, scope),
+    store.atomic(async (tx) => {
+      const rev = await tx.bumpRevision('f');
+      await tx.insertLease(lease('lease://b/t/b', rev));
+      return rev;
+    }, scope),
+    // Writes through (a waiter row, under a savepoint), then throws.
+    store.atomic(async (tx) => {
+      await tx.bumpRevision('f');
+      await tx.insertLease(lease('lease://b/t/c', 3));
+      await tx.waiters!.enqueueWaiter(waiter('w-c'));
+      throw new Error('c');
+    }, scope),
+    // Scans after its own writes (which sees them), then throws.
+    store.atomic(async (tx) => {
+      await tx.insertLease(lease('lease://b/t/d', 4));
+      const seen = await tx.scanLeases({ family: 'f', triple: ['b', 't', null], after: null, want: 10, budget: 100, now: millis(0) });
+      throw new Error(`d saw ${seen.rows.map((r) => r.route).join(',')}`);
+    }, scope),
+    // Writes through and returns.
+    store.atomic(async (tx) => {
+      await tx.waiters!.enqueueWaiter(waiter('w-e'));
+      return 'e';
+    }, scope),
+    store.atomic(async (tx) => {
+      const rev = await tx.bumpRevision('f');
+      await tx.insertLease(lease('lease://b/t/f', rev));
+      return rev;
+    }, scope),
+  ]);
+  assert.deepEqual(
+    outcomes.map((o) => (o.status === 'fulfilled' ? o.value : (o.reason as Error).message)),
+    ['a', 1, 'c', 'd saw lease://b/t/b,lease://b/t/d', 'e', 2],
+  );
+  const leases = await writers('leases', ['lease://b/t/a', 'lease://b/t/b', 'lease://b/t/c', 'lease://b/t/d', 'lease://b/t/f']);
+  assert.deepEqual([...leases.keys()].sort(), ['lease://b/t/b', 'lease://b/t/f']);
+  const waiters = await writers('waiters', ['w-c', 'w-e']);
+  assert.deepEqual([...waiters.keys()], ['w-e']);
+  // (A row written under a savepoint carries its subtransaction's id, so the batch is counted by the store.)
+  assert.equal(new Set(leases.values()).size, 1, 'b and f committed in one transaction');
+  assert.deepEqual({ batches: store.batchStats.batches - before.batches, steps: store.batchStats.steps - before.steps }, { batches: 1, steps: 6 });
+  assert.equal(await store.atomic((tx) => tx.revision('f')), 2, 'the thrown steps\' bumps were undone');
+});
+
+test('a batch whose flush fails fails every step in it (not committed), and the next batch commits', async () => {
+  const steps = Array.from({ length: 8 }, (_, i) =>
+    store.atomic(async (tx) => {
+      await tx.bumpRevision('f');
+      // Steps 3 and 6 insert sessions with one incarnation: the flush breaks its unique index.
+      await tx.insertSession(session(`s${i}`, i === 3 || i === 6 ? 'hi_same' : `hi_${i}`));
+      return i;
+    }, { family: 'f' }),
+  );
+  const outcomes = await Promise.allSettled(steps);
+  for (const o of outcomes) {
+    assert.equal(o.status, 'rejected');
+    const e = (o as PromiseRejectedResult).reason;
+    assert.ok(e instanceof StoreUnavailableError, String(e));
+    assert.equal(e.maybeCommitted, false);
+  }
+  assert.equal((await writers('sessions', Array.from({ length: 8 }, (_, i) => `s${i}`))).size, 0, 'nothing committed');
+  assert.equal(await store.atomic((tx) => tx.revision('f')), 0);
+  await store.atomic(async (tx) => {
+    await tx.bumpRevision('f');
+    await tx.insertSession(session('s9', 'hi_9'));
+  }, { family: 'f' });
+  assert.equal(await store.atomic((tx) => tx.revision('f')), 1);
+});
+
+test('two stores batching one family: revisions stay contiguous and each batch sees the other\'s commits', async () => {
+  const other = await PgStore.open({ url: db.url });
+  try {
+    const routes = Array.from({ length: 96 }, (_, i) => `lease://b/two/${i % 8}`);
+    // Every step replaces its route's lease with one whose token is the new revision, checking the old token is lower.
+    const results = await Promise.all(
+      routes.map((route, i) =>
+        (i % 2 ? store : other).atomic(async (tx) => {
+          const held = await tx.getLease('f', route);
+          const rev = await tx.bumpRevision('f');
+          if (held) {
+            assert.ok(held.fencingToken < rev, `token ${held.fencingToken} is not below ${rev}`);
+            assert.ok(await tx.deleteLease('f', route, held.leaseId, held.fencingToken));
+          }
+          await tx.insertLease({ ...lease(route, rev), leaseId: `ls_${rev}` });
+          return { route, rev, before: held?.fencingToken ?? 0 };
+        }, { family: 'f', prefetch: { route } }),
+      ),
+    );
+    assert.deepEqual(results.map((r) => r.rev).sort((a, b) => a - b), Array.from({ length: 96 }, (_, i) => i + 1));
+    // Per route, each step replaced exactly the lease of the step before it: a chain with no fork.
+    for (let k = 0; k < 8; k++) {
+      const chain = results.filter((r) => r.route === `lease://b/two/${k}`).sort((a, b) => a.rev - b.rev);
+      chain.forEach((r, i) => assert.equal(r.before, i === 0 ? 0 : chain[i - 1]!.rev));
+    }
+    assert.ok(store.batchStats.batches + other.batchStats.batches < 96, 'batched');
+  } finally {
+    await other.close();
+  }
+});
+
+test("a batch's notifications arrive once each, in step order, also when two steps send the same payload; a thrown step's never", { timeout: 20_000 }, async () => {
+  const listener = new pg.Client({ connectionString: db.url });
+  await listener.connect();
+  const got: string[] = [];
+  listener.on('notification', (m) => got.push(m.payload!));
+  await listener.query('LISTEN leasehold');
+  try {
+    const before = { ...store.batchStats };
+    await Promise.allSettled(
+      Array.from({ length: 32 }, (_, i) =>
+        store.atomic(async (tx) => {
+          await tx.broadcast!(JSON.stringify({ step: i }));
+          // Steps 10 and 11 send an identical payload too.
+          if (i === 10 || i === 11) await tx.broadcast!('{"same":true}');
+          if (i === 20) throw new Error('dropped');
+        }, { family: 'f' }),
+      ),
+    );
+    assert.equal(store.batchStats.batches - before.batches, 1);
+    // Notifications arrive on the listening connection after the commit: wait for them (the test's timeout bounds it).
+    await new Promise<void>((resolve) => {
+      const check = () => (got.length >= 33 ? resolve() : listener.once('notification', () => setImmediate(check)));
+      check();
+    });
+    const want = Array.from({ length: 32 }, (_, i) => i)
+      .filter((i) => i !== 20)
+      .flatMap((i) => [{ step: i }, ...(i === 10 || i === 11 ? [{ same: true }] : [])]);
+    assert.deepEqual(got.map((p) => JSON.parse(p)), want);
+  } finally {
+    await listener.end();
+  }
+});
+
+test('steps that arrive while a batch waits for the lock join it, with their rows read in one more round trip', async () => {
+  const other = await PgStore.open({ url: db.url });
+  try {
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let locked!: () => void;
+    const hasLock = new Promise<void>((r) => (locked = r));
+    // The other instance holds the family's lock (a batch that waits before it commits).
+    const holder = other.atomic(async (tx) => {
+      await tx.bumpRevision('f');
+      locked();
+      await held;
+    }, { family: 'f' });
+    await hasLock;
+    const before = { ...store.batchStats };
+    const first = store.atomic(async (tx) => tx.bumpRevision('f'), { family: 'f' });
+    // Let that batch start and block on the lock (seen in pg_stat_activity, a bounded number of looks), then six more steps arrive.
+    for (let i = 0; ; i++) {
+      const waiting = await sql.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+      );
+      if (waiting.rows[0]!.n > 0) break;
+      assert.ok(i < 2_000, 'the batch never waited for the lock');
+    }
+    const routes = Array.from({ length: 6 }, (_, i) => `lease://b/late/${i}`);
+    const late = routes.map((route) =>
+      store.atomic(async (tx) => {
+        const rev = await tx.bumpRevision('f');
+        await tx.insertLease(lease(route, rev));
+        return rev;
+      }, { family: 'f', prefetch: { route } }),
+    );
+    release();
+    await holder;
+    const revs = [await first, ...(await Promise.all(late))];
+    assert.deepEqual(revs, [2, 3, 4, 5, 6, 7, 8], 'after the holder, in arrival order');
+    assert.deepEqual(
+      { batches: store.batchStats.batches - before.batches, steps: store.batchStats.steps - before.steps, roundTrips: store.batchStats.roundTrips - before.roundTrips },
+      { batches: 1, steps: 7, roundTrips: 3 },
+    );
+    assert.equal(new Set((await writers('leases', routes)).values()).size, 1, 'one transaction');
+  } finally {
+    await other.close();
+  }
+});

@@ -1,0 +1,781 @@
+/**
+ * The PostgreSQL step runner's unit of work (docs/design.md, "PostgreSQL:
+ * row locks, one batch per family"). One `PgBatchTx` serves every step of a batch: the
+ * steps of one family that an instance runs together in one transaction,
+ * after taking the family's row lock once.
+ *
+ * - The first round trip takes the lock and reads every step's hinted rows
+ *   (`scope.prefetch`) into a per-batch cache.
+ * - The hot rows (leases, sessions, idempotency records, checkpoints, the
+ *   family's revision) are read through that cache and written behind: a
+ *   step's writes are kept in its own overlay, merged into the batch when
+ *   it returns and dropped when it throws (its all-or-nothing outcome,
+ *   without a savepoint), and flushed with the COMMIT as one multi-row
+ *   upsert and one multi-row delete per table, with the audit rows and the
+ *   notifications, in one round trip.
+ * - Any other read (scans, due lists, counts) first writes what the batch
+ *   holds, so it sees every earlier step. A step that also holds writes of
+ *   its own, or writes anything uncached (waiter rows, policies, tokens,
+ *   prunes), switches to writing through under a savepoint for the rest of
+ *   its run, and the caches start afresh after it (the SQLite unit of work
+ *   does the same, server/store/sqlite/write-behind.ts).
+ * - A statement that fails outside a savepoint aborts PostgreSQL's
+ *   transaction: the batch is then poisoned and every step of it fails
+ *   with StoreUnavailableError (the runner decides `maybeCommitted`).
+ *
+ * Mutable state lives in one object (`st`), so a wrapper made with
+ * `Object.create(tx)` changes the batch's state, not a shadow of it.
+ */
+
+import type { PoolClient, QueryResult } from 'pg';
+import { routeSegments } from '@/lib/selector';
+import { millis, type Millis } from '../millis';
+import {
+  RARE_AUDIT_TYPES,
+  type AuditScan,
+  type ChangeLogTx,
+  type ChangeRow,
+  type AuditScanResult,
+  type CheckpointRow,
+  type IdempotencyRow,
+  type LeaseRow,
+  type LeaseScan,
+  type LeaseScanResult,
+  type LoginRow,
+  type NewAuditRow,
+  type PolicyTx,
+  type SessionRow,
+  type SharedWaiters,
+  type StepScope,
+  type TokenRow,
+  type Tx,
+} from '../types';
+import { CHANNEL } from './pg-connection';
+import { changeInsertSql } from './pg-change-log';
+import { LEASE_COLS, PgTx, SESSION_COLS } from './pg-tx';
+
+type Quote = (s: string) => string;
+type Prefetch = NonNullable<StepScope['prefetch']>;
+
+const SEP = '\u0000';
+const leaseKey = (family: string, route: string) => family + SEP + route;
+const idemKey = (family: string, op: string, route: string, requestId: string) => [family, op, route, requestId].join(SEP);
+
+interface TableSpec<V> {
+  name: string;
+  keyCols: readonly string[];
+  cols: readonly string[];
+  values(row: V): unknown[];
+}
+
+const LEASES: TableSpec<LeaseRow> = {
+  name: 'leases',
+  keyCols: ['family', 'route'],
+  cols: [
+    'family', 'route', 'realm', 'area', 'resource', 'lease_id', 'fencing_token', 'session_hash', 'owner_id', 'incarnation',
+    'acquired_at', 'renewed_at', 'expires_at', 'max_expires_at', 'ttl_ms', 'renewal_count', 'revision', 'metadata',
+    'release_request',
+  ],
+  values: (r) => {
+    const [realm, area, resource] = routeSegments(r.route);
+    return [
+      r.family, r.route, realm, area, resource, r.leaseId, r.fencingToken, r.sessionHash, r.ownerId, r.incarnation,
+      r.acquiredAt, r.renewedAt, r.expiresAt, r.maxExpiresAt, r.ttlMs, r.renewalCount, r.revision, r.metadata,
+      r.releaseRequest ?? null,
+    ];
+  },
+};
+
+const SESSIONS: TableSpec<SessionRow> = {
+  name: 'sessions',
+  keyCols: ['id_hash'],
+  cols: ['id_hash', 'family', 'incarnation', 'owner_id', 'ttl_ms', 'created_at', 'expires_at'],
+  values: (r) => [r.idHash, r.family, r.incarnation, r.ownerId, r.ttlMs, r.createdAt, r.expiresAt],
+};
+
+const IDEMPOTENCY: TableSpec<IdempotencyRow> = {
+  name: 'idempotency',
+  keyCols: ['family', 'op', 'route', 'request_id'],
+  cols: ['family', 'op', 'route', 'request_id', 'digest', 'status', 'answer', 'expires_at'],
+  values: (r) => [r.family, r.op, r.route, r.requestId, r.digest, r.status, r.answer, r.expiresAt],
+};
+
+const CHECKPOINTS: TableSpec<CheckpointRow> = {
+  name: 'checkpoints',
+  keyCols: ['family', 'route'],
+  cols: ['family', 'route', 'value', 'fencing_token', 'lease_id', 'written_at', 'version'],
+  values: (r) => [r.family, r.route, r.value, r.fencingToken, r.leaseId, r.writtenAt, r.version],
+};
+
+const AUDIT_COLS = [
+  'time', 'family', 'event_type', 'route', 'token_id', 'subject_token_id', 'owner_id', 'incarnation',
+  'result', 'fencing_token', 'reason', 'correlation_id', 'latency_ms', 'rare',
+] as const;
+
+function auditValues(r: NewAuditRow): unknown[] {
+  return [
+    r.time, r.family, r.eventType, r.route, r.tokenId, r.subjectTokenId, r.ownerId, r.incarnation,
+    r.result, r.fencingToken, r.reason, r.correlationId, r.latencyMs, RARE_AUDIT_TYPES.has(r.eventType) ? true : null,
+  ];
+}
+
+/** One value as an SQL literal (the flush goes in one simple-protocol query with the COMMIT). */
+function lit(v: unknown, quote: Quote): string {
+  if (v === null || v === undefined) return 'NULL';
+  if (typeof v === 'number') {
+    if (!Number.isFinite(v)) throw new Error(`not a storable number: ${v}`);
+    return String(v);
+  }
+  if (typeof v === 'boolean') return v ? 'TRUE' : 'FALSE';
+  return quote(String(v));
+}
+
+const tuple = (values: readonly unknown[], quote: Quote) => `(${values.map((v) => lit(v, quote)).join(',')})`;
+
+/** One table's rows as a batch sees them: read through, written behind. */
+class CachedTable<V> {
+  /** State known in this batch (read, or written by a step that returned): a row, or null when absent. */
+  private readonly known = new Map<string, V | null>();
+  /** Keys of `known` written by steps that returned, not yet in the database. */
+  private readonly dirty = new Set<string>();
+  /** The current step's writes. */
+  private readonly step = new Map<string, V | null>();
+
+  constructor(private readonly spec: TableSpec<V>) {}
+
+  async read(key: string, load: () => Promise<V | undefined>): Promise<V | undefined> {
+    let v = this.step.get(key);
+    if (v === undefined) v = this.known.get(key);
+    if (v === undefined) {
+      v = (await load()) ?? null;
+      this.known.set(key, v);
+    }
+    return v ?? undefined;
+  }
+
+  /** A row read in the first round trip (null: absent). */
+  learn(key: string, v: V | null): void {
+    if (!this.known.has(key)) this.known.set(key, v);
+  }
+
+  write(key: string, v: V | null): void {
+    this.step.set(key, v);
+  }
+
+  get stepWrites(): number {
+    return this.step.size;
+  }
+
+  commitStep(): void {
+    for (const [k, v] of this.step) {
+      this.known.set(k, v);
+      this.dirty.add(k);
+    }
+    this.step.clear();
+  }
+
+  abortStep(): void {
+    this.step.clear();
+  }
+
+  /** The statements writing the batch's pending rows (the cache stays valid). */
+  batchSql(quote: Quote): string {
+    if (this.dirty.size === 0) return '';
+    const sql = this.sql([...this.dirty].map((k) => [k, this.known.get(k)!] as const), quote);
+    this.dirty.clear();
+    return sql;
+  }
+
+  /** The statements writing the step's rows (it writes through from here; the caches are dropped when it ends). */
+  stepSql(quote: Quote): string {
+    if (this.step.size === 0) return '';
+    const sql = this.sql([...this.step], quote);
+    this.step.clear();
+    return sql;
+  }
+
+  reset(): void {
+    this.known.clear();
+    this.dirty.clear();
+    this.step.clear();
+  }
+
+  private sql(entries: ReadonlyArray<readonly [string, V | null]>, quote: Quote): string {
+    const { name, keyCols, cols } = this.spec;
+    const upserts: string[] = [];
+    const deletes: string[] = [];
+    for (const [k, v] of entries) {
+      if (v === null) deletes.push(tuple(k.split(SEP), quote));
+      else upserts.push(tuple(this.spec.values(v), quote));
+    }
+    let sql = '';
+    if (deletes.length > 0) sql += `DELETE FROM ${name} WHERE (${keyCols.join(',')}) IN (${deletes.join(',')}); `;
+    if (upserts.length > 0) {
+      const set = cols.filter((c) => !keyCols.includes(c)).map((c) => `${c} = EXCLUDED.${c}`);
+      sql += `INSERT INTO ${name} (${cols.join(',')}) VALUES ${upserts.join(',')} ON CONFLICT (${keyCols.join(',')}) DO UPDATE SET ${set.join(', ')}; `;
+    }
+    return sql;
+  }
+}
+
+function auditSql(rows: readonly NewAuditRow[], quote: Quote): string {
+  if (rows.length === 0) return '';
+  const perFamily = new Map<string, number>();
+  for (const r of rows) perFamily.set(r.family, (perFamily.get(r.family) ?? 0) + 1);
+  // The per-family counts first, families in order (as PgTx.insertAudit): their row locks order
+  // two instances' audit writes, so seqs commit in the order they were taken.
+  const counts = [...perFamily.keys()].sort().map((f) => tuple([f, perFamily.get(f)], quote));
+  return (
+    `INSERT INTO audit_counts (family, rows) VALUES ${counts.join(',')} ON CONFLICT (family) DO UPDATE SET rows = audit_counts.rows + EXCLUDED.rows; ` +
+    `INSERT INTO audit (${AUDIT_COLS.join(',')}) VALUES ${rows.map((r) => tuple(auditValues(r), quote)).join(',')}; `
+  );
+}
+
+/** What the runner learns from the first round trip. */
+export interface Locked {
+  revision: number;
+  hasWaiters: boolean;
+}
+
+export class PgBatchTx implements Tx {
+  now = millis(0);
+  readonly policies: PolicyTx;
+  readonly waiters: SharedWaiters;
+  readonly changes: ChangeLogTx;
+  private readonly st: {
+    /** The current step writes through SQL under a savepoint. */
+    direct: boolean;
+    /** A statement failed outside a savepoint: the transaction is aborted, the batch cannot commit. */
+    poisoned: unknown;
+    revision: number;
+    stepRevision: number | undefined;
+    revisionDirty: boolean;
+    audit: NewAuditRow[];
+    stepAudit: NewAuditRow[];
+    messages: string[];
+    stepMessages: string[];
+    /** Change-log rows (docs/design.md, "Change log"): kept in memory with the step, written with the batch. */
+    changes: ChangeRow[];
+    stepChanges: ChangeRow[];
+    /** The revision last written to the database in this batch. */
+    revisionWritten: number;
+    statements: number;
+  } = {
+    direct: false,
+    poisoned: undefined,
+    revision: 0,
+    stepRevision: undefined,
+    revisionDirty: false,
+    audit: [],
+    stepAudit: [],
+    messages: [],
+    stepMessages: [],
+    changes: [],
+    stepChanges: [],
+    revisionWritten: 0,
+    statements: 0,
+  };
+  private readonly base: PgTx;
+  private readonly quote: Quote;
+  private readonly leases = new CachedTable(LEASES);
+  private readonly sessions = new CachedTable(SESSIONS);
+  private readonly idem = new CachedTable(IDEMPOTENCY);
+  private readonly checkpoints = new CachedTable(CHECKPOINTS);
+  private readonly tables: ReadonlyArray<CachedTable<never>>;
+  /**
+   * Lock-delay deadlines read in this batch (null: none). They are only
+   * written through, after which the caches start afresh, so a cached one
+   * is what the database holds.
+   */
+  private readonly delays = new Map<string, number | null>();
+
+  constructor(
+    private readonly client: PoolClient,
+    readonly family: string,
+  ) {
+    this.quote = (s) => client.escapeLiteral(s);
+    // The per-step statements go through this wrapper, which notes a failure (see `failed`).
+    const noted = {
+      query: (...args: unknown[]) =>
+        (client.query as (...a: unknown[]) => Promise<unknown>).apply(client, args).then(
+          (r) => {
+            this.st.statements++;
+            return r;
+          },
+          (e: unknown) => {
+            this.failed(e);
+            throw e;
+          },
+        ),
+      escapeLiteral: this.quote,
+    } as unknown as PoolClient;
+    this.base = new PgTx(noted);
+    this.tables = [this.leases, this.sessions, this.idem, this.checkpoints] as unknown as ReadonlyArray<CachedTable<never>>;
+
+    const w = this.base.waiters;
+    const none = (f: string) => this.base.noWaiters(f);
+    // Waiter rows are only ever written through (under the step's savepoint), so the database
+    // always holds them: their reads need no flush. The first round trip said whether the
+    // family has any at all; if not, the queue questions cost nothing.
+    this.waiters = {
+      enqueueWaiter: (r) => this.write(() => w.enqueueWaiter(r)),
+      headWaiter: async (f, route, now) => (none(f) ? undefined : this.write(() => w.headWaiter(f, route, now))),
+      deleteWaiter: async (f, route, requestId) => (none(f) ? false : this.write(() => w.deleteWaiter(f, route, requestId))),
+      countWaiters: async (f, route, now) => (none(f) ? 0 : w.countWaiters(f, route, now)),
+      countWaitersOf: async (f, routes, now) => (none(f) ? new Map() : w.countWaitersOf(f, routes, now)),
+      findWaiter: async (f, route, requestId, now) => (none(f) ? undefined : w.findWaiter(f, route, requestId, now)),
+      sessionWaiting: async (f, route, sessionHash, now) => (none(f) ? false : w.sessionWaiting(f, route, sessionHash, now)),
+      // A session waits only in its own family, the one locked here.
+      takeSessionWaiters: async (sessionHash) => (none(this.family) ? [] : this.write(() => w.takeSessionWaiters(sessionHash))),
+      deleteInstanceWaiters: (instance) => this.write(() => w.deleteInstanceWaiters(instance)),
+    };
+    // Policies and lock-delays are never cached: read directly, written through.
+    const p = this.base.policies;
+    this.policies = {
+      listPolicies: (f) => p.listPolicies(f),
+      countPolicies: (f) => p.countPolicies(f),
+      putPolicy: (row) => this.write(() => p.putPolicy(row)),
+      deletePolicy: (f, selector) => this.write(() => p.deletePolicy(f, selector)),
+      getLockDelay: async (f, route) => {
+        if (this.st.direct) return p.getLockDelay(f, route);
+        const k = leaseKey(f, route);
+        let until = this.delays.get(k);
+        if (until === undefined) this.delays.set(k, (until = (await p.getLockDelay(f, route)) ?? null));
+        return until ?? undefined;
+      },
+      setLockDelay: (row) => this.write(() => p.setLockDelay(row)),
+      deleteLockDelay: (f, route, until) => this.write(() => p.deleteLockDelay(f, route, until)),
+      dueLockDelays: (f, now, limit) => p.dueLockDelays(f, now, limit),
+      dueDelayFamilies: (now, limit) => p.dueDelayFamilies(now, limit),
+      countLockDelays: (now) => p.countLockDelays(now),
+    };
+    // The change log: appends stay in memory with the step (also when it writes through) and are
+    // written with the batch; a replay's read merges them with what the database holds.
+    const c = this.base.changes;
+    this.changes = {
+      append: async (rows) => {
+        this.st.stepChanges.push(...rows);
+      },
+      read: async (family, after, upTo, limit) => {
+        const inRange = (r: ChangeRow) => r.family === family && r.revision > after && r.revision <= upTo;
+        const held = [...this.st.changes, ...this.st.stepChanges].filter(inRange);
+        const stored = await c.read(family, after, upTo, limit);
+        return held.length === 0 ? stored : [...stored, ...held].sort((a, b) => a.revision - b.revision).slice(0, limit);
+      },
+      // Only a prune (which writes through) moves a horizon.
+      horizon: (family) => c.horizon(family),
+      prune: (keepChanges, olderThan, limit) => this.write(() => c.prune(keepChanges, olderThan, limit)),
+      stats: () => this.read(() => c.stats()),
+    };
+  }
+
+  // ---- the runner's side ----------------------------------------------------
+
+  /**
+   * The first round trip's statements after `BEGIN`: the family's row lock,
+   * then (statements of their own, so they read after the lock is granted)
+   * whether it has waiters and every step's hinted rows (`prefetchSql`).
+   * `locked` takes their results, in the same order.
+   */
+  lockSql(prefetches: ReadonlyArray<Prefetch | undefined>): string {
+    const f = this.quote(this.family);
+    let sql = `INSERT INTO families (family, revision) VALUES (${f}, 0) ON CONFLICT (family) DO NOTHING; `;
+    sql += `SELECT revision FROM families WHERE family = ${f} FOR UPDATE; `;
+    sql += `SELECT EXISTS (SELECT 1 FROM waiters WHERE family = ${f}) AS waiters; `;
+    return sql + this.prefetchSql(prefetches);
+  }
+
+  /** How many results `lockSql` yields. */
+  static readonly LOCK_RESULTS = 7;
+
+  locked(prefetches: ReadonlyArray<Prefetch | undefined>, results: readonly QueryResult[]): Locked {
+    const revision = Number((results[1]!.rows[0] as { revision: number }).revision);
+    const hasWaiters = (results[2]!.rows[0] as { waiters: boolean }).waiters;
+    this.st.revision = revision;
+    this.base.lockFamily(this.family, revision, hasWaiters);
+    this.prefetched(prefetches, results.slice(3));
+    return { revision, hasWaiters };
+  }
+
+  /** The statements reading the steps' hinted rows, one per table (4 results, for `prefetched`). */
+  prefetchSql(prefetches: ReadonlyArray<Prefetch | undefined>): string {
+    const q = this.quote;
+    const f = q(this.family);
+    const { idem, sessions, routes } = this.hinted(prefetches);
+    // A join on VALUES, not `(op, route, request_id) IN (…)`: the same index probes, but planned
+    // in a tenth of the time (an IN list of row values is planned as one OR branch per row).
+    const keys = [...idem.values()].map((k) => tuple([k.op, k.route, k.requestId], q)).join(',');
+    let sql = idem.size
+      ? `SELECT i.family, i.op, i.route, i.request_id AS "requestId", i.digest, i.status, i.answer, i.expires_at AS "expiresAt" FROM (VALUES ${keys}) v(op, route, request_id) JOIN idempotency i ON i.family = ${f} AND i.op = v.op AND i.route = v.route AND i.request_id = v.request_id; `
+      : 'SELECT 1 WHERE false; ';
+    sql += sessions.size ? `SELECT ${SESSION_COLS} FROM sessions WHERE id_hash IN (${[...sessions].map(q).join(',')}); ` : 'SELECT 1 WHERE false; ';
+    const inRoutes = `route IN (${[...routes].map(q).join(',')})`;
+    sql += routes.size ? `SELECT ${LEASE_COLS} FROM leases WHERE family = ${f} AND ${inRoutes}; ` : 'SELECT 1 WHERE false; ';
+    // An acquire asks whether its route is in lock-delay: read with the lease.
+    sql += routes.size ? `SELECT route, until FROM lock_delays WHERE family = ${f} AND ${inRoutes}; ` : 'SELECT 1 WHERE false; ';
+    return sql;
+  }
+
+  /** The hinted rows, read under the lock before any step ran (a key already known stays as it is). */
+  prefetched(prefetches: ReadonlyArray<Prefetch | undefined>, results: readonly QueryResult[]): void {
+    const { idem, sessions, routes } = this.hinted(prefetches);
+    const found = <V>(rows: unknown[], key: (r: V) => string) => new Map((rows as V[]).map((r) => [key(r), r]));
+    const idemRows = found<IdempotencyRow>(results[0]!.rows, (r) => idemKey(r.family, r.op, r.route, r.requestId));
+    for (const k of idem.keys()) this.idem.learn(k, idemRows.get(k) ?? null);
+    const sessionRows = found<SessionRow>(results[1]!.rows, (r) => r.idHash);
+    for (const h of sessions) this.sessions.learn(h, sessionRows.get(h) ?? null);
+    const leaseRows = found<LeaseRow>(results[2]!.rows, (r) => r.route);
+    for (const route of routes) this.leases.learn(leaseKey(this.family, route), leaseRows.get(route) ?? null);
+    const delays = new Map((results[3]!.rows as Array<{ route: string; until: number }>).map((r) => [r.route, Number(r.until)]));
+    for (const route of routes) {
+      const k = leaseKey(this.family, route);
+      if (!this.delays.has(k)) this.delays.set(k, delays.get(route) ?? null);
+    }
+  }
+
+  private hinted(prefetches: ReadonlyArray<Prefetch | undefined>) {
+    const idem = new Map<string, { op: string; route: string; requestId: string }>();
+    const sessions = new Set<string>();
+    const routes = new Set<string>();
+    for (const p of prefetches) {
+      if (!p) continue;
+      if (p.idempotency) idem.set(idemKey(this.family, p.idempotency.op, p.idempotency.route, p.idempotency.requestId), p.idempotency);
+      if (p.sessionHash !== undefined) sessions.add(p.sessionHash);
+      if (p.route !== undefined) routes.add(p.route);
+    }
+    return { idem, sessions, routes };
+  }
+
+  beginStep(now: Millis): void {
+    this.now = now;
+    this.base.now = now;
+  }
+
+  /** The batch cannot commit (a statement failed outside a savepoint), or undefined. */
+  get poisoned(): unknown {
+    return this.st.poisoned;
+  }
+
+  /** Round trips made by the steps (beyond the batch's first and last). */
+  get statements(): number {
+    return Math.max(0, this.st.statements - 2);
+  }
+
+  /** End the current step: keep its writes (ok) or drop them. Throws if the batch cannot go on. */
+  async endStep(ok: boolean): Promise<void> {
+    const st = this.st;
+    if (ok) {
+      if (st.stepRevision !== undefined) {
+        st.revision = st.stepRevision;
+        st.revisionDirty = true;
+      }
+      if (st.stepMessages.length > 0) st.messages.push(...st.stepMessages);
+      if (st.stepChanges.length > 0) st.changes.push(...st.stepChanges);
+    }
+    st.stepRevision = undefined;
+    st.stepMessages = [];
+    st.stepChanges = [];
+    if (st.direct) {
+      st.direct = false;
+      // The database moved under the caches: start them afresh.
+      for (const t of this.tables) t.reset();
+      this.delays.clear();
+      st.stepAudit = [];
+      await this.exec(ok ? 'RELEASE SAVEPOINT step' : 'ROLLBACK TO SAVEPOINT step; RELEASE SAVEPOINT step');
+      return;
+    }
+    if (ok) {
+      for (const t of this.tables) t.commitStep();
+      if (st.stepAudit.length > 0) st.audit.push(...st.stepAudit);
+    } else {
+      for (const t of this.tables) t.abortStep();
+    }
+    st.stepAudit = [];
+  }
+
+  /**
+   * The statements that go with the COMMIT, in order: the family's
+   * revision, the batch's rows (a few multi-row statements per table), its
+   * audit rows, then its notifications (delivered iff it commits, in
+   * commit order). Throws if the batch cannot commit.
+   */
+  commitSql(): string {
+    const st = this.st;
+    if (st.poisoned !== undefined) throw st.poisoned;
+    const sql = this.batchSql();
+    let notify = '';
+    // PostgreSQL delivers identical payloads sent in one transaction once: a repeated one gets
+    // trailing blanks (the payload is JSON, which ignores them), so each step's message arrives.
+    // One statement for all of them (one result to parse, not one per message), in order.
+    const sent = new Set<string>();
+    for (let m of st.messages) {
+      while (sent.has(m)) m += ' ';
+      sent.add(m);
+    }
+    if (sent.size > 0) {
+      const payloads = [...sent].map(this.quote).join(',');
+      notify = `SELECT count(*) FROM (SELECT pg_notify('${CHANNEL}', m) FROM unnest(ARRAY[${payloads}]::text[]) WITH ORDINALITY AS n(m, i) ORDER BY i) x; `;
+    }
+    st.messages = [];
+    return sql + notify;
+  }
+
+  /** Run statements (simple protocol), noting a failure. */
+  async exec(sql: string): Promise<QueryResult[]> {
+    try {
+      const r = (await this.client.query(sql)) as unknown as QueryResult | QueryResult[];
+      this.st.statements++;
+      return Array.isArray(r) ? r : [r];
+    } catch (e) {
+      this.failed(e);
+      throw e;
+    }
+  }
+
+  /** A statement failed: outside a savepoint, PostgreSQL aborted the whole transaction. */
+  private failed(e: unknown): void {
+    if (!this.st.direct && this.st.poisoned === undefined) this.st.poisoned = e;
+  }
+
+  /** The statements writing what the batch's returned steps hold: the family's revision, their rows, audit rows and changes. */
+  private batchSql(): string {
+    const st = this.st;
+    let sql = '';
+    if (st.revisionDirty && st.revision !== st.revisionWritten) {
+      sql += `UPDATE families SET revision = ${st.revision} WHERE family = ${this.quote(this.family)}; `;
+      st.revisionWritten = st.revision;
+    }
+    for (const t of this.tables) sql += t.batchSql(this.quote);
+    sql += auditSql(st.audit, this.quote);
+    st.audit = [];
+    sql += changeInsertSql(st.changes, this.quote);
+    st.changes = [];
+    return sql;
+  }
+
+  private stepHasWrites(): boolean {
+    return this.st.stepAudit.length > 0 || this.tables.some((t) => t.stepWrites > 0);
+  }
+
+  /** Before a read the caches cannot answer: the database must hold every write so far, this step's included. */
+  private async sync(): Promise<void> {
+    if (this.st.poisoned !== undefined) throw this.st.poisoned;
+    if (this.st.direct) return;
+    if (this.stepHasWrites()) return this.writeThrough();
+    const sql = this.batchSql();
+    if (sql) await this.exec(sql);
+  }
+
+  /** From here on this step writes through SQL, under a savepoint (one round trip with the batch's pending rows). */
+  private async writeThrough(): Promise<void> {
+    if (this.st.direct) return;
+    if (this.st.poisoned !== undefined) throw this.st.poisoned;
+    let sql = `${this.batchSql()}SAVEPOINT step; `;
+    for (const t of this.tables) sql += t.stepSql(this.quote);
+    sql += auditSql(this.st.stepAudit, this.quote);
+    this.st.stepAudit = [];
+    await this.exec(sql);
+    this.st.direct = true;
+  }
+
+  private async read<T>(f: () => Promise<T>): Promise<T> {
+    await this.sync();
+    return f();
+  }
+
+  private async write<T>(f: () => Promise<T>): Promise<T> {
+    await this.writeThrough();
+    return f();
+  }
+
+  // ---- cached rows ------------------------------------------------------------
+
+  async revision(family: string): Promise<number> {
+    if (family === this.family) return this.st.stepRevision ?? this.st.revision;
+    return this.base.revision(family);
+  }
+  async bumpRevision(family: string): Promise<number> {
+    if (family !== this.family) return this.write(() => this.base.bumpRevision(family));
+    this.st.stepRevision = (this.st.stepRevision ?? this.st.revision) + 1;
+    return this.st.stepRevision;
+  }
+
+  async getSession(idHash: string): Promise<SessionRow | undefined> {
+    if (this.st.direct) return this.base.getSession(idHash);
+    return this.sessions.read(idHash, () => this.base.getSession(idHash));
+  }
+  async insertSession(row: SessionRow): Promise<void> {
+    if (this.st.direct) return this.base.insertSession(row);
+    this.sessions.write(row.idHash, row);
+  }
+  async setSessionExpiry(idHash: string, expiresAt: Millis): Promise<void> {
+    if (this.st.direct) return this.base.setSessionExpiry(idHash, expiresAt);
+    const s = await this.getSession(idHash);
+    if (s) this.sessions.write(idHash, { ...s, expiresAt });
+  }
+  async deleteSession(idHash: string): Promise<void> {
+    if (this.st.direct) return this.base.deleteSession(idHash);
+    this.sessions.write(idHash, null);
+  }
+
+  async getLease(family: string, route: string): Promise<LeaseRow | undefined> {
+    if (this.st.direct) return this.base.getLease(family, route);
+    return this.leases.read(leaseKey(family, route), () => this.base.getLease(family, route));
+  }
+  async insertLease(row: LeaseRow): Promise<void> {
+    if (this.st.direct) return this.base.insertLease(row);
+    this.leases.write(leaseKey(row.family, row.route), row);
+  }
+  async updateLeaseRenewal(family: string, route: string, leaseId: string, renewedAt: Millis, expiresAt: Millis, ttlMs: number, renewalCount: number): Promise<void> {
+    if (this.st.direct) return this.base.updateLeaseRenewal(family, route, leaseId, renewedAt, expiresAt, ttlMs, renewalCount);
+    const l = await this.getLease(family, route);
+    if (l && l.leaseId === leaseId) this.leases.write(leaseKey(family, route), { ...l, renewedAt, expiresAt, ttlMs, renewalCount });
+  }
+  async setReleaseRequest(family: string, route: string, leaseId: string, fencingToken: number, request: string): Promise<boolean> {
+    if (this.st.direct) return this.base.setReleaseRequest(family, route, leaseId, fencingToken, request);
+    const l = await this.getLease(family, route);
+    if (!l || l.leaseId !== leaseId || l.fencingToken !== fencingToken) return false;
+    this.leases.write(leaseKey(family, route), { ...l, releaseRequest: request });
+    return true;
+  }
+  async deleteLease(family: string, route: string, leaseId: string, fencingToken: number): Promise<boolean> {
+    if (this.st.direct) return this.base.deleteLease(family, route, leaseId, fencingToken);
+    const l = await this.getLease(family, route);
+    if (!l || l.leaseId !== leaseId || l.fencingToken !== fencingToken) return false;
+    this.leases.write(leaseKey(family, route), null);
+    return true;
+  }
+
+  async getCheckpoint(family: string, route: string): Promise<CheckpointRow | undefined> {
+    if (this.st.direct) return this.base.getCheckpoint(family, route);
+    return this.checkpoints.read(leaseKey(family, route), () => this.base.getCheckpoint(family, route));
+  }
+  async putCheckpoint(row: CheckpointRow): Promise<void> {
+    if (this.st.direct) return this.base.putCheckpoint(row);
+    this.checkpoints.write(leaseKey(row.family, row.route), row);
+  }
+
+  async getIdempotency(family: string, op: string, route: string, requestId: string): Promise<IdempotencyRow | undefined> {
+    if (this.st.direct) return this.base.getIdempotency(family, op, route, requestId);
+    return this.idem.read(idemKey(family, op, route, requestId), () => this.base.getIdempotency(family, op, route, requestId));
+  }
+  async putIdempotency(row: IdempotencyRow): Promise<void> {
+    if (this.st.direct) return this.base.putIdempotency(row);
+    this.idem.write(idemKey(row.family, row.op, row.route, row.requestId), row);
+  }
+  async deleteIdempotency(family: string, op: string, route: string, requestId: string): Promise<void> {
+    if (this.st.direct) return this.base.deleteIdempotency(family, op, route, requestId);
+    this.idem.write(idemKey(family, op, route, requestId), null);
+  }
+
+  async insertAudit(rows: readonly NewAuditRow[]): Promise<void> {
+    if (this.st.direct) return this.base.insertAudit(rows);
+    this.st.stepAudit.push(...rows);
+  }
+
+  /** Kept with the step and sent with the COMMIT (dropped if the step throws). */
+  async broadcast(message: string): Promise<void> {
+    this.st.stepMessages.push(message);
+  }
+
+  // ---- reads the caches cannot answer ------------------------------------------
+
+  dueSessions(now: Millis, limit: number, family?: string): Promise<SessionRow[]> {
+    return this.read(() => this.base.dueSessions(now, limit, family));
+  }
+  dueFamilies(now: Millis, limit: number): Promise<string[]> {
+    return this.read(() => this.base.dueFamilies(now, limit));
+  }
+  listSessions(family: string, ownerId: string | undefined, after: [number, string] | null, limit: number): Promise<SessionRow[]> {
+    return this.read(() => this.base.listSessions(family, ownerId, after, limit));
+  }
+  countSessionLeases(idHash: string): Promise<number> {
+    return this.read(() => this.base.countSessionLeases(idHash));
+  }
+  sessionLeases(idHash: string): Promise<LeaseRow[]> {
+    return this.read(() => this.base.sessionLeases(idHash));
+  }
+  dueLeases(now: Millis, limit: number, family?: string): Promise<LeaseRow[]> {
+    return this.read(() => this.base.dueLeases(now, limit, family));
+  }
+  scanLeases(scan: LeaseScan): Promise<LeaseScanResult> {
+    return this.read(() => this.base.scanLeases(scan));
+  }
+  countLeases(family: string | null): Promise<number> {
+    return this.read(() => this.base.countLeases(family));
+  }
+  familyCounts(): Promise<Array<{ family: string; leases: number; sessions: number }>> {
+    return this.read(() => this.base.familyCounts());
+  }
+  scanAudit(scan: AuditScan): Promise<AuditScanResult> {
+    return this.read(() => this.base.scanAudit(scan));
+  }
+  auditCounts(): Promise<Map<string, number>> {
+    return this.read(() => this.base.auditCounts());
+  }
+
+  // Tokens, logins and meta are never cached (written through only): read them directly.
+  getTokenByHash(secretHash: string): Promise<TokenRow | undefined> {
+    return this.base.getTokenByHash(secretHash);
+  }
+  getToken(id: string): Promise<TokenRow | undefined> {
+    return this.base.getToken(id);
+  }
+  listTokens(family: string | null): Promise<TokenRow[]> {
+    return this.base.listTokens(family);
+  }
+  countTokens(): Promise<number> {
+    return this.base.countTokens();
+  }
+  countLiveRootTokens(now: Millis): Promise<number> {
+    return this.base.countLiveRootTokens(now);
+  }
+  countLiveEmbedTokens(createdBy: string, now: Millis): Promise<number> {
+    return this.base.countLiveEmbedTokens(createdBy, now);
+  }
+  tokenLineage(id: string): Promise<TokenRow[]> {
+    return this.base.tokenLineage(id);
+  }
+  getLogin(idHash: string): Promise<LoginRow | undefined> {
+    return this.base.getLogin(idHash);
+  }
+  getMeta(key: string): Promise<string | undefined> {
+    return this.base.getMeta(key);
+  }
+  schemaCurrent(): Promise<boolean> {
+    return this.base.schemaCurrent();
+  }
+
+  // ---- uncached writes: the step writes through from here -----------------------
+
+  pruneIdempotency(now: Millis, limit: number): Promise<number> {
+    return this.write(() => this.base.pruneIdempotency(now, limit));
+  }
+  insertToken(row: TokenRow): Promise<void> {
+    return this.write(() => this.base.insertToken(row));
+  }
+  revokeToken(id: string, at: Millis): Promise<void> {
+    return this.write(() => this.base.revokeToken(id, at));
+  }
+  insertLogin(row: LoginRow): Promise<void> {
+    return this.write(() => this.base.insertLogin(row));
+  }
+  deleteLogin(idHash: string): Promise<void> {
+    return this.write(() => this.base.deleteLogin(idHash));
+  }
+  pruneLogins(now: Millis): Promise<number> {
+    return this.write(() => this.base.pruneLogins(now));
+  }
+  pruneEmbedTokens(now: Millis, limit: number): Promise<number> {
+    return this.write(() => this.base.pruneEmbedTokens(now, limit));
+  }
+  pruneAudit(olderThan: Millis, maxRows: number, limit: number): Promise<number> {
+    return this.write(() => this.base.pruneAudit(olderThan, maxRows, limit));
+  }
+  pruneAuditFamily(family: string, keepNewest: number, limit: number): Promise<number> {
+    return this.write(() => this.base.pruneAuditFamily(family, keepNewest, limit));
+  }
+  initMeta(key: string, value: string): Promise<string> {
+    return this.write(() => this.base.initMeta(key, value));
+  }
+}
