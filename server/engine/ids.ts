@@ -1,6 +1,6 @@
 /** Random identifiers, secret hashing and canonical digests. */
 
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 
 const POOL_SIZE = 8192;
 let pool = Buffer.alloc(0);
@@ -27,9 +27,12 @@ export function randomId(prefix: string, bytes = 16): string {
   return `${prefix}${pooledRandom(bytes).toString('base64url')}`;
 }
 
-/** SHA-256 (hex) of a secret: secrets are stored only as this. */
+/**
+ * SHA-256 (hex) of a secret: secrets are stored only as this. The one-shot
+ * `crypto.hash` costs half of a `createHash` object (three per request).
+ */
 export function hashSecret(secret: string): string {
-  return createHash('sha256').update(secret).digest('hex');
+  return hash('sha256', secret, 'hex');
 }
 
 /** JSON with object keys sorted at every level: one text per value. */
@@ -51,7 +54,7 @@ export function canonicalJson(value: unknown): string {
 export function requestDigest(body: Record<string, unknown>): string {
   const rest: Record<string, unknown> = {};
   for (const k of Object.keys(body)) if (k !== 'request_id') rest[k] = body[k];
-  return createHash('sha256').update(canonicalJson(rest)).digest('hex');
+  return hash('sha256', canonicalJson(rest), 'hex');
 }
 
 const correlationPrefix = `c_${randomBytes(6).toString('base64url')}`;

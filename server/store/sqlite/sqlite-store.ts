@@ -228,7 +228,7 @@ export class SqliteStore implements Store {
         // The transaction is already gone; nothing more to undo.
       }
     }
-    this.tx.endBatch();
+    this.tx.endBatch(commitError === undefined);
     this.flushing = false;
     for (let i = 0; i < batch.length; i++) {
       const p = batch[i]!;

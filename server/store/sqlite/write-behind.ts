@@ -4,7 +4,7 @@
  * `BEGIN IMMEDIATE` transaction:
  *
  * - the hot rows (leases, sessions, idempotency records, checkpoints, family
- *   revisions) are read through a per-batch cache and written behind: a
+ *   revisions) are read through a cache and written behind: a
  *   step's writes are kept in its own overlay, merged into the batch when it
  *   succeeds and dropped when it throws (its all-or-nothing outcome, without
  *   a savepoint), and flushed at commit as a few multi-row statements per
@@ -14,6 +14,16 @@
  *   holds, so it sees every earlier step; a step that also holds writes of
  *   its own, or writes anything uncached, switches to writing through under a
  *   savepoint for its remaining operations (the savepoint rule as before).
+ *
+ * This process is the database's only writer (exclusive locking mode), so
+ * what a committed batch leaves in the caches of leases, sessions,
+ * checkpoints and revisions is still true when the next batch begins: those
+ * caches outlive the batch (a lease acquired in one batch is released in the
+ * next without reading its row, session or revision again). They are
+ * dropped whenever the database may differ from them: a batch that did not
+ * commit, a step that wrote through, or a cache grown past `KEEP_ROWS`.
+ * Idempotency records are keyed by request ids, which are rarely read
+ * twice: that cache lasts one batch.
  */
 
 import type Database from 'better-sqlite3';
@@ -39,6 +49,8 @@ import { millis, type Millis } from '../millis';
 /** Rows per multi-row statement (SQLite allows 32,766 parameters; the widest table has 19 columns). */
 const CHUNK = 128;
 const SEP = '\u0000';
+/** A kept cache holding more rows than this at the end of a batch is dropped (memory bound). */
+const KEEP_ROWS = 50_000;
 
 interface TableSpec<V> {
   name: string;
@@ -138,7 +150,14 @@ class CachedTable<V> {
     this.step.clear();
   }
 
-  /** Forget everything (end of batch, or after a step wrote through). */
+  /** The batch committed: what is known stays true (this process is the only writer); nothing is pending. */
+  keep(): void {
+    this.dirty.clear();
+    this.step.clear();
+    if (this.known.size > KEEP_ROWS) this.known.clear();
+  }
+
+  /** Forget everything (a batch that did not commit, or after a step wrote through). */
   reset(): void {
     this.known.clear();
     this.dirty.clear();
@@ -352,9 +371,15 @@ export class BatchTx implements Tx {
     }
   }
 
-  /** The batch ended (committed or rolled back): forget it. */
-  endBatch(): void {
-    for (const t of this.tables) t.reset();
+  /**
+   * The batch ended. Committed: the kept caches stay (see the file comment),
+   * the per-batch ones are dropped. Rolled back: everything is forgotten.
+   */
+  endBatch(committed = false): void {
+    for (const t of this.tables) {
+      if (committed && this.st.poisoned === undefined && (t as unknown) !== this.idem) t.keep();
+      else t.reset();
+    }
     this.st.audit = [];
     this.st.stepAudit = [];
     this.st.direct = false;
