@@ -280,11 +280,13 @@ export class BatchTx implements Tx {
   private readonly st: {
     /** The current step writes through SQL under a savepoint. */
     direct: boolean;
+    /** The writing-through step wrote a cached table's rows past its cache: drop the caches when it ends. */
+    stale: boolean;
     /** A flush failed mid-batch: the batch cannot commit. */
     poisoned: unknown;
     audit: NewAuditRow[];
     stepAudit: NewAuditRow[];
-  } = { direct: false, poisoned: undefined, audit: [], stepAudit: [] };
+  } = { direct: false, stale: false, poisoned: undefined, audit: [], stepAudit: [] };
   private readonly sql: Statements;
   private readonly leases: CachedTable<LeaseRow>;
   private readonly sessions: CachedTable<SessionRow>;
@@ -341,8 +343,13 @@ export class BatchTx implements Tx {
         if (!ok) this.ctl.rollbackTo.run();
         this.ctl.release.run();
       } finally {
-        // The database moved under the caches: start them afresh.
-        for (const t of this.tables) t.reset();
+        // If the step wrote cached rows through, the database moved under
+        // the caches: start them afresh. Otherwise it only wrote tables no
+        // cache holds (tokens, logins, policies, audit pruning: the periodic
+        // sweep) and pruned idempotency records, whose cache lasts a batch.
+        if (this.st.stale) for (const t of this.tables) t.reset();
+        else this.idem.reset();
+        this.st.stale = false;
         this.st.stepAudit = [];
       }
       return;
@@ -383,6 +390,7 @@ export class BatchTx implements Tx {
     this.st.audit = [];
     this.st.stepAudit = [];
     this.st.direct = false;
+    this.st.stale = false;
     this.st.poisoned = undefined;
   }
 
@@ -411,11 +419,18 @@ export class BatchTx implements Tx {
     this.flushBatch();
     this.ctl.savepoint.run();
     this.st.direct = true;
+    if (this.tables.some((t) => t.stepWrites > 0)) this.st.stale = true;
     for (const t of this.tables) t.flushStep();
     if (this.st.stepAudit.length > 0) {
       this.insertAuditRows(this.st.stepAudit);
       this.st.stepAudit = [];
     }
+  }
+
+  /** A cached table's write in a step that writes through: the caches are stale once it ends. */
+  private through<T>(f: () => Promise<T>): Promise<T> {
+    this.st.stale = true;
+    return f();
   }
 
   private async read<T>(f: () => Promise<T>): Promise<T> {
@@ -435,7 +450,7 @@ export class BatchTx implements Tx {
     return this.revisions.read(family, () => ({ family, revision: this.base.revisionRow(family) }))?.revision ?? 0;
   }
   async bumpRevision(family: string): Promise<number> {
-    if (this.st.direct) return this.base.bumpRevision(family);
+    if (this.st.direct) return this.through(() => this.base.bumpRevision(family));
     const next = (await this.revision(family)) + 1;
     this.revisions.write(family, { family, revision: next });
     return next;
@@ -446,16 +461,16 @@ export class BatchTx implements Tx {
     return this.sessions.read(idHash, () => this.base.sessionRow(idHash));
   }
   async insertSession(row: SessionRow): Promise<void> {
-    if (this.st.direct) return this.base.insertSession(row);
+    if (this.st.direct) return this.through(() => this.base.insertSession(row));
     this.sessions.write(row.idHash, row);
   }
   async setSessionExpiry(idHash: string, expiresAt: Millis): Promise<void> {
-    if (this.st.direct) return this.base.setSessionExpiry(idHash, expiresAt);
+    if (this.st.direct) return this.through(() => this.base.setSessionExpiry(idHash, expiresAt));
     const s = await this.getSession(idHash);
     if (s) this.sessions.write(idHash, { ...s, expiresAt });
   }
   async deleteSession(idHash: string): Promise<void> {
-    if (this.st.direct) return this.base.deleteSession(idHash);
+    if (this.st.direct) return this.through(() => this.base.deleteSession(idHash));
     this.sessions.write(idHash, null);
   }
 
@@ -464,23 +479,23 @@ export class BatchTx implements Tx {
     return this.leases.read(leaseKey(family, route), () => this.base.leaseRow(family, route));
   }
   async insertLease(row: LeaseRow): Promise<void> {
-    if (this.st.direct) return this.base.insertLease(row);
+    if (this.st.direct) return this.through(() => this.base.insertLease(row));
     this.leases.write(LEASES.key(row), row);
   }
   async updateLeaseRenewal(family: string, route: string, leaseId: string, renewedAt: Millis, expiresAt: Millis, ttlMs: number, renewalCount: number): Promise<void> {
-    if (this.st.direct) return this.base.updateLeaseRenewal(family, route, leaseId, renewedAt, expiresAt, ttlMs, renewalCount);
+    if (this.st.direct) return this.through(() => this.base.updateLeaseRenewal(family, route, leaseId, renewedAt, expiresAt, ttlMs, renewalCount));
     const l = await this.getLease(family, route);
     if (l && l.leaseId === leaseId) this.leases.write(leaseKey(family, route), { ...l, renewedAt, expiresAt, ttlMs, renewalCount });
   }
   async setReleaseRequest(family: string, route: string, leaseId: string, fencingToken: number, request: string): Promise<boolean> {
-    if (this.st.direct) return this.base.setReleaseRequest(family, route, leaseId, fencingToken, request);
+    if (this.st.direct) return this.through(() => this.base.setReleaseRequest(family, route, leaseId, fencingToken, request));
     const l = await this.getLease(family, route);
     if (!l || l.leaseId !== leaseId || l.fencingToken !== fencingToken) return false;
     this.leases.write(leaseKey(family, route), { ...l, releaseRequest: request });
     return true;
   }
   async deleteLease(family: string, route: string, leaseId: string, fencingToken: number): Promise<boolean> {
-    if (this.st.direct) return this.base.deleteLease(family, route, leaseId, fencingToken);
+    if (this.st.direct) return this.through(() => this.base.deleteLease(family, route, leaseId, fencingToken));
     const l = await this.getLease(family, route);
     if (!l || l.leaseId !== leaseId || l.fencingToken !== fencingToken) return false;
     this.leases.write(leaseKey(family, route), null);
@@ -492,7 +507,7 @@ export class BatchTx implements Tx {
     return this.checkpoints.read(leaseKey(family, route), () => this.base.checkpointRow(family, route));
   }
   async putCheckpoint(row: CheckpointRow): Promise<void> {
-    if (this.st.direct) return this.base.putCheckpoint(row);
+    if (this.st.direct) return this.through(() => this.base.putCheckpoint(row));
     this.checkpoints.write(CHECKPOINTS.key(row), row);
   }
 
@@ -501,11 +516,11 @@ export class BatchTx implements Tx {
     return this.idem.read(idemKey(family, op, route, requestId), () => this.base.idempotencyRow(family, op, route, requestId));
   }
   async putIdempotency(row: IdempotencyRow): Promise<void> {
-    if (this.st.direct) return this.base.putIdempotency(row);
+    if (this.st.direct) return this.through(() => this.base.putIdempotency(row));
     this.idem.write(IDEMPOTENCY.key(row), row);
   }
   async deleteIdempotency(family: string, op: string, route: string, requestId: string): Promise<void> {
-    if (this.st.direct) return this.base.deleteIdempotency(family, op, route, requestId);
+    if (this.st.direct) return this.through(() => this.base.deleteIdempotency(family, op, route, requestId));
     this.idem.write(idemKey(family, op, route, requestId), null);
   }
 
