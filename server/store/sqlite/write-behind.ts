@@ -45,6 +45,7 @@ import type {
 } from '../types';
 import { RARE_AUDIT_TYPES } from '../types';
 import { millis, type Millis } from '../millis';
+import { MERGE_AT, type RecentIdempotency } from './recent-idempotency';
 
 /** Rows per multi-row statement (SQLite allows 32,766 parameters; the widest table has 19 columns). */
 const CHUNK = 128;
@@ -58,6 +59,12 @@ interface TableSpec<V> {
   cols: readonly string[];
   key(row: V): string;
   values(row: V): unknown[];
+}
+
+/** Where a table's pending rows go instead of its own multi-row statements. */
+interface Sink<V> {
+  put(rows: V[]): void;
+  delete(key: string): void;
 }
 
 /** Prepared multi-row statements, by table, kind and row count. */
@@ -104,6 +111,7 @@ class CachedTable<V> {
   constructor(
     private readonly spec: TableSpec<V>,
     private readonly sql: Statements,
+    private readonly sink?: Sink<V>,
   ) {}
 
   read(key: string, load: () => V | undefined): V | undefined {
@@ -165,6 +173,15 @@ class CachedTable<V> {
   }
 
   private flush(entries: ReadonlyArray<readonly [string, V | null]>): void {
+    if (this.sink) {
+      const puts: V[] = [];
+      for (const [k, v] of entries) {
+        if (v === null) this.sink.delete(k);
+        else puts.push(v);
+      }
+      if (puts.length > 0) this.sink.put(puts);
+      return;
+    }
     const { name, keyCols, cols } = this.spec;
     const upserts: unknown[][] = [];
     const deletes: unknown[][] = [];
@@ -267,6 +284,8 @@ export interface DirectTx extends Tx {
   leaseRow(family: string, route: string): LeaseRow | undefined;
   checkpointRow(family: string, route: string): CheckpointRow | undefined;
   idempotencyRow(family: string, op: string, route: string, requestId: string): IdempotencyRow | undefined;
+  /** Idempotency records appended apart from the keyed table; follows the transaction's savepoints and end. */
+  readonly recentIdempotency: RecentIdempotency;
 }
 
 /** One batch's `Tx`: see the file comment. */
@@ -309,7 +328,14 @@ export class BatchTx implements Tx {
     this.sql = new Statements(db);
     this.leases = new CachedTable(LEASES, this.sql);
     this.sessions = new CachedTable(SESSIONS, this.sql);
-    this.idem = new CachedTable(IDEMPOTENCY, this.sql);
+    const recent = base.recentIdempotency;
+    this.idem = new CachedTable(IDEMPOTENCY, this.sql, {
+      put: (rows) => recent.put(rows),
+      delete: (key) => {
+        const [family, op, route, requestId] = key.split(SEP) as [string, string, string, string];
+        void base.deleteIdempotency(family, op, route, requestId);
+      },
+    });
     this.checkpoints = new CachedTable(CHECKPOINTS, this.sql);
     this.revisions = new CachedTable(REVISIONS, this.sql);
     this.tables = [this.leases, this.sessions, this.idem, this.checkpoints, this.revisions] as unknown as ReadonlyArray<CachedTable<never>>;
@@ -340,8 +366,12 @@ export class BatchTx implements Tx {
     if (this.st.direct) {
       this.st.direct = false;
       try {
-        if (!ok) this.ctl.rollbackTo.run();
+        if (!ok) {
+          this.ctl.rollbackTo.run();
+          this.base.recentIdempotency.rollbackToSavepoint();
+        }
         this.ctl.release.run();
+        this.base.recentIdempotency.releaseSavepoint();
       } finally {
         // If the step wrote cached rows through, the database moved under
         // the caches: start them afresh. Otherwise it only wrote tables no
@@ -368,6 +398,7 @@ export class BatchTx implements Tx {
     if (this.st.poisoned !== undefined) throw this.st.poisoned;
     try {
       for (const t of this.tables) t.flushBatch();
+      if (this.base.recentIdempotency.size >= MERGE_AT) this.base.recentIdempotency.merge();
       if (this.st.audit.length > 0) {
         this.insertAuditRows(this.st.audit);
         this.st.audit = [];
@@ -387,6 +418,8 @@ export class BatchTx implements Tx {
       if (committed && this.st.poisoned === undefined && (t as unknown) !== this.idem) t.keep();
       else t.reset();
     }
+    if (committed && this.st.poisoned === undefined) this.base.recentIdempotency.committed();
+    else this.base.recentIdempotency.rolledBack();
     this.st.audit = [];
     this.st.stepAudit = [];
     this.st.direct = false;
@@ -418,6 +451,7 @@ export class BatchTx implements Tx {
     if (this.st.direct) return;
     this.flushBatch();
     this.ctl.savepoint.run();
+    this.base.recentIdempotency.savepoint();
     this.st.direct = true;
     if (this.tables.some((t) => t.stepWrites > 0)) this.st.stale = true;
     for (const t of this.tables) t.flushStep();
