@@ -125,14 +125,15 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
     const candidates = matchPath(compiled, path.split('/'));
     if (candidates.length === 0) fail('not_found', 'no such API path');
     const method = req.method === 'HEAD' ? 'GET' : (req.method ?? 'GET');
-    const allow = [...new Set(candidates.flatMap((c) => (c.def.method === 'GET' ? ['GET', 'HEAD'] : [c.def.method])))];
+    const allowed = () => [...new Set(candidates.flatMap((c) => (c.def.method === 'GET' ? ['GET', 'HEAD'] : [c.def.method])))];
     if (method === 'OPTIONS') {
-      res.writeHead(204, { ...cors.preflight(req, allow), 'X-Correlation-Id': cid });
+      res.writeHead(204, { ...cors.preflight(req, allowed()), 'X-Correlation-Id': cid });
       res.end();
       return;
     }
     const hit = candidates.find((c) => c.def.method === method);
     if (!hit) {
+      const allow = allowed();
       throw Object.assign(new LeaseholdError('method_not_allowed', `this path takes ${allow.join(', ')}`), { allow: allow.join(', ') });
     }
     const { def, params } = hit;
