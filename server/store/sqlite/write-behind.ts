@@ -303,9 +303,16 @@ export class BatchTx implements Tx {
     stale: boolean;
     /** A flush failed mid-batch: the batch cannot commit. */
     poisoned: unknown;
+    /**
+     * The lock_delays table is known to be empty (true) or not (false);
+     * undefined: unknown, counted at the next lock-delay read. Only a count
+     * sets it true; a delay written sets it false; a step or batch undone
+     * makes it unknown again (it may have deleted the rows the count missed).
+     */
+    noDelays: boolean | undefined;
     audit: NewAuditRow[];
     stepAudit: NewAuditRow[];
-  } = { direct: false, stale: false, poisoned: undefined, audit: [], stepAudit: [] };
+  } = { direct: false, stale: false, poisoned: undefined, noDelays: undefined, audit: [], stepAudit: [] };
   private readonly sql: Statements;
   private readonly leases: CachedTable<LeaseRow>;
   private readonly sessions: CachedTable<SessionRow>;
@@ -345,8 +352,15 @@ export class BatchTx implements Tx {
       countPolicies: (family) => p.countPolicies(family),
       putPolicy: (row) => this.write(() => p.putPolicy(row)),
       deletePolicy: (family, selector) => this.write(() => p.deletePolicy(family, selector)),
-      getLockDelay: (family, route) => p.getLockDelay(family, route),
-      setLockDelay: (row) => this.write(() => p.setLockDelay(row)),
+      getLockDelay: async (family, route) => {
+        // Most stores hold no lock-delay at all: then every acquire of a free route skips this read.
+        this.st.noDelays ??= (await p.countLockDelays(millis(0))) === 0;
+        return this.st.noDelays ? undefined : p.getLockDelay(family, route);
+      },
+      setLockDelay: (row) => {
+        this.st.noDelays = false;
+        return this.write(() => p.setLockDelay(row));
+      },
       deleteLockDelay: (family, route, until) => this.write(() => p.deleteLockDelay(family, route, until)),
       dueLockDelays: (family, now, limit) => p.dueLockDelays(family, now, limit),
       dueDelayFamilies: (now, limit) => p.dueDelayFamilies(now, limit),
@@ -367,6 +381,7 @@ export class BatchTx implements Tx {
       this.st.direct = false;
       try {
         if (!ok) {
+          this.st.noDelays = undefined;
           this.ctl.rollbackTo.run();
           this.base.recentIdempotency.rollbackToSavepoint();
         }
@@ -419,7 +434,10 @@ export class BatchTx implements Tx {
       else t.reset();
     }
     if (committed && this.st.poisoned === undefined) this.base.recentIdempotency.committed();
-    else this.base.recentIdempotency.rolledBack();
+    else {
+      this.base.recentIdempotency.rolledBack();
+      this.st.noDelays = undefined;
+    }
     this.st.audit = [];
     this.st.stepAudit = [];
     this.st.direct = false;
