@@ -25,11 +25,27 @@ export function compile(withMetrics: boolean): Compiled[] {
   return ROUTES.filter((def) => withMetrics || !def.metrics).map((def) => ({ def, segments: def.path.split('/') }));
 }
 
+const lengths = new WeakMap<readonly Compiled[], Map<number, Compiled[]>>();
+
+/** The table's routes by segment count (in table order), made once per table. */
+function byLength(compiled: readonly Compiled[]): Map<number, Compiled[]> {
+  let m = lengths.get(compiled);
+  if (!m) {
+    m = new Map();
+    for (const c of compiled) {
+      const list = m.get(c.segments.length);
+      if (list) list.push(c);
+      else m.set(c.segments.length, [c]);
+    }
+    lengths.set(compiled, m);
+  }
+  return m;
+}
+
 /** Every route whose pattern matches the path's segments (several when only the method differs). */
 export function matchPath(compiled: readonly Compiled[], segments: string[]): Match[] {
   const out: Match[] = [];
-  for (const c of compiled) {
-    if (c.segments.length !== segments.length) continue;
+  for (const c of byLength(compiled).get(segments.length) ?? []) {
     // The literal segments first: a params object only for the routes that match (one or two of ~40).
     let ok = true;
     for (let i = 0; i < segments.length; i++) {
