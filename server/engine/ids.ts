@@ -39,11 +39,22 @@ export function hashSecret(secret: string): string {
 export function canonicalJson(value: unknown): string {
   if (value === null || typeof value !== 'object') return JSON.stringify(value);
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  const obj = value as Record<string, unknown>;
-  const keys = Object.keys(obj)
-    .filter((k) => obj[k] !== undefined)
-    .sort();
-  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(obj[k])}`).join(',')}}`;
+  return canonicalObject(value as Record<string, unknown>, undefined);
+}
+
+/** An object's canonical JSON, leaving out `skip` (the string is built in one pass: digests run on every request). */
+function canonicalObject(obj: Record<string, unknown>, skip: string | undefined): string {
+  const keys = Object.keys(obj).sort();
+  let out = '{';
+  let first = true;
+  for (const k of keys) {
+    const v = obj[k];
+    if (v === undefined || k === skip) continue;
+    if (!first) out += ',';
+    first = false;
+    out += `${JSON.stringify(k)}:${canonicalJson(v)}`;
+  }
+  return `${out}}`;
 }
 
 /**
@@ -52,9 +63,7 @@ export function canonicalJson(value: unknown): string {
  * its default value give different digests, by design.
  */
 export function requestDigest(body: Record<string, unknown>): string {
-  const rest: Record<string, unknown> = {};
-  for (const k of Object.keys(body)) if (k !== 'request_id') rest[k] = body[k];
-  return hash('sha256', canonicalJson(rest), 'hex');
+  return hash('sha256', canonicalObject(body, 'request_id'), 'hex');
 }
 
 const correlationPrefix = `c_${randomBytes(6).toString('base64url')}`;

@@ -68,6 +68,7 @@ export function matchPath(compiled: readonly Compiled[], segments: string[]): Ma
 
 export function decodeSegment(raw: string): string {
   if (raw === '' || raw === '.' || raw === '..') fail('invalid_request', 'empty, "." or ".." path segment');
+  if (!raw.includes('%')) return raw;
   try {
     return decodeURIComponent(raw);
   } catch {
