@@ -14,7 +14,7 @@ import { randomBytes } from 'node:crypto';
 import { contains, routeSegments, selectorOrThrow, type ParsedSelector } from '@/lib/selector';
 import { allowingGrant } from '@/lib/grants';
 import { AuditLog, auditView, type AuditEvent, type AuditEventType, type AuditFacts, type AuditOptions, type AuditSpec, type Caller } from './audit';
-import type { LeaseRow, StepScope, Store, Tx } from '../store/types';
+import type { StepScope, Store, Tx } from '../store/types';
 import { Cluster, type ClusterOptions } from './cluster';
 import { bindCursor, CursorCodec, type BoundCursor, type CursorBinding } from './cursor';
 import { LeaseholdError, fail, fromStoreError } from './errors';
@@ -24,11 +24,9 @@ import { hashSecret, randomId } from './ids';
 import {
   acquireStep,
   checkpointStep,
-  endLease,
   grantNext,
   releaseStep,
   renewStep,
-  sessionGone,
   settleRoute,
   waiterCount,
   type AcquireResult,
@@ -37,7 +35,6 @@ import {
   type ReleaseResult,
   type RenewResult,
 } from './leases';
-import { forgetAnswer } from './idempotency';
 import { activeLockDelay } from './lock-delay';
 import {
   boundsOf,
@@ -53,7 +50,8 @@ import {
 } from './policies';
 import { systemScheduler, type Scheduler } from './scheduler';
 import { ExpirySweeper } from './sweeper';
-import { newStep, DEFAULT_LIMITS, type EngineContext, type QueuedGrant, type Limits, type Step, type WaiterNotice } from './step';
+import { Waiting } from './waiting';
+import { newStep, DEFAULT_LIMITS, type EngineContext, type Limits, type Step } from './step';
 import { forceEndStep, type ForceReleased, type Revoked } from './operators';
 import { releaseRequestStep, withReleaseRequests, type PendingReleaseRequest, type ReleaseRequested, type ReleaseRequestInput } from './release-requests';
 import { newSecret, planEmbedToken, planToken, TokenAuthority, tokenInfo, type CreateTokenInput, type Principal, type TokenInfo } from './tokens';
@@ -65,7 +63,7 @@ export type { ListPage, ListQuery };
 
 /** The caller of system events (expiry): no token, no request. */
 const SYSTEM: Principal = { tokenId: '', name: 'system', family: '', grants: [], root: false, kind: 'api', expiresAt: null };
-import { waitQueueFor, type WaitQueue, type Waiter } from './waiters';
+import { waitQueueFor, type WaitQueue } from './waiters';
 import type { Logger } from './logger';
 
 export interface Outcome<T> {
@@ -156,13 +154,6 @@ export interface StartResult {
   bootstrapCreated: boolean;
 }
 
-/** Answer a waiter that was taken off its queue without a grant. */
-function refuse(r: { waiter: Waiter; error: LeaseholdError }): void {
-  r.waiter.timer?.cancel();
-  r.waiter.state = 'done';
-  r.waiter.reject(r.error);
-}
-
 export class LeaseEngine {
   readonly events = new EventHub();
   readonly waiters: WaitQueue;
@@ -178,6 +169,7 @@ export class LeaseEngine {
   private cursors: CursorCodec | undefined;
   private readonly scheduler: Scheduler;
   private readonly sweeper: ExpirySweeper;
+  private readonly waiting: Waiting;
   private readonly startedAt: number;
 
   constructor(
@@ -196,6 +188,7 @@ export class LeaseEngine {
     };
     this.scheduler = opts.scheduler ?? systemScheduler;
     this.sweeper = new ExpirySweeper(this.ctx, (fn, family) => this.run(fn, undefined, family), this.scheduler);
+    this.waiting = new Waiting(this.ctx, this.scheduler, (fn, family) => this.run(fn, undefined, family));
     this.tokens = new TokenAuthority(store);
     this.audit = new AuditLog(store, { logger: opts.logger, ...opts.audit });
     this.startedAt = store.now();
@@ -211,8 +204,8 @@ export class LeaseEngine {
           scheduler: this.scheduler,
           logger: opts.logger,
           ...opts.cluster,
-          granted: (n) => this.remoteGrant(n),
-          refused: (n) => this.remoteRefusal(n),
+          granted: (n) => this.waiting.remoteGrant(n),
+          refused: (n) => this.waiting.remoteRefusal(n),
         })
       : undefined;
     // Expiry is a system event: audited from the change it makes, by the
@@ -334,12 +327,7 @@ export class LeaseEngine {
         return v;
       }, family === undefined ? undefined : { family, prefetch });
     } catch (e) {
-      if (step) {
-        for (const w of step.enqueued) this.waiters.remove(w);
-        for (const g of step.grants.slice().reverse()) this.waiters.unclaim(g.waiter);
-        // Waiters the step had already taken off their queue are refused all the same.
-        step.refused.forEach(refuse);
-      }
+      if (step) this.waiting.undo(step);
       const err = fromStoreError(e);
       if (audit && err instanceof LeaseholdError) this.audit.note(audit, err.code, step?.facts);
       throw err;
@@ -347,8 +335,7 @@ export class LeaseEngine {
     const done = step!;
     if (this.cluster) this.cluster.committed(done.events);
     else for (const e of done.events) this.events.publish(e);
-    done.refused.forEach(refuse);
-    for (const g of done.grants) this.deliver(g);
+    this.waiting.settle(done);
     if (audit) {
       if (refusal) this.audit.note(audit, refusal.code, done.facts);
       else if (!audit.inTx && !done.facts.replayed && !done.facts.pending) this.audit.note(audit, audit.success, done.facts);
@@ -360,51 +347,6 @@ export class LeaseEngine {
   /** The audit spec of an engine call. */
   private spec(caller: Caller, type: AuditEventType, route: string | null, success: string, extra?: Partial<AuditSpec>): AuditSpec {
     return { caller, type, route, success, ...extra };
-  }
-
-  /** Answer a granted waiter, or roll the grant back if its client already left. */
-  private deliver(g: QueuedGrant): void {
-    const w = g.waiter;
-    w.timer?.cancel();
-    w.state = 'done';
-    if (!w.signal?.aborted) {
-      w.resolve(g.answer);
-      return;
-    }
-    this.rollBack(g.lease, w.requestId);
-  }
-
-  /** Roll back a grant nobody will receive (change `rolled_back`, its answer forgotten), granting the next waiter. */
-  private rollBack(lease: LeaseRow, requestId: string): void {
-    void this.run(async (step) => {
-      if (await endLease(this.ctx, step, lease, 'rolled_back')) {
-        await forgetAnswer(step, { family: lease.family, op: 'acquire', route: lease.route, requestId });
-      }
-    }, undefined, lease.family).catch(() => {
-      // The lease stays until it expires; its holder is gone, so nobody renews it.
-    });
-  }
-
-  /** Another instance granted this instance's waiter (shared store): answer it, or roll the grant back if it has gone. */
-  private remoteGrant(n: Extract<WaiterNotice, { kind: 'grant' }>): void {
-    const w = this.waiters.claimRequest(n.family, n.route, n.requestId);
-    if (w && !w.signal?.aborted) {
-      this.deliver({ waiter: w, lease: n.lease, answer: n.answer });
-      return;
-    }
-    if (w) w.state = 'done';
-    this.rollBack(n.lease, n.requestId);
-  }
-
-  /** Another instance dropped this instance's waiter (its session ended). */
-  private remoteRefusal(n: Extract<WaiterNotice, { kind: 'refuse' }>): void {
-    const w = this.waiters.claimRequest(n.family, n.route, n.requestId);
-    if (w) refuse({ waiter: w, error: sessionGone() });
-  }
-
-  /** Remove a waiter that left (deadline, disconnect) from the shared queue too. */
-  private forgetWaiter(step: Step, w: Waiter): Promise<void> {
-    return this.waiters.forget(step, w);
   }
 
   // ---- sessions -------------------------------------------------------------
@@ -471,43 +413,13 @@ export class LeaseEngine {
     const r = await this.run((step) => acquireStep(this.ctx, step, params, input.waitMs, input.signal), spec, p.family, prefetch);
     if (r.kind === 'done') return { answer: r.answer, replayed: r.replayed };
     const w = r.waiter;
-    if (w.state === 'waiting') {
-      w.timer = this.scheduler.after(input.waitMs, () => {
-        if (this.waiters.remove(w)) void this.refuseTimedOut(w, w.reject);
-      });
-      const left = () => {
-        if (this.waiters.remove(w)) {
-          w.timer?.cancel();
-          w.reject(new LeaseholdError('lease_conflict', 'the client went away while waiting'));
-          if (this.waiters.inStore) void this.run((step) => this.forgetWaiter(step, w), undefined, w.family).catch(() => undefined);
-        }
-      };
-      // The client may have gone while the step that queued it committed:
-      // then it leaves now, not at its deadline.
-      if (input.signal?.aborted) left();
-      else input.signal?.addEventListener('abort', left, { once: true });
-    }
+    if (w.state === 'waiting') this.waiting.arm(w, input.waitMs, input.signal);
     // A waiting acquire is audited when it is answered.
     r.done.then(
       (a) => this.audit.note(spec, 'lease_acquired', { ownerId: a.lease.owner_id, incarnation: a.lease.holder_incarnation, fencingToken: a.lease.fencing_token }),
       (e: unknown) => this.audit.note(spec, e instanceof LeaseholdError ? e.code : 'internal_error'),
     );
     return { answer: await r.done, replayed: false };
-  }
-
-  private async refuseTimedOut(w: Waiter, reject: (e: unknown) => void): Promise<void> {
-    const { family, route } = w;
-    let retryAfterMs = 50;
-    try {
-      retryAfterMs = await this.run(async (step) => {
-        await this.forgetWaiter(step, w);
-        const l = await settleRoute(this.ctx, step, family, route);
-        return Math.max(50, l ? l.expiresAt - step.now : 50);
-      }, undefined, family);
-    } catch {
-      // Keep the minimum hint.
-    }
-    reject(new LeaseholdError('lease_conflict', 'waited and timed out: the lease is still held', { retryAfterMs }));
   }
 
   /**

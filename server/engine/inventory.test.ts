@@ -99,16 +99,18 @@ for (const backend of BACKENDS) {
 
     test('a sparse selector makes progress within the examined-routes budget', async () => {
       const s = await f.open();
-      for (let i = 0; i < 30; i++) await f.acquire(`lease://acme/r/n${String(i).padStart(2, '0')}`, s);
-      await f.acquire('lease://zeta/r/n29', s);
-      const first = await list('lease://acme/*/n29', { budget: 10 });
+      // Resource x in 30 areas of acme, and one more in zeta: `lease://*/r29/x`
+      // reads resource x's index range and tests the area per examined row.
+      for (let i = 0; i < 30; i++) await f.acquire(`lease://acme/r${String(i).padStart(2, '0')}/x`, s);
+      await f.acquire('lease://zeta/r29/x', s);
+      const first = await list('lease://*/r29/x', { budget: 10 });
       assert.deepEqual(first.items, [], 'the first 10 routes examined hold no match');
       assert.ok(first.next_cursor, 'a budget-limited page still gives a cursor');
       const { routes, pages } = await listAll('lease://**', { budget: 10, limit: 5 });
       assert.equal(routes.length, 31);
       assert.ok(pages >= 7);
-      const sparse = await listAll('lease://acme/*/n29', { budget: 7 });
-      assert.deepEqual(sparse.routes, ['lease://acme/r/n29']);
+      const sparse = await listAll('lease://*/r29/x', { budget: 7 });
+      assert.deepEqual(sparse.routes, ['lease://acme/r29/x', 'lease://zeta/r29/x']);
       assert.ok(sparse.pages > 1, 'the scan took several budget-limited pages');
     });
 

@@ -1,10 +1,9 @@
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { PolicyRow } from '../store/types';
 import { requestDigest } from './ids';
 import { PolicyIndex, type PolicyFields } from './policies';
-import { engineFixture, proofOf, rejectsWith, type EngineFixture } from '../testing/engine-fixture';
+import { engineFixture, proofOf, rejectsWith, until, type EngineFixture } from '../testing/engine-fixture';
 import { BACKENDS } from '../testing/pg';
 import { rid } from '../testing/harness';
 import { selectorOrThrow as selector } from '@/lib/selector';
@@ -99,7 +98,8 @@ for (const backend of BACKENDS) {
       const holder = await f.open('holder');
       await f.acquire(R1, holder);
       const w1 = f.acquire(R1, await f.open('w1'), { waitMs: 5_000 });
-      for (let i = 0; i < 200 && f.engine.waiters.size() !== 1; i++) await sleep(5);
+      await until(f, () => f.engine.waiters.size() === 1);
+      assert.equal(f.engine.waiters.size(), 1);
       await rejectsWith(f.acquire(R1, await f.open('w2'), { waitMs: 5_000 }), 'rate_limited');
       await set('lease://q/b/*', { maxWaiters: 0 });
       await f.acquire('lease://q/b/y', holder);
@@ -256,9 +256,11 @@ for (const backend of BACKENDS) {
       const a = await held();
       await f.engine.forceRelease(f.admin, R, { requestId: rid(), reason: REASON, expectedFencingToken: a.lease.fencing_token, digest: requestDigest({ r: rid() }) });
       const w1 = f.acquire(R, await f.open('w1'), { waitMs: 30_000 });
-      for (let i = 0; i < 200 && f.engine.waiters.size() !== 1; i++) await sleep(5);
+      await until(f, () => f.engine.waiters.size() === 1);
+      assert.equal(f.engine.waiters.size(), 1);
       const w2 = f.acquire(R, await f.open('w2'), { waitMs: 30_000 });
-      for (let i = 0; i < 200 && f.engine.waiters.size() !== 2; i++) await sleep(5);
+      await until(f, () => f.engine.waiters.size() === 2);
+      assert.equal(f.engine.waiters.size(), 2);
       f.clock.advance(1_999);
       await f.engine.sweep();
       assert.equal(f.engine.waiters.size(), 2, 'nobody granted before the delay ends');

@@ -9,7 +9,7 @@ import { beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseSelector } from '@/lib/selector';
 import { PgStore } from './postgres/pg-store';
-import { StoreUnavailableError, type LeaseRow, type Store } from './types';
+import { scanAccepts, StoreUnavailableError, type AuditRow, type LeaseRow, type Store } from './types';
 import { BACKENDS, createTestDatabase } from '../testing/pg';
 import { storeEachTest } from '../testing/store-each-test';
 
@@ -152,6 +152,59 @@ for (const backend of BACKENDS) {
       assert.deepEqual(seen, bytes);
     });
 
+    test('LIST scan plans: each selector shape walks exactly its matches in route order, a dense page reads only its page, a sparse one stops at the budget', async () => {
+      // Two families; three realms, areas and resources; some expired, some of another owner.
+      const rows: LeaseRow[] = [];
+      let t = 1;
+      for (const family of ['default', 'other'])
+        for (const realm of ['r1', 'r2', 'r3'])
+          for (const area of ['a1', 'a2', 'a3'])
+            for (const res of ['x', 'y', 'z']) {
+              const n = t++;
+              rows.push(lease(`lease://${realm}/${area}/${res}`, n, { family, expiresAt: millis(n % 7 === 0 ? 5 : 10_000), ownerId: n % 5 === 0 ? 'p' : 'o' }));
+            }
+      await store.atomic(async (tx) => {
+        for (const r of rows) await tx.insertLease(r);
+      });
+      const now = millis(100);
+      const selectors = ['lease://r2/a1/*', 'lease://r2/*/y', 'lease://r2/**', 'lease://*/*/z', 'lease://*/a3/*', 'lease://*/a2/x', 'lease://**'];
+      for (const text of selectors) {
+        const sel = parseSelector(text);
+        assert.ok(sel.ok, text);
+        for (const ownerId of [undefined, 'o']) {
+          const expected: string[] = rows
+            .filter((r) => r.family === 'default' && scanAccepts({ family: 'default', triple: sel.value.triple, after: null, want: 0, budget: 0, now, ownerId }, r))
+            .map((r) => r.route)
+            .sort((x, y) => Buffer.compare(Buffer.from(x), Buffer.from(y)));
+          const seen: string[] = [];
+          let after: string | null = null;
+          for (let i = 0; i < 100; i++) {
+            const page = await store.atomic((tx) => tx.scanLeases({ family: 'default', triple: sel.value.triple, after, want: 2, budget: 4, now, ownerId }));
+            assert.ok(page.examined <= 4, `${text}: examined ${page.examined} > budget`);
+            seen.push(...page.rows.map((r) => r.route));
+            if (page.exhausted) break;
+            after = page.rows.length === 2 ? page.rows[1]!.route : page.lastExamined;
+          }
+          assert.deepEqual(seen, expected, `${text} owner=${ownerId}`);
+        }
+      }
+      // Dense: the first page of a realm/area prefix examines only the page.
+      const dense = parseSelector('lease://r1/a2/*');
+      assert.ok(dense.ok);
+      const d = await store.atomic((tx) => tx.scanLeases({ family: 'default', triple: dense.value.triple, after: null, want: 2, budget: 1_000, now: millis(0) }));
+      assert.deepEqual([d.rows.length, d.examined, d.exhausted], [2, 2, false]);
+      // A literal realm and resource reads that resource's index: the realm's 3 rows of resource y, not its 9 routes.
+      const realmRes = parseSelector('lease://r3/*/y');
+      assert.ok(realmRes.ok);
+      const rr = await store.atomic((tx) => tx.scanLeases({ family: 'default', triple: realmRes.value.triple, after: null, want: 100, budget: 1_000, now: millis(0) }));
+      assert.deepEqual([rr.rows.map((r) => r.route), rr.examined, rr.exhausted], [['lease://r3/a1/y', 'lease://r3/a2/y', 'lease://r3/a3/y'], 3, true]);
+      // Sparse: the budget ends the page, and the position to resume from is the last route examined.
+      const sparse = parseSelector('lease://*/a2/x');
+      assert.ok(sparse.ok);
+      const sp = await store.atomic((tx) => tx.scanLeases({ family: 'default', triple: sparse.value.triple, after: null, want: 100, budget: 3, now: millis(0) }));
+      assert.deepEqual([sp.rows.map((r) => r.route), sp.examined, sp.lastExamined, sp.exhausted], [['lease://r1/a2/x'], 3, 'lease://r1/a3/x', false]);
+    });
+
     test('compare-and-delete only removes the exact lease id and token', async () => {
       await store.atomic((tx) => tx.insertLease(lease('lease://a/b/c', 5)));
       assert.equal(await store.atomic((tx) => tx.deleteLease('default', 'lease://a/b/c', 'ls_5', 4)), false);
@@ -272,6 +325,47 @@ for (const backend of BACKENDS) {
       assert.deepEqual(left.rows.map((r) => r.time), [3]);
     });
 
+    test('audit scan plans: one route oldest first, a rare type, the bounded time order with its budget and edge; per-family prune keeps the newest', async () => {
+      const row = (time: number, family: string, eventType: string, route: string | null) => ({
+        time: millis(time), eventType, family, route, tokenId: null, subjectTokenId: null, ownerId: 'o', incarnation: null,
+        result: 'ok', fencingToken: 1, reason: null, correlationId: 'c', latencyMs: 2,
+      });
+      const routes = ['lease://a/b/c', 'lease://a/x/c', 'lease://q/b/c'];
+      const batch: Array<ReturnType<typeof row>> = [];
+      for (let i = 0; i < 30; i++) batch.push(row(100 + i, 'default', i % 10 === 3 ? 'lease_revoke' : 'lease_acquire', i % 6 === 5 ? null : routes[i % 3]!));
+      batch.push(row(100, 'other', 'lease_acquire', 'lease://a/b/c'));
+      await store.atomic((tx) => tx.insertAudit(batch));
+      const scan = (q: Partial<Parameters<Parameters<Store['atomic']>[0]>[0]['scanAudit'] extends (s: infer S) => unknown ? S : never>) =>
+        store.atomic((tx) => tx.scanAudit({ family: 'default', triple: [null, null, null], routeless: true, before: null, limit: 100, budget: 1_000, ...q }));
+      const times = (rows: AuditRow[]) => rows.map((r) => r.time);
+      // One exact route, oldest first, resumed after a keyset position, within a time window.
+      const exact = await scan({ triple: ['a', 'b', 'c'], routeless: false, oldestFirst: true, since: millis(103), limit: 3 });
+      assert.deepEqual(times(exact.rows), [103, 106, 109]);
+      const more = await scan({ triple: ['a', 'b', 'c'], routeless: false, oldestFirst: true, before: [exact.rows[2]!.time, exact.rows[2]!.seq], limit: 100 });
+      assert.deepEqual(times(more.rows), [112, 115, 118, 121, 124, 127]);
+      assert.equal(more.exhausted, true);
+      // A rare event type, newest first, under a selector.
+      const rare = await scan({ triple: ['a', null, null], routeless: false, eventType: 'lease_revoke' });
+      assert.deepEqual(times(rare.rows), [113, 103]);
+      // The time order: routeless events only when asked; an event type filtered per examined event.
+      assert.equal((await scan({})).rows.length, 30);
+      assert.equal((await scan({ routeless: false })).rows.length, 25);
+      assert.deepEqual(times((await scan({ triple: ['a', 'x', null], routeless: false, eventType: 'lease_acquire', until: millis(110) })).rows), [107, 104, 101]);
+      // Bounded: the 5 newest events hold 1 match of lease://q/**; the edge is the 5th examined, to resume from.
+      const q = await scan({ triple: ['q', null, null], routeless: false, budget: 5, limit: 10 });
+      assert.deepEqual([times(q.rows), q.lastExamined?.[0], q.exhausted], [[126], 125, false]);
+      const q2 = await scan({ triple: ['q', null, null], routeless: false, budget: 5, limit: 10, before: q.lastExamined as [ReturnType<typeof millis>, number] });
+      assert.deepEqual([times(q2.rows), q2.lastExamined?.[0], q2.exhausted], [[120], 120, false]);
+      const end = await scan({ triple: ['q', null, null], routeless: false, budget: 500, limit: 10, since: millis(125) });
+      assert.deepEqual([times(end.rows), end.lastExamined, end.exhausted], [[126], null, true]);
+      // Per-family prune: the oldest by time go, the newest `keep` stay, the other family untouched.
+      assert.equal(await store.atomic((tx) => tx.pruneAuditFamily('default', 25, 3)), 3);
+      assert.equal(await store.atomic((tx) => tx.pruneAuditFamily('default', 25, 100)), 2);
+      assert.equal(await store.atomic((tx) => tx.pruneAuditFamily('default', 25, 100)), 0);
+      assert.deepEqual(times((await scan({})).rows).slice(-1), [105]);
+      assert.deepEqual(await store.atomic((tx) => tx.auditCounts()), new Map([['default', 25], ['other', 1]]));
+    });
+
     test('a closed store refuses steps with StoreUnavailableError', async () => {
       await store.close();
       await assert.rejects(store.atomic((tx) => tx.revision('default')), StoreUnavailableError);
@@ -289,7 +383,8 @@ describe('PostgreSQL: two stores (instances) on one database', () => {
         (i % 2 ? s1 : s2).atomic(
           async (tx) => {
             const before = await tx.revision('f');
-            await new Promise((r) => setTimeout(r, 1));
+            // A round trip in between: the other store's steps run meanwhile, and must wait for this one.
+            assert.equal(await tx.revision('f'), before);
             const revision = await tx.bumpRevision('f');
             assert.equal(revision, before + 1, 'nobody bumped in between');
             return { revision, now: millis(tx.now) };

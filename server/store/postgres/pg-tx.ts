@@ -12,7 +12,6 @@ import {
   prunePrefix,
   tally,
   type OldAuditRow,
-  scanAccepts,
   type AuditRow,
   type AuditScan,
   type AuditScanResult,
@@ -35,6 +34,10 @@ import { toStoreError } from './pg-errors';
 import { PgWaiters } from './pg-waiters';
 import { PgPolicies } from './pg-policies';
 import { MIGRATIONS } from './schema';
+import { postgres } from '../plan/dialect';
+import { planLeaseScan, renderLeaseChunk, runLeaseScan } from '../plan/lease-scan';
+import { planAuditScan, renderAuditScan } from '../plan/audit-scan';
+import { auditPruneSql, dueFamiliesSql, dueSql, familyExcess } from '../plan/expiry';
 
 const LEASE_COLS = `family, route, lease_id AS "leaseId", fencing_token AS "fencingToken",
   session_hash AS "sessionHash", owner_id AS "ownerId", incarnation, acquired_at AS "acquiredAt",
@@ -45,10 +48,6 @@ const SESSION_COLS = `family, id_hash AS "idHash", incarnation, owner_id AS "own
 const TOKEN_COLS = `id, secret_hash AS "secretHash", name, family, grants, root, kind,
   created_at AS "createdAt", expires_at AS "expiresAt", revoked_at AS "revokedAt", created_by AS "createdBy"`;
 const IDEM_COLS = `family, op, route, request_id AS "requestId", digest, status, answer, expires_at AS "expiresAt"`;
-const AUDIT_COLS = `seq, time, event_type AS "eventType", family, route, token_id AS "tokenId",
-  subject_token_id AS "subjectTokenId", owner_id AS "ownerId", incarnation, result,
-  fencing_token AS "fencingToken", reason, correlation_id AS "correlationId", latency_ms AS "latencyMs"`;
-
 type RawToken = Omit<TokenRow, 'grants'> & { grants: string };
 
 function tokenFromRaw(raw: RawToken | undefined): TokenRow | undefined {
@@ -56,17 +55,19 @@ function tokenFromRaw(raw: RawToken | undefined): TokenRow | undefined {
   return { ...raw, grants: JSON.parse(raw.grants) as string[] };
 }
 
-function prefixEnd(prefix: string): string {
-  // Every route byte is ASCII; the prefix ends in '/', whose successor is '0'.
-  return prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1);
-}
-
 const MISS = Symbol('not prefetched');
 const idemKey = (family: string, op: string, route: string, requestId: string) => `i\n${family}\n${op}\n${route}\n${requestId}`;
 const leaseKey = (family: string, route: string) => `l\n${family}\n${route}`;
 
-/** Rows read per round trip by the keyset scans. */
-const SCAN_CHUNK = 500;
+/** Due work and audit pruning, rendered once from the shared plans (server/store/plan/expiry.ts). */
+const PRUNE = auditPruneSql(postgres);
+const DUE = {
+  leases: dueSql(postgres, 'leases', false),
+  leasesFamily: dueSql(postgres, 'leases', true),
+  sessions: dueSql(postgres, 'sessions', false),
+  sessionsFamily: dueSql(postgres, 'sessions', true),
+  families: dueFamiliesSql(postgres),
+};
 
 export class PgTx implements Tx {
   now = millis(0);
@@ -219,18 +220,11 @@ export class PgTx implements Tx {
     await this.q('sdel', `DELETE FROM sessions WHERE id_hash = $1`, [idHash]);
   }
   async dueSessions(now: number, limit: number, family?: string): Promise<SessionRow[]> {
-    if (family === undefined) {
-      return this.q('sdue', `SELECT ${SESSION_COLS} FROM sessions WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2`, [now, limit]);
-    }
-    return this.q('sduef', `SELECT ${SESSION_COLS} FROM sessions WHERE expires_at <= $1 AND family = $2 ORDER BY expires_at LIMIT $3`, [now, family, limit]);
+    if (family === undefined) return this.q('sdue', DUE.sessions, [now, limit]);
+    return this.q('sduef', DUE.sessionsFamily, [now, family, limit]);
   }
   async dueFamilies(now: number, limit: number): Promise<string[]> {
-    const rows = await this.q<{ family: string }>(
-      'fdue',
-      `SELECT family FROM (SELECT family FROM leases WHERE expires_at <= $1 UNION SELECT family FROM sessions WHERE expires_at <= $1) f
-       ORDER BY family LIMIT $2`,
-      [now, limit],
-    );
+    const rows = await this.q<{ family: string }>('fdue', DUE.families, [now, now, limit]);
     return rows.map((r) => r.family);
   }
   async listSessions(family: string, ownerId: string | undefined, after: [number, string] | null, limit: number): Promise<SessionRow[]> {
@@ -295,10 +289,8 @@ export class PgTx implements Tx {
     return this.q('lses', `SELECT ${LEASE_COLS} FROM leases WHERE session_hash = $1 ORDER BY route`, [idHash]);
   }
   async dueLeases(now: number, limit: number, family?: string): Promise<LeaseRow[]> {
-    if (family === undefined) {
-      return this.q('ldue', `SELECT ${LEASE_COLS} FROM leases WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2`, [now, limit]);
-    }
-    return this.q('lduef', `SELECT ${LEASE_COLS} FROM leases WHERE expires_at <= $1 AND family = $2 ORDER BY expires_at LIMIT $3`, [now, family, limit]);
+    if (family === undefined) return this.q('ldue', DUE.leases, [now, limit]);
+    return this.q('lduef', DUE.leasesFamily, [now, family, limit]);
   }
   async familyCounts(): Promise<Array<{ family: string; leases: number; sessions: number }>> {
     const rows = await this.q<{ family: string; leases: number; sessions: number }>(
@@ -316,46 +308,14 @@ export class PgTx implements Tx {
     return this.count('lcntf', `SELECT count(*)::int8 AS n FROM leases WHERE family = $1`, [family]);
   }
 
-  /**
-   * Keyset scan in route order over the narrowest index the selector allows
-   * (as the embedded store), read in chunks; non-indexed positions, expiry
-   * and filters are checked per examined row.
-   */
+  /** The shared LIST plan (server/store/plan/lease-scan.ts), read in chunks. */
   async scanLeases(scan: LeaseScan): Promise<LeaseScanResult> {
-    const [realm, area, resource] = scan.triple;
-    let position = scan.after ?? '';
-    let chunk: (after: string, n: number) => Promise<LeaseRow[]>;
-    if (realm !== null) {
-      const prefix = area !== null ? `lease://${realm}/${area}/` : `lease://${realm}/`;
-      if (position < prefix) position = prefix;
-      const end = prefixEnd(prefix);
-      chunk = (after, n) =>
-        this.q('lscanr', `SELECT ${LEASE_COLS} FROM leases WHERE family = $1 AND route > $2 AND route < $3 ORDER BY route LIMIT $4`, [scan.family, after, end, n]);
-    } else if (resource !== null) {
-      chunk = (after, n) =>
-        this.q('lscanres', `SELECT ${LEASE_COLS} FROM leases WHERE family = $1 AND resource = $2 AND route > $3 ORDER BY route LIMIT $4`, [scan.family, resource, after, n]);
-    } else if (area !== null) {
-      chunk = (after, n) =>
-        this.q('lscana', `SELECT ${LEASE_COLS} FROM leases WHERE family = $1 AND area = $2 AND route > $3 ORDER BY route LIMIT $4`, [scan.family, area, after, n]);
-    } else {
-      chunk = (after, n) =>
-        this.q('lscanr', `SELECT ${LEASE_COLS} FROM leases WHERE family = $1 AND route > $2 AND route < $3 ORDER BY route LIMIT $4`, [scan.family, after, 'lease;', n]);
-    }
-    const rows: LeaseRow[] = [];
-    let examined = 0;
-    let lastExamined: string | null = null;
-    for (;;) {
-      const n = Math.min(SCAN_CHUNK, scan.budget - examined, Math.max(16, (scan.want - rows.length) * 4));
-      const got = await chunk(position, n);
-      for (const row of got) {
-        examined++;
-        lastExamined = row.route;
-        if (scanAccepts(scan, row)) rows.push(row);
-        if (rows.length >= scan.want || examined >= scan.budget) return { rows, examined, lastExamined, exhausted: false };
-      }
-      if (got.length < n) return { rows, examined, lastExamined, exhausted: true };
-      position = got[got.length - 1]!.route;
-    }
+    const plan = planLeaseScan(scan);
+    return runLeaseScan(scan, plan, (position, n) => {
+      const q = renderLeaseChunk(postgres, plan, scan.family, position, n);
+      // The text depends only on the index, so each is a named (prepared) statement.
+      return this.q<LeaseRow>(`lscan-${plan.index}`, q.sql, q.params);
+    });
   }
 
   async getCheckpoint(family: string, route: string): Promise<CheckpointRow | undefined> {
@@ -529,87 +489,37 @@ export class PgTx implements Tx {
 
   async pruneAuditFamily(family: string, keepNewest: number, limit: number): Promise<number> {
     const row = await this.one<{ rows: number }>('acountf', `SELECT rows FROM audit_counts WHERE family = $1 FOR UPDATE`, [family]);
-    const over = Math.min(limit, Number(row?.rows ?? 0) - Math.max(1, keepNewest));
-    if (over <= 0) return 0;
-    const n = await this.changed(
-      'adelf',
-      `DELETE FROM audit WHERE seq IN (SELECT seq FROM audit WHERE family = $1 ORDER BY time, seq LIMIT $2)`,
-      [family, over],
-    );
+    const over = familyExcess(Number(row?.rows ?? 0), keepNewest, limit);
+    if (over === 0) return 0;
+    const n = await this.changed('adelf', PRUNE.deleteFamilyOldest, [family, over]);
     await this.addAuditCounts(new Map([[family, -n]]));
     return n;
   }
 
-  /**
-   * Newest first over the narrowest index, with the embedded store's
-   * semantics: on the family's time order at most `budget` events are
-   * examined, and the selector, event type and routeless filters run on
-   * those (the selector by route segment, exactly).
-   */
+  /** The shared audit plan (server/store/plan/audit-scan.ts). */
   async scanAudit(scan: AuditScan): Promise<AuditScanResult> {
-    const [realm, area, resource] = scan.triple;
-    const exact = realm !== null && area !== null && resource !== null;
-    const all = realm === null && area === null && resource === null;
-    const rare = !exact && scan.eventType !== undefined && RARE_AUDIT_TYPES.has(scan.eventType);
-    const params: unknown[] = [];
-    const p = (v: unknown) => {
-      params.push(v);
-      return `$${params.length}`;
-    };
-    const range: string[] = [`family = ${p(scan.family)}`];
-    if (exact) range.push(`route = ${p(`lease://${realm}/${area}/${resource}`)}`);
-    else if (rare) range.push('rare', `event_type = ${p(scan.eventType)}`);
-    if (scan.since !== undefined) range.push(`time >= ${p(scan.since)}`);
-    if (scan.until !== undefined) range.push(`time < ${p(scan.until)}`);
-    const asc = exact && scan.oldestFirst === true;
-    if (scan.before !== null) range.push(`(time, seq) ${asc ? '>' : '<'} (${p(scan.before[0])}, ${p(scan.before[1])})`);
-    const rangeParams = params.length;
-    const filter: string[] = [];
-    if (!all) {
-      filter.push('route IS NOT NULL');
-      if (realm !== null) filter.push(`split_part(route, '/', 3) = ${p(realm)}`);
-      if (area !== null) filter.push(`split_part(route, '/', 4) = ${p(area)}`);
-      if (resource !== null) filter.push(`split_part(route, '/', 5) = ${p(resource)}`);
-    } else if (!scan.routeless) filter.push('route IS NOT NULL');
-    if (scan.eventType !== undefined && !rare) filter.push(`event_type = ${p(scan.eventType)}`);
-    const bounded = !exact && !rare;
-    const order = asc ? 'ORDER BY time, seq' : 'ORDER BY time DESC, seq DESC';
-    const where = (extra: string[]) => [...range, ...extra].join(' AND ');
-    let sql: string;
-    if (bounded) {
-      const budget = p(scan.budget);
-      const limit = p(scan.limit);
-      sql = `SELECT ${AUDIT_COLS} FROM (SELECT * FROM audit WHERE ${where([])} ${order} LIMIT ${budget}) a
-             ${filter.length ? `WHERE ${filter.join(' AND ')}` : ''} ${order} LIMIT ${limit}`;
-    } else {
-      sql = `SELECT ${AUDIT_COLS} FROM audit WHERE ${where(filter)} ${order} LIMIT ${p(scan.limit)}`;
-    }
-    const rows = await this.q<AuditRow>('', sql, params);
-    if (rows.length >= scan.limit || !bounded) {
+    const plan = planAuditScan(scan);
+    const q = renderAuditScan(postgres, scan, plan);
+    const rows = await this.q<AuditRow>('', q.sql, q.params);
+    if (rows.length >= scan.limit || !q.edge) {
       const last = rows[rows.length - 1];
       return { rows, lastExamined: last ? [last.time, last.seq] : null, exhausted: rows.length < scan.limit };
     }
     // A short page: did the budget end it, or the index range?
-    const edgeParams = params.slice(0, rangeParams);
-    edgeParams.push(scan.budget - 1);
-    const edge = await this.one<{ time: number; seq: number }>(
-      '',
-      `SELECT time, seq FROM audit WHERE ${range.join(' AND ')} ${order} LIMIT 1 OFFSET $${edgeParams.length}`,
-      edgeParams,
-    );
+    const edge = await this.one<{ time: number; seq: number }>('', q.edge.sql, q.edge.params);
     return { rows, lastExamined: edge ? [edge.time, edge.seq] : null, exhausted: edge === undefined };
   }
 
   async pruneAudit(olderThan: number, maxRows: number, limit: number): Promise<number> {
-    const max = await this.one<{ seq: number | null }>('amax', `SELECT max(seq) AS seq FROM audit`);
+    const max = await this.one<{ seq: number | null }>('amax', PRUNE.maxSeq);
     const maxSeq = max?.seq ?? null;
     if (maxSeq === null) return 0;
     const total = [...(await this.auditCounts()).values()].reduce((n, k) => n + k, 0);
-    const oldest = await this.q<OldAuditRow>('aold', `SELECT seq, time, family FROM audit ORDER BY seq LIMIT $1`, [limit]);
+    const oldest = await this.q<OldAuditRow>('aold', PRUNE.oldest, [limit]);
     // The newest row stays, so a seq is never reused.
     const doomed = prunePrefix(oldest, olderThan, total - maxRows, maxSeq);
     if (doomed.length === 0) return 0;
-    const n = await this.changed('adel', `DELETE FROM audit WHERE seq <= $1`, [doomed[doomed.length - 1]!.seq]);
+    const n = await this.changed('adel', PRUNE.deleteThrough, [doomed[doomed.length - 1]!.seq]);
     await this.addAuditCounts(new Map([...tally(doomed)].map(([f, k]) => [f, -k])));
     return n;
   }

@@ -26,12 +26,15 @@ import { MIGRATIONS } from './schema';
 import { SqlitePolicies } from './policies';
 import { BatchTx, type DirectTx } from './write-behind';
 import { idempotencyKey, RecentIdempotency } from './recent-idempotency';
+import { sqlite } from '../plan/dialect';
+import { planLeaseScan, renderLeaseChunk, runLeaseScan } from '../plan/lease-scan';
+import { planAuditScan, renderAuditScan } from '../plan/audit-scan';
+import { auditPruneSql, dueFamiliesSql, dueSql, familyExcess } from '../plan/expiry';
 import {
   RARE_AUDIT_TYPES,
   prunePrefix,
   tally,
   type OldAuditRow,
-  scanAccepts,
   StoreUnavailableError,
   type AuditRow,
   type AuditScan,
@@ -64,6 +67,8 @@ interface Pending {
   reject: (e: unknown) => void;
 }
 
+const prune = auditPruneSql(sqlite);
+
 const LEASE_COLS = `family, route, lease_id AS leaseId, fencing_token AS fencingToken,
   session_hash AS sessionHash, owner_id AS ownerId, incarnation, acquired_at AS acquiredAt,
   renewed_at AS renewedAt, expires_at AS expiresAt, max_expires_at AS maxExpiresAt,
@@ -73,20 +78,11 @@ const SESSION_COLS = `family, id_hash AS idHash, incarnation, owner_id AS ownerI
 const TOKEN_COLS = `id, secret_hash AS secretHash, name, family, grants, root, kind,
   created_at AS createdAt, expires_at AS expiresAt, revoked_at AS revokedAt, created_by AS createdBy`;
 
-const AUDIT_COLS = `seq, time, event_type AS eventType, family, route, token_id AS tokenId,
-  subject_token_id AS subjectTokenId, owner_id AS ownerId, incarnation, result,
-  fencing_token AS fencingToken, reason, correlation_id AS correlationId, latency_ms AS latencyMs`;
-
 type RawToken = Omit<TokenRow, 'grants' | 'root'> & { grants: string; root: number };
 
 function tokenFromRaw(raw: RawToken | undefined): TokenRow | undefined {
   if (!raw) return undefined;
   return { ...raw, grants: JSON.parse(raw.grants) as string[], root: raw.root === 1 };
-}
-
-function prefixEnd(prefix: string): string {
-  // Every route byte is ASCII; the prefix ends in '/', whose successor is '0'.
-  return prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1);
 }
 
 export class SqliteStore implements Store {
@@ -260,8 +256,8 @@ class SqliteTx implements DirectTx {
   readonly policies: SqlitePolicies;
   readonly recentIdempotency: RecentIdempotency;
   private readonly s;
-  /** Audit queries by shape (which filters are present), prepared on first use. */
-  private readonly auditQueries = new Map<string, Database.Statement>();
+  /** Statements rendered from the shared plans (server/store/plan/), by text, prepared on first use. */
+  private readonly rendered = new Map<string, Database.Statement>();
 
   constructor(private readonly db: Database.Database) {
     this.policies = new SqlitePolicies(db);
@@ -280,17 +276,10 @@ class SqliteTx implements DirectTx {
       ),
       setSessionExpiry: p(`UPDATE sessions SET expires_at = ? WHERE id_hash = ?`),
       deleteSession: p(`DELETE FROM sessions WHERE id_hash = ?`),
-      // Due work is read through the expiry indexes, so its cost follows what
-      // is due, never what is held (without INDEXED BY, SQLite prefers the
-      // family's primary key and reads every lease of the family).
-      dueSessions: p(`SELECT ${SESSION_COLS} FROM sessions INDEXED BY sessions_expiry WHERE expires_at <= ? ORDER BY expires_at LIMIT ?`),
-      dueSessionsFamily: p(
-        `SELECT ${SESSION_COLS} FROM sessions INDEXED BY sessions_expiry WHERE expires_at <= ? AND family = ? ORDER BY expires_at LIMIT ?`,
-      ),
-      dueFamilies: p(
-        `SELECT family FROM (SELECT family FROM leases INDEXED BY leases_expiry WHERE expires_at <= ?
-           UNION SELECT family FROM sessions INDEXED BY sessions_expiry WHERE expires_at <= ?) ORDER BY family LIMIT ?`,
-      ).pluck(),
+      // Due work through the expiry indexes only (server/store/plan/expiry.ts).
+      dueSessions: p(dueSql(sqlite, 'sessions', false)),
+      dueSessionsFamily: p(dueSql(sqlite, 'sessions', true)),
+      dueFamilies: p(dueFamiliesSql(sqlite)).pluck(),
       listSessionsFirst: p(
         `SELECT ${SESSION_COLS} FROM sessions WHERE family = ? ORDER BY created_at, incarnation LIMIT ?`,
       ),
@@ -315,25 +304,12 @@ class SqliteTx implements DirectTx {
       deleteLease: p(`DELETE FROM leases WHERE family = ? AND route = ? AND lease_id = ? AND fencing_token = ?`),
       setReleaseRequest: p(`UPDATE leases SET release_request = ? WHERE family = ? AND route = ? AND lease_id = ? AND fencing_token = ?`),
       sessionLeases: p(`SELECT ${LEASE_COLS} FROM leases WHERE session_hash = ? ORDER BY route`),
-      dueLeases: p(`SELECT ${LEASE_COLS} FROM leases INDEXED BY leases_expiry WHERE expires_at <= ? ORDER BY expires_at LIMIT ?`),
-      dueLeasesFamily: p(
-        `SELECT ${LEASE_COLS} FROM leases INDEXED BY leases_expiry WHERE expires_at <= ? AND family = ? ORDER BY expires_at LIMIT ?`,
-      ),
+      dueLeases: p(dueSql(sqlite, 'leases', false)),
+      dueLeasesFamily: p(dueSql(sqlite, 'leases', true)),
       countLeasesAll: p(`SELECT count(*) FROM leases`).pluck(),
       countLeasesFamily: p(`SELECT count(*) FROM leases WHERE family = ?`).pluck(),
       leasesByFamily: p(`SELECT family, count(*) AS n FROM leases GROUP BY family`),
       sessionsByFamily: p(`SELECT family, count(*) AS n FROM sessions GROUP BY family`),
-      scanRange: p(
-        `SELECT ${LEASE_COLS} FROM leases WHERE family = ? AND route > ? AND route < ? ORDER BY route`,
-      ),
-      scanResource: p(
-        `SELECT ${LEASE_COLS} FROM leases INDEXED BY leases_by_resource
-         WHERE family = ? AND resource = ? AND route > ? ORDER BY route`,
-      ),
-      scanArea: p(
-        `SELECT ${LEASE_COLS} FROM leases INDEXED BY leases_by_area
-         WHERE family = ? AND area = ? AND route > ? ORDER BY route`,
-      ),
       getCheckpoint: p(
         `SELECT family, route, value, fencing_token AS fencingToken, lease_id AS leaseId,
            written_at AS writtenAt, version FROM checkpoints WHERE family = ? AND route = ?`,
@@ -377,13 +353,12 @@ class SqliteTx implements DirectTx {
            result, fencing_token, reason, correlation_id, latency_ms, rare)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
-      auditOldest: p(`SELECT seq, time, family FROM audit ORDER BY seq LIMIT ?`),
-      auditMaxSeq: p(`SELECT max(seq) FROM audit`).pluck(),
-      auditDeleteBelow: p(`DELETE FROM audit WHERE seq < ?`),
+      auditOldest: p(prune.oldest),
+      auditMaxSeq: p(prune.maxSeq).pluck(),
+      auditDeleteThrough: p(prune.deleteThrough),
       auditCounts: p(`SELECT family, rows FROM audit_counts WHERE rows > 0`),
       auditCountAdd: p(`INSERT INTO audit_counts (family, rows) VALUES (?, ?) ON CONFLICT (family) DO UPDATE SET rows = rows + excluded.rows`),
-      auditFamilyOldest: p(`SELECT seq FROM audit INDEXED BY audit_by_time WHERE family = ? ORDER BY time, seq LIMIT ?`).pluck(),
-      auditDeleteSeq: p(`DELETE FROM audit WHERE seq = ?`),
+      auditDeleteFamilyOldest: p(prune.deleteFamilyOldest),
       tokenLineage: p(
         `WITH RECURSIVE tree(id) AS (SELECT id FROM tokens WHERE id = ? UNION SELECT t.id FROM tokens t JOIN tree ON t.created_by = tree.id WHERE t.root = 0)
          SELECT ${TOKEN_COLS} FROM tokens WHERE id IN (SELECT id FROM tree) ORDER BY created_at, id`,
@@ -494,42 +469,13 @@ class SqliteTx implements DirectTx {
     return [...out.values()];
   }
 
-  /**
-   * Keyset scan in route order over the narrowest index the selector allows:
-   * a route prefix when the realm is literal, else the resource or area index.
-   * Non-indexed positions, expiry and filters are checked per examined row.
-   */
+  /** The shared LIST plan (server/store/plan/lease-scan.ts), read in chunks. */
   async scanLeases(scan: LeaseScan): Promise<LeaseScanResult> {
-    const [realm, area, resource] = scan.triple;
-    const after = scan.after ?? '';
-    let it: IterableIterator<LeaseRow>;
-    if (realm !== null) {
-      const prefix = area !== null ? `lease://${realm}/${area}/` : `lease://${realm}/`;
-      const from = after < prefix ? prefix : after;
-      // `route > from` would skip the prefix itself, which is never a route (routes have a resource).
-      it = this.s.scanRange.iterate(scan.family, from, prefixEnd(prefix)) as IterableIterator<LeaseRow>;
-    } else if (resource !== null) {
-      it = this.s.scanResource.iterate(scan.family, resource, after) as IterableIterator<LeaseRow>;
-    } else if (area !== null) {
-      it = this.s.scanArea.iterate(scan.family, area, after) as IterableIterator<LeaseRow>;
-    } else {
-      it = this.s.scanRange.iterate(scan.family, after, 'lease;') as IterableIterator<LeaseRow>;
-    }
-    const rows: LeaseRow[] = [];
-    let examined = 0;
-    let lastExamined: string | null = null;
-    let exhausted = true;
-    for (const row of it) {
-      examined++;
-      lastExamined = row.route;
-      if (scanAccepts(scan, row)) rows.push(row);
-      if (rows.length >= scan.want || examined >= scan.budget) {
-        exhausted = false;
-        it.return?.();
-        break;
-      }
-    }
-    return { rows, examined, lastExamined, exhausted };
+    const plan = planLeaseScan(scan);
+    return runLeaseScan(scan, plan, (position, n) => {
+      const q = renderLeaseChunk(sqlite, plan, scan.family, position, n);
+      return this.statement(q.sql).all(...q.params) as LeaseRow[];
+    });
   }
 
   async getCheckpoint(family: string, route: string): Promise<CheckpointRow | undefined> {
@@ -613,12 +559,11 @@ class SqliteTx implements DirectTx {
 
   async pruneAuditFamily(family: string, keepNewest: number, limit: number): Promise<number> {
     const count = (this.s.auditCounts.all() as Array<{ family: string; rows: number }>).find((r) => r.family === family)?.rows ?? 0;
-    const over = Math.min(limit, count - Math.max(1, keepNewest));
-    if (over <= 0) return 0;
-    const seqs = this.s.auditFamilyOldest.all(family, over) as number[];
-    for (const seq of seqs) this.s.auditDeleteSeq.run(seq);
-    this.s.auditCountAdd.run(family, -seqs.length);
-    return seqs.length;
+    const over = familyExcess(count, keepNewest, limit);
+    if (over === 0) return 0;
+    const n = this.s.auditDeleteFamilyOldest.run(family, over).changes;
+    this.s.auditCountAdd.run(family, -n);
+    return n;
   }
 
   async tokenLineage(id: string): Promise<TokenRow[]> {
@@ -629,76 +574,25 @@ class SqliteTx implements DirectTx {
     return this.s.countLiveEmbed.get(createdBy, now) as number;
   }
 
-  /**
-   * Newest first over the narrowest index: one route's history, a rare
-   * event type, or the family's time order. On the time order the index is
-   * read for at most `budget` events and the filters run in SQLite on those:
-   * the selector as a GLOB (exact for three-segment routes, whose segments
-   * hold no GLOB characters), the event type, routeless events.
-   */
+  /** The shared audit plan (server/store/plan/audit-scan.ts). */
   async scanAudit(scan: AuditScan): Promise<AuditScanResult> {
-    const [realm, area, resource] = scan.triple;
-    const exact = realm !== null && area !== null && resource !== null;
-    const all = realm === null && area === null && resource === null;
-    const rare = !exact && scan.eventType !== undefined && RARE_AUDIT_TYPES.has(scan.eventType);
-    const range: string[] = ['family = ?'];
-    const rangeParams: unknown[] = [scan.family];
-    const filter: string[] = [];
-    const filterParams: unknown[] = [];
-    if (exact) {
-      range.push('route = ?');
-      rangeParams.push(`lease://${realm}/${area}/${resource}`);
-    } else if (rare) {
-      range.push('rare = 1', 'event_type = ?');
-      rangeParams.push(scan.eventType);
-    }
-    if (scan.since !== undefined) {
-      range.push('time >= ?');
-      rangeParams.push(scan.since);
-    }
-    if (scan.until !== undefined) {
-      range.push('time < ?');
-      rangeParams.push(scan.until);
-    }
-    const asc = exact && scan.oldestFirst === true;
-    if (scan.before !== null) {
-      range.push(asc ? '(time, seq) > (?, ?)' : '(time, seq) < (?, ?)');
-      rangeParams.push(...scan.before);
-    }
-    if (!all) {
-      filter.push('route GLOB ?');
-      filterParams.push(`lease://${realm ?? '*'}/${area ?? '*'}/${resource ?? '*'}`);
-    } else if (!scan.routeless) filter.push('route IS NOT NULL');
-    const bounded = !exact && !rare;
-    if (scan.eventType !== undefined && !rare) {
-      // The bounded form filters the inner query's aliased columns.
-      filter.push(bounded ? 'eventType = ?' : 'event_type = ?');
-      filterParams.push(scan.eventType);
-    }
-    const index = exact ? 'audit_by_route' : rare ? 'audit_rare' : 'audit_by_time';
-    const order = asc ? 'ORDER BY time, seq' : 'ORDER BY time DESC, seq DESC';
-    const inner = `SELECT ${AUDIT_COLS} FROM audit INDEXED BY ${index} WHERE ${range.join(' AND ')} ${order}`;
-    const sql = bounded
-      ? `SELECT * FROM (${inner} LIMIT ?) ${filter.length ? `WHERE ${filter.join(' AND ')}` : ''} ${order} LIMIT ?`
-      : `${inner.replace(' ORDER BY', `${filter.map((f) => ` AND ${f}`).join('')} ORDER BY`)} LIMIT ?`;
-    const rows = this.auditStatement(sql).all(...(bounded ? [...rangeParams, scan.budget, ...filterParams] : [...rangeParams, ...filterParams]), scan.limit) as AuditRow[];
-    if (rows.length >= scan.limit || !bounded) {
+    const plan = planAuditScan(scan);
+    const q = renderAuditScan(sqlite, scan, plan);
+    const rows = this.statement(q.sql).all(...q.params) as AuditRow[];
+    if (rows.length >= scan.limit || !q.edge) {
       const last = rows[rows.length - 1];
       return { rows, lastExamined: last ? [last.time, last.seq] : null, exhausted: rows.length < scan.limit };
     }
     // A short page: did the budget end it, or the index range?
-    const edge = this.auditStatement(`SELECT time, seq FROM audit INDEXED BY audit_by_time WHERE ${range.join(' AND ')} ${order} LIMIT 1 OFFSET ?`).get(
-      ...rangeParams,
-      scan.budget - 1,
-    ) as { time: number; seq: number } | undefined;
+    const edge = this.statement(q.edge.sql).get(...q.edge.params) as { time: number; seq: number } | undefined;
     return { rows, lastExamined: edge ? [edge.time, edge.seq] : null, exhausted: edge === undefined };
   }
 
-  private auditStatement(sql: string): Database.Statement {
-    let stmt = this.auditQueries.get(sql);
+  private statement(sql: string): Database.Statement {
+    let stmt = this.rendered.get(sql);
     if (!stmt) {
       stmt = this.db.prepare(sql);
-      this.auditQueries.set(sql, stmt);
+      this.rendered.set(sql, stmt);
     }
     return stmt;
   }
@@ -709,7 +603,7 @@ class SqliteTx implements DirectTx {
     const total = (this.s.auditCounts.all() as Array<{ rows: number }>).reduce((n, r) => n + r.rows, 0);
     const doomed = prunePrefix(this.s.auditOldest.all(limit) as OldAuditRow[], olderThan, total - maxRows, maxSeq);
     if (doomed.length === 0) return 0;
-    const n = this.s.auditDeleteBelow.run(doomed[doomed.length - 1]!.seq + 1).changes;
+    const n = this.s.auditDeleteThrough.run(doomed[doomed.length - 1]!.seq).changes;
     for (const [family, k] of tally(doomed)) this.s.auditCountAdd.run(family, -k);
     return n;
   }

@@ -1,0 +1,130 @@
+/**
+ * Waiting (docs/design.md "Waiters"): what happens to a queued acquire
+ * outside the step that queued it. It is armed with its deadline (on the
+ * injected scheduler) and its client's abort signal; answered when a step
+ * grants it, here or on another instance; rolled back when its client has
+ * gone by then (`rolled_back`, which grants the next waiter); refused when
+ * its session ended. A step that fails has its effects on the queues undone
+ * here too.
+ */
+
+import type { LeaseRow } from '../store/types';
+import { LeaseholdError } from './errors';
+import { forgetAnswer } from './idempotency';
+import { endLease, sessionGone, settleRoute } from './leases';
+import type { Scheduler } from './scheduler';
+import type { EngineContext, QueuedGrant, Step, WaiterNotice } from './step';
+import type { Waiter } from './waiters';
+
+/** Run one atomic step of a family (the engine's `run`, without audit). */
+export type RunStep = <T>(fn: (step: Step) => Promise<T>, family: string) => Promise<T>;
+
+/** Answer a waiter that was taken off its queue without a grant. */
+export function refuse(r: { waiter: Waiter; error: LeaseholdError }): void {
+  r.waiter.timer?.cancel();
+  r.waiter.state = 'done';
+  r.waiter.reject(r.error);
+}
+
+export class Waiting {
+  constructor(
+    private readonly ctx: EngineContext,
+    private readonly scheduler: Scheduler,
+    private readonly run: RunStep,
+  ) {}
+
+  /** After a step commits: refuse the waiters it dropped, answer the ones it granted. */
+  settle(step: Step): void {
+    step.refused.forEach(refuse);
+    for (const g of step.grants) this.deliver(g);
+  }
+
+  /** After a step fails: take back what it queued and claimed; the waiters it had already taken off are refused all the same. */
+  undo(step: Step): void {
+    for (const w of step.enqueued) this.ctx.waiters.remove(w);
+    for (const g of step.grants.slice().reverse()) this.ctx.waiters.unclaim(g.waiter);
+    step.refused.forEach(refuse);
+  }
+
+  /**
+   * Arm a waiter its step left queued: at its deadline it is refused with
+   * `lease_conflict` (and a retry hint); if its client goes away it leaves
+   * the queue at once (also when the client had gone before this runs).
+   */
+  arm(w: Waiter, waitMs: number, signal: AbortSignal | undefined): void {
+    w.timer = this.scheduler.after(waitMs, () => {
+      if (this.ctx.waiters.remove(w)) void this.refuseTimedOut(w, w.reject);
+    });
+    const left = () => {
+      if (this.ctx.waiters.remove(w)) {
+        w.timer?.cancel();
+        w.reject(new LeaseholdError('lease_conflict', 'the client went away while waiting'));
+        if (this.ctx.waiters.inStore) void this.run((step) => this.forget(step, w), w.family).catch(() => undefined);
+      }
+    };
+    // The client may have gone while the step that queued it committed:
+    // then it leaves now, not at its deadline.
+    if (signal?.aborted) left();
+    else signal?.addEventListener('abort', left, { once: true });
+  }
+
+  /** Answer a granted waiter, or roll the grant back if its client already left. */
+  deliver(g: QueuedGrant): void {
+    const w = g.waiter;
+    w.timer?.cancel();
+    w.state = 'done';
+    if (!w.signal?.aborted) {
+      w.resolve(g.answer);
+      return;
+    }
+    this.rollBack(g.lease, w.requestId);
+  }
+
+  /** Another instance granted this instance's waiter (shared store): answer it, or roll the grant back if it has gone. */
+  remoteGrant(n: Extract<WaiterNotice, { kind: 'grant' }>): void {
+    const w = this.ctx.waiters.claimRequest(n.family, n.route, n.requestId);
+    if (w && !w.signal?.aborted) {
+      this.deliver({ waiter: w, lease: n.lease, answer: n.answer });
+      return;
+    }
+    if (w) w.state = 'done';
+    this.rollBack(n.lease, n.requestId);
+  }
+
+  /** Another instance dropped this instance's waiter (its session ended). */
+  remoteRefusal(n: Extract<WaiterNotice, { kind: 'refuse' }>): void {
+    const w = this.ctx.waiters.claimRequest(n.family, n.route, n.requestId);
+    if (w) refuse({ waiter: w, error: sessionGone() });
+  }
+
+  /** Roll back a grant nobody will receive (change `rolled_back`, its answer forgotten), granting the next waiter. */
+  private rollBack(lease: LeaseRow, requestId: string): void {
+    void this.run(async (step) => {
+      if (await endLease(this.ctx, step, lease, 'rolled_back')) {
+        await forgetAnswer(step, { family: lease.family, op: 'acquire', route: lease.route, requestId });
+      }
+    }, lease.family).catch(() => {
+      // The lease stays until it expires; its holder is gone, so nobody renews it.
+    });
+  }
+
+  private async refuseTimedOut(w: Waiter, reject: (e: unknown) => void): Promise<void> {
+    const { family, route } = w;
+    let retryAfterMs = 50;
+    try {
+      retryAfterMs = await this.run(async (step) => {
+        await this.forget(step, w);
+        const l = await settleRoute(this.ctx, step, family, route);
+        return Math.max(50, l ? l.expiresAt - step.now : 50);
+      }, family);
+    } catch {
+      // Keep the minimum hint.
+    }
+    reject(new LeaseholdError('lease_conflict', 'waited and timed out: the lease is still held', { retryAfterMs }));
+  }
+
+  /** Remove a waiter that left (deadline, disconnect) from the shared queue too. */
+  private forget(step: Step, w: Waiter): Promise<void> {
+    return this.ctx.waiters.forget(step, w);
+  }
+}

@@ -1,0 +1,80 @@
+/**
+ * The SQL dialects the stores speak, as far as the shared plans need them
+ * (docs/design.md "Scan plans, written once"): placeholders, forcing an
+ * index, boolean columns, column aliases, and how a selector's literal
+ * route segments are tested on an examined row.
+ */
+
+import type { Triple } from '@/lib/selector';
+
+export interface Dialect {
+  readonly name: 'sqlite' | 'postgres';
+  /** The placeholder of the n-th parameter (from 1). */
+  param(n: number): string;
+  /** ` INDEXED BY <index>` where the planner must be told (SQLite prefers the family's primary key), else nothing. */
+  indexedBy(index: string): string;
+  /** A boolean column is true. */
+  isTrue(column: string): string;
+  /** `column AS field`, the field name kept in camel case. */
+  alias(column: string, field: string): string;
+  /** Conditions that hold exactly when a route's literal segments equal the triple's (`bind` adds a parameter, returns its placeholder). */
+  routeMatches(triple: Triple, bind: (v: unknown) => string): string[];
+}
+
+export const sqlite: Dialect = {
+  name: 'sqlite',
+  param: () => '?',
+  indexedBy: (index) => ` INDEXED BY ${index}`,
+  isTrue: (column) => `${column} = 1`,
+  alias: (column, field) => (column === field ? column : `${column} AS ${field}`),
+  // A GLOB is exact here: route segments hold no GLOB characters (lib/selector.ts).
+  routeMatches: ([realm, area, resource], bind) => [`route GLOB ${bind(`lease://${realm ?? '*'}/${area ?? '*'}/${resource ?? '*'}`)}`],
+};
+
+export const postgres: Dialect = {
+  name: 'postgres',
+  param: (n) => `$${n}`,
+  indexedBy: () => '',
+  isTrue: (column) => column,
+  alias: (column, field) => (column === field ? column : `${column} AS "${field}"`),
+  routeMatches: ([realm, area, resource], bind) => [
+    'route IS NOT NULL',
+    ...(realm !== null ? [`split_part(route, '/', 3) = ${bind(realm)}`] : []),
+    ...(area !== null ? [`split_part(route, '/', 4) = ${bind(area)}`] : []),
+    ...(resource !== null ? [`split_part(route, '/', 5) = ${bind(resource)}`] : []),
+  ],
+};
+
+/** Parameters collected while a statement is rendered. */
+export class Params {
+  readonly values: unknown[] = [];
+  constructor(private readonly d: Dialect) {}
+  /** Add a value; its placeholder. */
+  bind = (v: unknown): string => {
+    this.values.push(v);
+    return this.d.param(this.values.length);
+  };
+}
+
+/** A column list with aliases: `[column, field]` pairs. */
+export function columns(d: Dialect, cols: ReadonlyArray<readonly [string, string]>): string {
+  return cols.map(([c, f]) => d.alias(c, f)).join(', ');
+}
+
+export const LEASE_FIELDS = [
+  ['family', 'family'], ['route', 'route'], ['lease_id', 'leaseId'], ['fencing_token', 'fencingToken'],
+  ['session_hash', 'sessionHash'], ['owner_id', 'ownerId'], ['incarnation', 'incarnation'], ['acquired_at', 'acquiredAt'],
+  ['renewed_at', 'renewedAt'], ['expires_at', 'expiresAt'], ['max_expires_at', 'maxExpiresAt'],
+  ['ttl_ms', 'ttlMs'], ['renewal_count', 'renewalCount'], ['revision', 'revision'], ['metadata', 'metadata'], ['release_request', 'releaseRequest'],
+] as const;
+
+export const AUDIT_FIELDS = [
+  ['seq', 'seq'], ['time', 'time'], ['event_type', 'eventType'], ['family', 'family'], ['route', 'route'], ['token_id', 'tokenId'],
+  ['subject_token_id', 'subjectTokenId'], ['owner_id', 'ownerId'], ['incarnation', 'incarnation'], ['result', 'result'],
+  ['fencing_token', 'fencingToken'], ['reason', 'reason'], ['correlation_id', 'correlationId'], ['latency_ms', 'latencyMs'],
+] as const;
+
+export const SESSION_FIELDS = [
+  ['family', 'family'], ['id_hash', 'idHash'], ['incarnation', 'incarnation'], ['owner_id', 'ownerId'], ['ttl_ms', 'ttlMs'],
+  ['created_at', 'createdAt'], ['expires_at', 'expiresAt'],
+] as const;
