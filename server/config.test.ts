@@ -16,3 +16,11 @@ test('a headers timeout longer than the request timeout is refused, naming the v
   assert.throws(() => loadConfig(env({ LEASEHOLD_HEADERS_TIMEOUT_MS: '20000', LEASEHOLD_REQUEST_TIMEOUT_MS: '10000' })), (e: unknown) => e instanceof ConfigError && /LEASEHOLD_HEADERS_TIMEOUT_MS/.test(e.message));
   assert.throws(() => loadConfig(env({ LEASEHOLD_MAX_CONNECTIONS: '0' })), /invalid LEASEHOLD_MAX_CONNECTIONS/);
 });
+
+test('the change log keeps 100,000 changes or 600 s by default; 0 s means by count alone; a count of 0 is refused', () => {
+  const c = loadConfig(env({}));
+  assert.deepEqual([c.LEASEHOLD_CHANGE_LOG_CHANGES, c.LEASEHOLD_CHANGE_LOG_SECONDS], [100_000, 600]);
+  assert.equal(loadConfig(env({ LEASEHOLD_CHANGE_LOG_SECONDS: '0' })).LEASEHOLD_CHANGE_LOG_SECONDS, 0);
+  assert.throws(() => loadConfig(env({ LEASEHOLD_CHANGE_LOG_CHANGES: '0' })), /invalid LEASEHOLD_CHANGE_LOG_CHANGES/);
+  assert.throws(() => loadConfig(env({ LEASEHOLD_CHANGE_LOG_SECONDS: '-1' })), /invalid LEASEHOLD_CHANGE_LOG_SECONDS/);
+});

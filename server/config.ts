@@ -42,6 +42,10 @@ const Env = z.object({
   LEASEHOLD_MAX_EMBED_TOKENS_PER_CREATOR: int(1, 1_000_000).default(1_000),
   /** How often a stream gets a keepalive comment and its token is re-checked (ms). */
   LEASEHOLD_FEED_HEARTBEAT_MS: int(1_000, 300_000).default(15_000),
+  /** Each family's change log keeps at least its newest changes this many (a resuming stream replays from it)... */
+  LEASEHOLD_CHANGE_LOG_CHANGES: int(1, 1_000_000_000).default(100_000),
+  /** ...or those of the last this many seconds, whichever holds more (0: by count alone). */
+  LEASEHOLD_CHANGE_LOG_SECONDS: int(0, 31_536_000).default(600),
   LEASEHOLD_BOOTSTRAP_TOKEN: z.string().regex(/^[!-~]{16,512}$/, 'must be 16 to 512 visible ASCII characters').optional(),
   LEASEHOLD_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
   /** `full` fsyncs every commit: survives power loss, costs throughput (docs/benchmarks.md). */

@@ -70,7 +70,11 @@ async function main(instance: string): Promise<void> {
     },
     metrics: { enabled: config.LEASEHOLD_METRICS === 'on', public: config.LEASEHOLD_METRICS_PUBLIC },
     engine: {
-      limits: { idempotencyTtlMs: config.LEASEHOLD_IDEMPOTENCY_TTL_S * 1000 },
+      limits: {
+        idempotencyTtlMs: config.LEASEHOLD_IDEMPOTENCY_TTL_S * 1000,
+        changeLogChanges: config.LEASEHOLD_CHANGE_LOG_CHANGES,
+        changeLogMs: config.LEASEHOLD_CHANGE_LOG_SECONDS * 1000,
+      },
       bootstrapSecret: config.LEASEHOLD_BOOTSTRAP_TOKEN,
       secret: config.LEASEHOLD_SECRET,
       feed: {

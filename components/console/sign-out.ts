@@ -4,7 +4,7 @@ import { useQueryClient } from '@tanstack/react-query';
 import { useRouter } from 'next/navigation';
 import { useCallback } from 'react';
 import { consoleClient } from '@/components/console/client';
-import { consoleFeed } from '@/components/feed/feed';
+import { stopConsoleFeed } from '@/components/feed/feed';
 
 /** Sign out: end the cookie's session on the server, drop the stream and every cached answer, go to login. */
 export function useSignOut(): () => Promise<void> {
@@ -14,7 +14,7 @@ export function useSignOut(): () => Promise<void> {
     try {
       await consoleClient().logout();
     } finally {
-      consoleFeed().stop();
+      stopConsoleFeed();
       queryClient.clear();
       router.replace('/login');
     }

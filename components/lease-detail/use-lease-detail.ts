@@ -4,7 +4,7 @@ import { keepPreviousData, useQuery, useQueryClient, type QueryClient } from '@t
 import { useEffect, useRef } from 'react';
 import { isLeaseholdError, type AuditPage, type Checkpoint, type LeaseView } from '@/lib/client';
 import { consoleClient } from '@/components/console/client';
-import { consoleFeed } from '@/components/feed/feed';
+import { consoleFeed, onFeedRelisted } from '@/components/feed/feed';
 import { useFeedStore } from '@/components/feed/feed-store';
 import { queryKeys } from '@/components/query-keys';
 
@@ -91,7 +91,8 @@ export function invalidateLeaseDetail(queryClient: QueryClient, route: string): 
  * lease at once (the event says what happened) and has the lease, checkpoint
  * and audit trail re-read; a renewal hint moves the expiry and the renewal
  * count in place and calls `onRenewed` (for the highlight); a resync re-reads
- * everything, since events may have been missed.
+ * everything, since events may have been missed (a resumed feed replays
+ * them instead).
  */
 export function useLiveLease(route: string, onRenewed: () => void): void {
   const queryClient = useQueryClient();
@@ -127,7 +128,7 @@ export function useLiveLease(route: string, onRenewed: () => void): void {
       },
       { renewals: true },
     );
-    const unresync = feed.onResync(() => invalidateLeaseDetail(queryClient, route));
+    const unresync = onFeedRelisted(() => invalidateLeaseDetail(queryClient, route));
     return () => {
       unwatch();
       unresync();

@@ -9,7 +9,7 @@
  * "new lease" for the badge that offers a refresh.
  */
 
-import type { ChangeEvent, LeasePage, LeaseView, RenewedEvent } from '@/lib/client';
+import { applyChange, applyRenewal, type ChangeEvent, type LeasePage, type LeaseView, type RenewedEvent } from '@/lib/client';
 
 export interface LiveFilters {
   owner: string;
@@ -39,6 +39,8 @@ function passes(lease: LeaseView, f: LiveFilters): boolean {
 /**
  * `firstPage`: the page was listed without a cursor, so nothing sorts before
  * it. Its upper bound is its last route while another page follows, else none.
+ * Changes and renewal hints apply by the SDK's one merge rule (revisions and
+ * renewal counts, `applyChange` and `applyRenewal`), the observer's too.
  */
 export function derivePage(
   page: LeasePage,
@@ -47,51 +49,38 @@ export function derivePage(
   filters: LiveFilters,
   firstPage: boolean,
 ): LivePage {
-  const rows = new Map<string, LeaseView>(page.items.map((l) => [l.route, l]));
+  // Every route the snapshot and the later changes know of, in or out of the page.
+  const known = new Map<string, LeaseView>(page.items.map((l) => [l.route, l]));
   const lower = firstPage ? null : (page.items[0]?.route ?? null);
   const upper = page.next_cursor === null ? null : (page.items.at(-1)?.route ?? null);
   // A later page that came back empty has no known bounds: nothing joins it.
-  const known = firstPage || page.items.length > 0;
-  const inBounds = (route: string) => known && (lower === null || !before(route, lower)) && (upper === null || !before(upper, route));
-  const elsewhere = new Set<string>();
+  const bounded = firstPage || page.items.length > 0;
+  const inBounds = (route: string) => bounded && (lower === null || !before(route, lower)) && (upper === null || !before(upper, route));
   let revision = page.revision;
 
-  // Events arrive in revision order per stream; sort anyway, a reconnect can interleave.
+  // The rule is order-insensitive; revision order keeps `known` small in between.
   const later = events.filter((e) => e.revision > page.revision).sort((a, b) => a.revision - b.revision);
   for (const e of later) {
     revision = Math.max(revision, e.revision);
-    if (e.change === 'acquired' && e.lease) {
-      const fits = passes(e.lease, filters);
-      if (rows.has(e.route) || (fits && inBounds(e.route))) {
-        if (fits) rows.set(e.route, e.lease);
-        else rows.delete(e.route);
-        elsewhere.delete(e.route);
-      } else if (fits) {
-        elsewhere.add(e.route);
-      }
-    } else {
-      rows.delete(e.route);
-      elsewhere.delete(e.route);
-    }
+    applyChange(known, e);
   }
+  for (const [route, r] of renewals) applyRenewal(known, { route, ...r });
 
-  const out = [...rows.values()].sort((a, b) => (a.route < b.route ? -1 : a.route > b.route ? 1 : 0));
-  return {
-    rows: out.map((l) => {
-      const r = renewals.get(l.route);
-      // A renewal hint only ever moves expiry forward, and only for this holder's lease.
-      if (!r || Date.parse(r.expires_at) <= Date.parse(l.expires_at)) return l;
-      return { ...l, expires_at: r.expires_at, renewal_count: Math.max(l.renewal_count, r.renewal_count) };
-    }),
-    newElsewhere: elsewhere.size,
-    revision,
-  };
+  const rows: LeaseView[] = [];
+  let newElsewhere = 0;
+  for (const lease of known.values()) {
+    if (!passes(lease, filters)) continue;
+    if (inBounds(lease.route)) rows.push(lease);
+    else newElsewhere++;
+  }
+  rows.sort((a, b) => (a.route < b.route ? -1 : a.route > b.route ? 1 : 0));
+  return { rows, newElsewhere, revision };
 }
 
-/** A renewal hint for a route, kept only if it is newer than the one held. */
+/** A renewal hint for a route, kept if its renewal count is higher than the one held (the SDK's rule). */
 export function mergeRenewal(map: ReadonlyMap<string, Renewal>, e: RenewedEvent): Map<string, Renewal> {
   const next = new Map(map);
   const cur = next.get(e.route);
-  if (!cur || Date.parse(e.expires_at) > Date.parse(cur.expires_at)) next.set(e.route, { expires_at: e.expires_at, renewal_count: e.renewal_count });
+  if (!cur || e.renewal_count > cur.renewal_count) next.set(e.route, { expires_at: e.expires_at, renewal_count: e.renewal_count });
   return next;
 }

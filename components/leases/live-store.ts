@@ -26,7 +26,14 @@ export const useLiveLeasesStore = create<LiveLeasesState>()((set) => ({
   renewals: new Map(),
   flashes: new Map(),
   viewOpened: (view) => set((s) => (s.view === view ? s : { view, events: [], renewals: new Map(), flashes: new Map() })),
-  changeReceived: (e) => set((s) => ({ events: [...s.events, e] })),
+  changeReceived: (e) =>
+    set((s) => {
+      // A renewal hint belongs to the lease it renewed: a change of the route ends it.
+      if (!s.renewals.has(e.route)) return { events: [...s.events, e] };
+      const renewals = new Map(s.renewals);
+      renewals.delete(e.route);
+      return { events: [...s.events, e], renewals };
+    }),
   renewalReceived: (e) =>
     set((s) => {
       const flashes = new Map(s.flashes);

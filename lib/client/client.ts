@@ -5,6 +5,7 @@
  * Streams only.
  */
 
+import { LiveFeed, type LiveFeedOptions } from './live-feed';
 import { isLeaseholdError } from './errors';
 import { InventoryObserver, type ObserveOptions } from './observer';
 import { effectivePolicyPath, leasePath } from './paths';
@@ -319,12 +320,23 @@ export class LeaseholdClient {
     return new Subscription(this.#transport, selectors, opts);
   }
 
+  /**
+   * One stream shared by many watchers of different selectors, which
+   * reconnects and resumes by itself (docs/sdk.md "One stream for a page").
+   */
+  liveFeed(opts: LiveFeedOptions = {}): LiveFeed {
+    return new LiveFeed(
+      { subscribe: (selectors, o) => this.subscribe(selectors, o), clock: this.#transport.clock, random: this.#transport.random },
+      opts,
+    );
+  }
+
   /** The safe, self-healing view of what `selector` holds (docs/sdk.md). */
   observeInventory(selector: string, opts: ObserveOptions = {}): InventoryObserver {
     return new InventoryObserver(
       {
         transport: this.#transport,
-        subscribe: (selectors) => this.subscribe(selectors),
+        subscribe: (selectors, o) => this.subscribe(selectors, o),
         listPage: (s, o) => this.listPage(s, o),
         inspect: (route) => this.inspect(route),
       },

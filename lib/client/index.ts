@@ -11,9 +11,15 @@ export type { AcquireOptions, OpenSessionOptions, SessionState } from './session
 export { LeaseHandle, ReleaseRequestedEvent } from './lease-handle';
 export type { LeaseState } from './lease-handle';
 export { Subscription } from './subscription';
-export type { ChangeEvent, ClosedEvent, HelloEvent, OverflowEvent, ReleaseRequestNotice, RenewedEvent, StreamEnd, StreamEvent, SubscribeOptions, SubscribedEvent } from './subscription';
+export type { ChangeEvent, ClosedEvent, HelloEvent, OverflowEvent, ReleaseRequestNotice, RenewedEvent, ResyncEvent, StreamEnd, StreamEvent, SubscribeOptions, SubscribedEvent } from './subscription';
 export { InventoryObserver } from './observer';
-export type { InventorySnapshot, ObserveOptions, ObservedChange, ObserverHooks, ObserverPhase, ObserverState, ObserverStats } from './observer';
+export type { InventorySnapshot, ObserveOptions, ObservedChange, ObserverHooks, ObserverPhase, ObserverRecovery, ObserverState, ObserverStats } from './observer';
+export { LiveFeed } from './live-feed';
+export type { FeedEvent, LiveFeedNotice, LiveFeedOptions } from './live-feed';
+export { judgeResume, ResumePoint } from './resume';
+export type { Recovery, RelistReason } from './resume';
+export { applyChange, applyRenewal, asView, REMOVAL_KINDS } from './merge';
+export type { ViewUpdate } from './merge';
 export { defaultReconcileIntervalMs, RECONCILE_JITTER, RECONCILE_MAX_MS, RECONCILE_MIN_MS } from './reconcile';
 export type { RetryPolicy } from './transport';
 export type { Clock } from './runtime';

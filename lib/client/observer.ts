@@ -1,6 +1,7 @@
 /**
  * The safe way to know what is held (docs/sdk.md "Fleet managers", docs/semantics.md
- * §8 "Bootstrap without a blind window"). Per stream it:
+ * §8 "Bootstrap without a blind window", §17 "Resumable feed"). The first
+ * time, it:
  *
  *   1. opens a stream and registers the selector, waiting for the server's
  *      acknowledgement, while buffering every event the stream brings;
@@ -10,18 +11,23 @@
  *      reports `ready`;
  *   4. applies live changes, and relists every reconciliation interval.
  *
- * Changes apply by one order-insensitive rule: an `acquired` change with
- * revision R installs its lease unless the view holds a lease of revision
- * ≥ R; a removal with revision R drops the route's lease if that lease's
- * revision is < R. Every change committed after the registration reaches the
+ * Changes apply by one order-insensitive, idempotent rule on revisions
+ * (merge.ts). Every change committed after the registration reaches the
  * buffer, and the last one per route decides, so the result is the true held
  * set however the snapshot and the buffer interleave.
  *
- * When the stream ends (disconnect, overflow, restart, a failed registration)
- * the observer reports `resyncing`, keeps its last view (stale, and said to
- * be), and starts over at once, then with bounded jittered backoff. Refusals
- * that a retry cannot fix (bad credentials, permission, grammar) and a view
- * past `maxItems` end in `error`.
+ * The view is complete up to a revision: the listing's oldest page, then the
+ * newest change applied. When the stream ends (disconnect, heartbeat loss, a
+ * server restart, a failed registration) the observer reports `resyncing`,
+ * keeps its last view (stale, and said to be), and opens a new stream at once
+ * (then with bounded jittered backoff) with the selector and `since` = that
+ * revision. The server replays what the view missed, and the observer is
+ * `ready` again without listing (`resumed`). It lists again (`relisted`) only
+ * when it cannot trust a replay: the server answers `resync` (on a new stream
+ * or an open one), the stream ended in `overflow`, the store's epoch changed,
+ * or the server did not resume. Refusals that a retry cannot fix (bad
+ * credentials, permission, grammar) and a view past `maxItems` end in
+ * `error`.
  *
  * Observed items are frozen LeaseViews: no lease id, no session id, nothing
  * that can renew, release or take over a lease.
@@ -29,8 +35,10 @@
 
 import { LeaseholdError, closedError, isLeaseholdError } from './errors';
 import { defaultReconcileIntervalMs, ReconcileScheduler } from './reconcile';
+import { applyChange, applyRenewal, asView } from './merge';
+import { judgeResume, ResumePoint, type Recovery } from './resume';
 import { backoffMs, sleep } from './runtime';
-import type { ChangeEvent, RenewedEvent, StreamEvent, Subscription } from './subscription';
+import type { ChangeEvent, RenewedEvent, ResyncEvent, StreamEvent, SubscribeOptions, Subscription } from './subscription';
 import type { Transport } from './transport';
 import type { ChangeKind, LeasePage, LeaseView } from './types';
 
@@ -48,8 +56,13 @@ export interface ObservedChange {
   readonly cause: ChangeKind | 'renewed' | 'snapshot' | 'reconcile';
 }
 
+/** How the observer last came back: `resumed` or `relisted`, and why (resume.ts). */
+export type ObserverRecovery = Recovery;
+
 export interface InventorySnapshot {
   readonly state: ObserverState;
+  /** How the observer last recovered (undefined until its first stream ends). */
+  readonly recovery: ObserverRecovery | undefined;
   /**
    * The view, ordered by route (byte order), sorted on first read: read it
    * from the latest snapshot (as React does), since a snapshot read only
@@ -69,6 +82,10 @@ export interface ObserverStats {
   readonly reconciliations: number;
   /** Routes a reconciliation found wrong and corrected. */
   readonly repairs: number;
+  /** Streams that came back by replay, without a listing. */
+  readonly resumes: number;
+  /** Listings after the first snapshot (a subset of `snapshots`). */
+  readonly relists: number;
 }
 
 export type ObserverPhase = 'stream_open' | 'registered' | 'page' | 'listed';
@@ -97,13 +114,19 @@ export interface ObserveOptions {
   expectedTtlMs?: number;
   /** Backoff between failed attempts: first ceiling (default 250 ms), and cap (default 15 s). */
   backoff?: { initialMs?: number; maxMs?: number };
+  /**
+   * Resume from the last applied revision after a disconnect or restart
+   * (default true). False relists on every new stream, as before resumable
+   * feeds; for comparison only.
+   */
+  resume?: boolean;
   hooks?: ObserverHooks;
 }
 
 /** What the observer needs of the client (internal). */
 export interface ObserverHost {
   readonly transport: Transport;
-  subscribe(selectors: readonly string[]): Subscription;
+  subscribe(selectors: readonly string[], opts?: SubscribeOptions): Subscription;
   listPage(selector: string, opts: { limit?: number; cursor?: string }): Promise<LeasePage>;
   inspect(route: string): Promise<LeaseView | undefined>;
 }
@@ -123,44 +146,6 @@ const CREDENTIAL_CLOSE: ReadonlySet<string> = new Set(['token_revoked', 'token_e
 function compareRoutes(a: string, b: string): number {
   // Routes are ASCII, so UTF-16 order is byte order.
   return a < b ? -1 : a > b ? 1 : 0;
-}
-
-function freeze(lease: LeaseView): LeaseView {
-  if (lease.metadata) Object.freeze(lease.metadata);
-  return Object.freeze(lease);
-}
-
-/** The items a view shows, stripped to a LeaseView even if given more. */
-function asView(lease: LeaseView): LeaseView {
-  const { lease_id: _l, session_id: _s, ...view } = lease as LeaseView & { lease_id?: unknown; session_id?: unknown };
-  return freeze({ ...view, metadata: view.metadata ? { ...view.metadata } : view.metadata });
-}
-
-const REMOVALS: ReadonlySet<ChangeKind> = new Set(['released', 'expired', 'session_closed', 'force_released', 'revoked', 'rolled_back']);
-
-/** The order-insensitive rule (see the file comment). Returns the change made, if any. */
-function applyChange(view: Map<string, LeaseView>, ev: ChangeEvent): ObservedChange | undefined {
-  const cur = view.get(ev.route);
-  if (ev.change === 'acquired') {
-    if (!ev.lease || (cur && cur.revision >= ev.revision)) return undefined;
-    const lease = asView(ev.lease);
-    view.set(ev.route, lease);
-    return { route: ev.route, lease, cause: ev.change };
-  }
-  if (REMOVALS.has(ev.change) && cur && cur.revision < ev.revision) {
-    view.delete(ev.route);
-    return { route: ev.route, lease: undefined, cause: ev.change };
-  }
-  return undefined;
-}
-
-/** Renewal hints arrive in order on the live stream, after the acquisition of the lease they renew. */
-function applyRenewed(view: Map<string, LeaseView>, ev: RenewedEvent): ObservedChange | undefined {
-  const cur = view.get(ev.route);
-  if (!cur || ev.renewal_count <= cur.renewal_count) return undefined;
-  const lease = freeze({ ...cur, expires_at: ev.expires_at, renewal_count: ev.renewal_count, metadata: cur.metadata });
-  view.set(ev.route, lease);
-  return { route: ev.route, lease, cause: 'renewed' };
 }
 
 function sameLease(a: LeaseView | undefined, b: LeaseView | undefined): boolean {
@@ -192,7 +177,16 @@ export class InventoryObserver {
   #recording: FeedEvent[] | undefined;
   #resolveReady!: () => void;
   #rejectReady!: (e: unknown) => void;
-  #stats = { connects: 0, snapshots: 0, reconciliations: 0, repairs: 0 };
+  #stats = { connects: 0, snapshots: 0, reconciliations: 0, repairs: 0, resumes: 0, relists: 0 };
+  /** The revision up to which the view holds every change, and its epoch. */
+  readonly #point = new ResumePoint();
+  /** A `resync` the current stream sent: the loop relists on the same stream. */
+  #resync: ResyncEvent | undefined;
+  #wakeLoop: (() => void) | undefined;
+  /** Bumped when a listing replaces the view: a reconciliation begun before it does not install. */
+  #viewGen = 0;
+  #recovery: ObserverRecovery | undefined;
+  readonly #recoveryListeners = new Set<(recovery: ObserverRecovery) => void>();
 
   /** @internal Use `LeaseholdClient.observeInventory`. */
   constructor(host: ObserverHost, selector: string, opts: ObserveOptions = {}) {
@@ -226,6 +220,16 @@ export class InventoryObserver {
     return { ...this.#stats };
   }
 
+  /** How the observer last came back (`resumed` or `relisted`); undefined until it first had to. */
+  get recovery(): ObserverRecovery | undefined {
+    return this.#recovery;
+  }
+
+  /** The revision up to which the view holds every change (what a new stream resumes from). */
+  get revision(): number | undefined {
+    return this.#point.revision;
+  }
+
   /** The reconciliation interval now in force, before jitter. */
   reconcileIntervalMs(): number {
     if (this.#opts.reconcileIntervalMs !== undefined) return this.#opts.reconcileIntervalMs;
@@ -238,6 +242,12 @@ export class InventoryObserver {
   onChange(listener: (changes: readonly ObservedChange[]) => void): () => void {
     this.#changeListeners.add(listener);
     return () => this.#changeListeners.delete(listener);
+  }
+
+  /** Called each time the observer is ready again after its stream ended or a `resync`: resumed or relisted, and why. */
+  onRecovery(listener: (recovery: ObserverRecovery) => void): () => void {
+    this.#recoveryListeners.add(listener);
+    return () => this.#recoveryListeners.delete(listener);
   }
 
   onStateChange(listener: (state: ObserverState) => void): () => void {
@@ -260,6 +270,7 @@ export class InventoryObserver {
       let items: readonly LeaseView[] | undefined;
       this.#snapshot = Object.freeze({
         state: this.#state,
+        recovery: this.#recovery,
         error: this.#error,
         version: this.#version,
         get items(): readonly LeaseView[] {
@@ -297,11 +308,20 @@ export class InventoryObserver {
       const gen = ++this.#gen;
       let readyAt: number | undefined;
       try {
-        const sub = await this.#bootstrap(gen);
+        const sub = await this.#connect(gen);
         readyAt = clock.now();
-        const end = await sub.done;
-        if (end.reason === 'closed' && CREDENTIAL_CLOSE.has(end.detail ?? '')) {
-          throw new LeaseholdError({ code: 'invalid_credential', message: `the stream was closed: ${end.detail}` });
+        for (;;) {
+          const end = await this.#nextTrouble(sub);
+          if (end === undefined) {
+            // `resync` on the open stream: list again on it, registrations intact.
+            await this.#relistOn(gen, sub);
+            continue;
+          }
+          if (end.reason === 'closed' && CREDENTIAL_CLOSE.has(end.detail ?? '')) {
+            throw new LeaseholdError({ code: 'invalid_credential', message: `the stream was closed: ${end.detail}` });
+          }
+          if (end.reason === 'overflow') this.#point.mustRelist = 'overflow';
+          break;
         }
       } catch (e) {
         if (this.#abort.signal.aborted) return;
@@ -313,6 +333,7 @@ export class InventoryObserver {
         this.#scheduler.stop();
         this.#buffer = undefined;
         this.#recording = undefined;
+        this.#resync = undefined;
         this.#sub?.close();
       }
       if (this.#abort.signal.aborted) return;
@@ -323,29 +344,91 @@ export class InventoryObserver {
     }
   }
 
-  async #bootstrap(gen: number): Promise<Subscription> {
-    const hooks = this.#opts.hooks;
+  /** The stream's end, or undefined when it sent `resync` (and stays open). */
+  async #nextTrouble(sub: Subscription): Promise<Awaited<Subscription['done']> | undefined> {
+    if (this.#resync) return undefined;
+    const resync = new Promise<undefined>((resolve) => {
+      this.#wakeLoop = () => resolve(undefined);
+    });
+    try {
+      return await Promise.race([sub.done, resync]);
+    } finally {
+      this.#wakeLoop = undefined;
+    }
+  }
+
+  /** A new stream, resumed from the view's revision when it can be, else bootstrapped by a listing. Resolves once ready. */
+  async #connect(gen: number): Promise<Subscription> {
+    const plan = this.#point.next(this.#opts.resume !== false);
+    const { since } = plan;
     const buffer: FeedEvent[] = [];
     this.#buffer = buffer;
-    const sub = this.#host.subscribe([]);
+    const sub = since !== undefined ? this.#host.subscribe([this.selector], { since, renewals: this.#opts.renewals }) : this.#host.subscribe([]);
     this.#sub = sub;
     this.#stats.connects++;
     sub.on((ev) => this.#onEvent(gen, ev));
-    await sub.opened;
+    let hello;
+    try {
+      hello = await sub.opened;
+    } catch (e) {
+      if (since !== undefined && isLeaseholdError(e, 'invalid_request')) {
+        // A server from before resumable feeds refuses `since`: list instead.
+        this.#point.mustRelist = 'not_resumed';
+        throw new LeaseholdError({ code: 'stream_closed', message: 'the server refused to resume', retryable: true, cause: e });
+      }
+      throw e;
+    }
+    this.#assertCurrent(gen);
+    if (since !== undefined) {
+      const verdict = judgeResume(since, this.#point.epoch, hello, this.#resync);
+      this.#resync = undefined;
+      if (verdict.kind === 'resumed') {
+        // The replay applies as it arrives, by the same rule as live changes.
+        this.#buffer = undefined;
+        this.#applyLive(buffer.splice(0));
+        this.#stats.resumes++;
+        this.#becomeReady(verdict);
+        return sub;
+      }
+      await this.#listOn(gen, sub, buffer, verdict);
+      return sub;
+    }
+    const hooks = this.#opts.hooks;
     await hooks?.phase?.('stream_open');
     await sub.add(this.selector, { renewals: this.#opts.renewals });
     await hooks?.phase?.('registered');
+    this.#resync = undefined; // a fresh stream lists anyway
+    await this.#listOn(gen, sub, buffer, plan.reason === undefined ? undefined : { kind: 'relisted', reason: plan.reason });
+    return sub;
+  }
+
+  /** `resync` on a live stream: buffer from now on (the event handler started it) and list again. */
+  async #relistOn(gen: number, sub: Subscription): Promise<void> {
+    const ev = this.#resync;
+    this.#resync = undefined;
+    this.#scheduler.stop();
+    this.#setState('resyncing');
+    const buffer = this.#buffer ?? [];
+    this.#buffer = buffer;
+    await this.#listOn(gen, sub, buffer, { kind: 'relisted', reason: 'resync', ...(ev ? { detail: ev.reason } : {}) });
+  }
+
+  /** List to the end and install the snapshot with the buffered changes (docs/semantics.md §8), then ready. */
+  async #listOn(gen: number, sub: Subscription, buffer: FeedEvent[], recovery: ObserverRecovery | undefined): Promise<void> {
+    this.#viewGen++;
     const listing = await this.#list(gen, true);
-    await hooks?.phase?.('listed');
+    await this.#opts.hooks?.phase?.('listed');
     this.#assertCurrent(gen);
 
     // Install: the snapshot, then every buffered change by the rule; routes
     // changed after the page that covered them are re-inspected for fresh data.
     const next = listing.items;
     const reinspect = new Set<string>();
+    let revision = listing.bounds.reduce((min, b) => Math.min(min, b.revision), Infinity);
     for (const ev of buffer.splice(0)) {
       if (ev.type !== 'change') continue;
       applyChange(next, ev);
+      revision = Math.max(revision, ev.revision);
       if (ev.revision > this.#coveringRevision(listing, ev.route)) reinspect.add(ev.route);
     }
     const fresh = await this.#inspectAll([...reinspect], gen);
@@ -354,45 +437,78 @@ export class InventoryObserver {
       else next.delete(route);
     }
     // Events that arrived while inspecting are newer than what they answered.
-    for (const ev of buffer.splice(0)) if (ev.type === 'change') applyChange(next, ev);
+    for (const ev of buffer.splice(0)) {
+      if (ev.type !== 'change') continue;
+      applyChange(next, ev);
+      revision = Math.max(revision, ev.revision);
+    }
     this.#checkSize(next.size);
     this.#buffer = undefined;
+    this.#point.listed(Number.isFinite(revision) ? revision : (sub.hello?.revision ?? 0), sub.hello?.epoch ?? listing.epoch);
     this.#replaceView(next, 'snapshot');
     this.#stats.snapshots++;
+    if (recovery) this.#stats.relists++;
+    this.#becomeReady(recovery);
+  }
+
+  #becomeReady(recovery: ObserverRecovery | undefined): void {
+    if (recovery) this.#recovery = recovery;
     this.#setState('ready');
+    if (recovery) for (const listener of [...this.#recoveryListeners]) listener(recovery);
     this.#resolveReady();
     this.#scheduler.start();
-    return sub;
   }
 
   #onEvent(gen: number, ev: StreamEvent): void {
-    if (gen !== this.#gen || (ev.type !== 'change' && ev.type !== 'renewed')) return;
+    if (gen !== this.#gen) return;
+    if (ev.type === 'resync') {
+      // Everything from here on waits for the new listing.
+      this.#resync = ev;
+      this.#buffer ??= [];
+      this.#wakeLoop?.();
+      return;
+    }
+    if (ev.type !== 'change' && ev.type !== 'renewed') return;
     if (this.#opts.hooks?.dropEvent?.(ev)) return;
     if (this.#buffer) {
       this.#buffer.push(ev);
       return;
     }
-    this.#recording?.push(ev);
-    const change = ev.type === 'change' ? applyChange(this.#view, ev) : applyRenewed(this.#view, ev);
-    if (!change) return;
+    this.#applyLive([ev]);
+  }
+
+  /** Apply events to the live view, in order, telling listeners. */
+  #applyLive(events: readonly FeedEvent[]): void {
+    const changes: ObservedChange[] = [];
+    for (const ev of events) {
+      this.#recording?.push(ev);
+      if (ev.type === 'change') this.#point.applied(ev.revision);
+      const update = ev.type === 'change' ? applyChange(this.#view, ev) : applyRenewal(this.#view, ev);
+      if (!update) continue;
+      changes.push({ ...update, cause: ev.type === 'change' ? ev.change : 'renewed' });
+    }
+    if (changes.length === 0) return;
     if (this.#view.size > this.#opts.maxItems) {
       this.#fail(new LeaseholdError({ code: 'too_many_items', message: `the view passed maxItems (${this.#opts.maxItems})` }));
       return;
     }
-    this.#changed([change]);
+    this.#changed(changes);
   }
 
   /** A periodic relisting on the live stream; live changes keep applying and are replayed onto the fresh listing. */
   async #reconcile(gen: number): Promise<void> {
     if (gen !== this.#gen || this.#state !== 'ready') return;
+    const viewGen = this.#viewGen;
     this.#recording = [];
     try {
       const listing = await this.#list(gen, false);
       this.#assertCurrent(gen);
+      // A `resync` listing began meanwhile: it replaces the view; this one is moot.
+      if (viewGen !== this.#viewGen || this.#buffer) return;
       const next = listing.items;
       for (const ev of this.#recording) {
         if (ev.type === 'change') applyChange(next, ev);
-        else applyRenewed(next, ev);
+        else applyRenewal(next, ev);
       }
       this.#checkSize(next.size);
       this.#stats.reconciliations++;

@@ -5,9 +5,12 @@
  * server's subscription ids never leave this file.
  *
  * Events are hints. The stream ends (see `done`) on overflow, a `closed`
- * event, a lost connection or a missed heartbeat; a new stream must register
- * and list again. `observeInventory` does all of that; use this class directly
- * only to react to changes, not to know the held set.
+ * event, a lost connection or a missed heartbeat. A new stream opened with
+ * `since` (the last revision applied) and the same selectors gets the
+ * changes it missed replayed first (docs/semantics.md §17), unless the server
+ * answers `resync`: then the caller lists again. `observeInventory` does all
+ * of that; use this class directly only to react to changes, not to know the
+ * held set.
  */
 
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
@@ -23,6 +26,12 @@ export interface HelloEvent {
   /** The family's revision when the stream opened. */
   readonly revision: number;
   readonly heartbeat_ms: number;
+  /**
+   * The stream was opened with `since` and the server replays the changes
+   * after it (maybe none) before live ones. False for a fresh stream, and
+   * when a `resync` follows instead.
+   */
+  readonly resumed: boolean;
 }
 
 export interface SubscribedEvent {
@@ -67,12 +76,25 @@ export interface OverflowEvent {
   readonly reason: 'slow_consumer' | 'resync';
 }
 
+/**
+ * The server cannot replay from the stream's `since` (docs/semantics.md §17):
+ * the log's horizon passed it, it belongs to another store lifetime
+ * (`epoch`), or the replay would be too long. The stream stays open, its
+ * registrations live: the caller lists again, as after `overflow`, without
+ * reconnecting. `revision` is the family's revision when the stream opened.
+ */
+export interface ResyncEvent {
+  readonly type: 'resync';
+  readonly reason: 'horizon' | 'epoch' | 'too_many';
+  readonly revision: number;
+}
+
 export interface ClosedEvent {
   readonly type: 'closed';
   readonly reason: 'token_revoked' | 'token_expired' | 'logged_out' | 'shutdown';
 }
 
-export type StreamEvent = HelloEvent | SubscribedEvent | ChangeEvent | RenewedEvent | ReleaseRequestNotice | OverflowEvent | ClosedEvent;
+export type StreamEvent = HelloEvent | SubscribedEvent | ChangeEvent | RenewedEvent | ReleaseRequestNotice | ResyncEvent | OverflowEvent | ClosedEvent;
 
 /**
  * Why a stream ended: `overflow` and `closed` (the server said so; `detail`
@@ -90,6 +112,13 @@ export interface SubscribeOptions {
   /** Ask renewal hints (`renewed` events) for the selectors given at open. */
   renewals?: boolean;
   signal?: AbortSignal;
+  /**
+   * Resume: the last revision the caller applied. The server replays every
+   * matching change after it before live events, or sends `resync`
+   * (docs/semantics.md §17). The selectors must be given at open, so that
+   * the replay covers them.
+   */
+  since?: number | undefined;
   /**
    * The async iterator pauses reading the socket while this many events wait
    * for it (default 1,024), so a slow loop leads the server to `overflow`
@@ -125,6 +154,7 @@ export class Subscription implements AsyncIterable<StreamEvent> {
   #resolveDone!: (end: StreamEnd) => void;
   #lastByteAt = 0;
   #watchdog: TimerHandle | undefined;
+  #lastRevision: number | undefined;
 
   /** @internal Use `LeaseholdClient.subscribe`. */
   constructor(transport: Transport, selectors: readonly string[], opts: SubscribeOptions = {}) {
@@ -137,7 +167,7 @@ export class Subscription implements AsyncIterable<StreamEvent> {
       if (opts.signal.aborted) this.#controller.abort();
       else opts.signal.addEventListener('abort', () => this.close(), { once: true });
     }
-    this.opened = this.#run(selectors, opts.renewals === true);
+    this.opened = this.#run(selectors, opts.renewals === true, opts.since);
     // `opened` is also observed through `done`; never leave it unhandled.
     this.opened.catch(() => undefined);
   }
@@ -145,6 +175,11 @@ export class Subscription implements AsyncIterable<StreamEvent> {
   /** The stream's hello (epoch, revision at open), once open. */
   get hello(): HelloEvent | undefined {
     return this.#hello;
+  }
+
+  /** The revision of the newest change this stream delivered (its SSE id), or undefined before the first. */
+  get lastRevision(): number | undefined {
+    return this.#lastRevision;
   }
 
   get ended(): StreamEnd | undefined {
@@ -253,9 +288,10 @@ export class Subscription implements AsyncIterable<StreamEvent> {
     this.#bySelector.set(selector, id);
   }
 
-  async #run(selectors: readonly string[], renewals: boolean): Promise<HelloEvent> {
+  async #run(selectors: readonly string[], renewals: boolean, since: number | undefined): Promise<HelloEvent> {
     const query: Record<string, string | readonly string[]> = { selector: selectors };
     if (renewals) query.renewals = '1';
+    if (since !== undefined) query.since = String(since);
     const init = this.#transport.init('GET', undefined, this.#controller.signal);
     (init.headers as Record<string, string>).Accept = 'text/event-stream';
     let res: Response;
@@ -366,7 +402,13 @@ export class Subscription implements AsyncIterable<StreamEvent> {
     switch (msg.event) {
       case 'hello':
         this.#streamIdValue = String(data.stream_id);
-        return { type: 'hello', epoch: data.epoch as string, revision: data.revision as number, heartbeat_ms: data.heartbeat_ms as number };
+        return {
+          type: 'hello',
+          epoch: data.epoch as string,
+          revision: data.revision as number,
+          heartbeat_ms: data.heartbeat_ms as number,
+          resumed: data.resumed === true,
+        };
       case 'subscribed': {
         const id = data.subscription_id as string;
         this.#map(id, data.selector as string);
@@ -378,8 +420,11 @@ export class Subscription implements AsyncIterable<StreamEvent> {
         const { subscription_id, ...rest } = data;
         const selector = this.#byId.get(subscription_id as string);
         if (selector === undefined) return undefined;
+        if (msg.event === 'change' && typeof rest.revision === 'number') this.#lastRevision = Math.max(this.#lastRevision ?? 0, rest.revision);
         return { type: msg.event, selector, ...rest } as ChangeEvent | RenewedEvent | ReleaseRequestNotice;
       }
+      case 'resync':
+        return { type: 'resync', reason: data.reason as ResyncEvent['reason'], revision: data.revision as number };
       case 'overflow':
         return { type: 'overflow', reason: data.reason as OverflowEvent['reason'] };
       case 'closed':

@@ -1,7 +1,7 @@
 'use client';
 
 import { useCallback, useEffect, useMemo, useState, useSyncExternalStore } from 'react';
-import type { InventoryObserver, InventorySnapshot, LeaseholdClient, LeaseholdError, LeaseView, ObserveOptions, ObserverState } from '../client';
+import type { InventoryObserver, InventorySnapshot, LeaseholdClient, LeaseholdError, LeaseView, ObserveOptions, ObserverRecovery, ObserverState } from '../client';
 import { useLeaseholdClient } from './provider';
 
 export interface UseLeaseInventoryOptions extends ObserveOptions {
@@ -17,6 +17,8 @@ export interface LeaseInventory {
   readonly error: LeaseholdError | undefined;
   /** True while the observer reconnects (`resyncing`): `items` may be out of date. */
   readonly stale: boolean;
+  /** How the observer last came back after its stream ended: `resumed` or `relisted` (docs/sdk.md). */
+  readonly recovery?: ObserverRecovery | undefined;
 }
 
 /**
@@ -24,7 +26,7 @@ export interface LeaseInventory {
  * exists: nothing observed yet. One frozen object, so React sees a stable
  * snapshot.
  */
-const CONNECTING: InventorySnapshot = Object.freeze({ state: 'connecting', items: Object.freeze([]), error: undefined, version: 0 });
+const CONNECTING: InventorySnapshot = Object.freeze({ state: 'connecting', recovery: undefined, items: Object.freeze([]), error: undefined, version: 0 });
 
 const getConnecting = (): InventorySnapshot => CONNECTING;
 const noSubscription = (): (() => void) => () => undefined;
@@ -72,7 +74,7 @@ export function useLeaseInventory(selector: string, options: UseLeaseInventoryOp
 
   return useMemo(
     // The observer's snapshot is already ordered by route (byte order).
-    () => ({ state: snapshot.state, items: snapshot.items, error: snapshot.error, stale: snapshot.state === 'resyncing' }),
+    () => ({ state: snapshot.state, items: snapshot.items, error: snapshot.error, stale: snapshot.state === 'resyncing', recovery: snapshot.recovery }),
     [snapshot],
   );
 }

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { selectorOrThrow } from '@/lib/selector';
 import type { Bus, BusListener } from '../store/types';
 import { ManualClock } from '../testing/harness';
-import { Cluster } from './cluster';
+import { Cluster, type ClusterOptions } from './cluster';
 import { EventHub, type EngineEvent, type LeaseChange } from './events';
 import { FeedHub, type FeedFrame, type FeedSink } from './feed';
 
@@ -57,14 +57,14 @@ class ScriptedBus implements Bus {
 
 const change = (family: string, revision: number): LeaseChange => ({ type: 'change', family, route: 'lease://a/b/c', change: 'released', revision, fencingToken: revision });
 
-async function setup() {
+async function setup(fill?: ClusterOptions['fill']) {
   const bus = new ScriptedBus();
   const events = new EventHub();
   const seen: EngineEvent[] = [];
   events.subscribe((e) => seen.push(e));
   const feed = new FeedHub(events, { now: () => 0, epoch: () => 'ep', streamIdPrefix: bus.instanceId });
   const clock = new ManualClock();
-  const cluster = new Cluster(bus, events, feed, { gapMs: 50, scheduler: clock });
+  const cluster = new Cluster(bus, events, feed, { gapMs: 50, scheduler: clock, fill });
   const started = cluster.start();
   bus.listener.ready(new Map([['default', 10]]));
   await started;
@@ -109,6 +109,42 @@ test('a revision that never arrives: the family’s streams get overflow (resync
   const again = open();
   bus.remote(change('default', 14));
   assert.deepEqual(again.revisions(), [14]);
+});
+
+test('a revision gap the change log holds is filled from it: no resync, every change in order', async () => {
+  const asked: Array<[string, number, number]> = [];
+  const { bus, open, cluster, clock } = await setup(async (family, after, before) => {
+    asked.push([family, after, before]);
+    return [change(family, 12)];
+  });
+  const sink = open();
+  bus.remote(change('default', 11));
+  bus.remote(change('default', 13));
+  bus.remote(change('default', 14));
+  clock.advance(50);
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual(asked, [['default', 11, 13]]);
+  assert.deepEqual(sink.revisions(), [11, 12, 13, 14]);
+  assert.equal(sink.ended, undefined);
+  assert.deepEqual(cluster.stats(), { gaps: 0, lost: 0, filled: 1 });
+  bus.remote(change('default', 15));
+  assert.deepEqual(sink.revisions(), [11, 12, 13, 14, 15]);
+});
+
+test('a gap the change log cannot fill (pruned, or the store unavailable) resyncs as before', async () => {
+  for (const fill of [async () => undefined, async () => Promise.reject(new Error('down')), async () => [change('default', 13)]]) {
+    const { bus, open, cluster, clock } = await setup(fill);
+    const sink = open();
+    bus.remote(change('default', 11));
+    bus.remote(change('default', 14));
+    clock.advance(50);
+    await new Promise((r) => setImmediate(r));
+    assert.equal(sink.ended?.event, 'overflow');
+    assert.equal(cluster.stats().gaps, 1);
+    const again = open();
+    bus.remote(change('default', 15));
+    assert.deepEqual(again.revisions(), [15]);
+  }
 });
 
 test('a lost notification channel sends every stream overflow (resync); so does its return', async () => {

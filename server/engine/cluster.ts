@@ -8,9 +8,11 @@
  *   The instance publishes into its EventHub both its own committed events
  *   and other instances' (marked `remote`), per family in revision order:
  *   revisions are contiguous per family, so a missing one is a gap. A gap
- *   not filled within `gapMs`, or a lost notification channel, sends every
- *   stream of the family (of every family, for the channel) `overflow`
- *   (`resync`) rather than silently missing a change.
+ *   not filled within `gapMs` is filled from the family's change log when
+ *   it holds the missing revisions (`fill`); otherwise, and on a lost
+ *   notification channel, every stream of the family (of every family, for
+ *   the channel) is sent `overflow` (`resync`) rather than silently missing
+ *   a change.
  * - **Stream calls.** Registering or unregistering on a stream opened on
  *   another instance is forwarded to it (the stream id names its instance)
  *   and answered once it has applied the call there.
@@ -41,6 +43,12 @@ export interface ClusterOptions {
   refused?: (n: Extract<WaiterNotice, { kind: 'refuse' }>) => void;
   /** Where losing and regaining the channel, and resynced gaps, are reported (gaps at most every 10 s, counted). */
   logger?: Logger;
+  /**
+   * The family's changes with `after < revision < before`, read from its
+   * change log, or undefined when the log cannot tell (pruned past `after`):
+   * what fills a gap instead of a resync.
+   */
+  fill?: (family: string, after: number, before: number) => Promise<LeaseChange[] | undefined>;
 }
 
 const GAP_LOG_EVERY_MS = 10_000;
@@ -61,6 +69,8 @@ interface FamilyOrder {
   /** Revisions that arrived ahead of a gap. */
   pending: Map<number, LeaseChange>;
   timer: TimerHandle | undefined;
+  /** A read of the change log for the gap is in flight. */
+  filling?: boolean;
 }
 
 /** The id of the instance that holds a stream (stream ids are `st_<instance id><random>`). */
@@ -78,7 +88,7 @@ export class Cluster {
   private ready = false;
   private firstReady: Promise<void>;
   private resolveReady!: () => void;
-  private counts = { gaps: 0, lost: 0 };
+  private counts = { gaps: 0, lost: 0, filled: 0 };
   private readonly logger: Logger;
   private gapLog = { at: -Infinity, unreported: 0 };
 
@@ -110,8 +120,8 @@ export class Cluster {
     return Promise.race([this.firstReady, late]).finally(() => timer?.cancel());
   }
 
-  /** Gaps resynced and channel losses so far. */
-  stats(): { gaps: number; lost: number } {
+  /** Gaps resynced, channel losses and gaps filled from the change log so far. */
+  stats(): { gaps: number; lost: number; filled: number } {
     return { ...this.counts };
   }
 
@@ -292,15 +302,41 @@ export class Cluster {
     if (f.pending.size === 0 && f.timer) {
       f.timer.cancel();
       f.timer = undefined;
-    } else if (f.pending.size > 0 && !f.timer) {
+    } else if (f.pending.size > 0 && !f.timer && !f.filling) {
       f.timer = this.scheduler.after(this.gapMs, () => this.gapExpired(family));
     }
   }
 
-  /** A revision never arrived: resync the family's streams and move past it. */
+  /** A revision never arrived: fill it from the change log if it can, else resync the family's streams and move past it. */
   private gapExpired(family: string): void {
     const f = this.order(family);
     f.timer = undefined;
+    if (f.pending.size === 0 || f.filling) return;
+    const fill = this.opts.fill;
+    if (!fill) return this.resyncGap(family, f);
+    const after = f.last;
+    const before = Math.min(...f.pending.keys());
+    f.filling = true;
+    fill(family, after, before)
+      .catch(() => undefined)
+      .then((found) => {
+        f.filling = false;
+        // The channel came back meanwhile (which resynced every stream): this order is gone.
+        if (this.families.get(family) !== f) return;
+        const missing = found?.filter((e) => e.revision > f.last) ?? [];
+        // The change log must hold every revision still missing (some may have arrived meanwhile).
+        const complete = found !== undefined && missing.every((e, i) => e.revision === f.last + 1 + i) && f.last + missing.length >= before - 1;
+        if (!complete) return this.resyncGap(family, f);
+        this.counts.filled++;
+        for (const e of missing) {
+          this.events.publish({ ...e, remote: true });
+          f.last = e.revision;
+        }
+        this.drain(family, f);
+      });
+  }
+
+  private resyncGap(family: string, f: FamilyOrder): void {
     if (f.pending.size === 0) return;
     this.counts.gaps++;
     this.feed.resync(family);
@@ -312,6 +348,10 @@ export class Cluster {
     }
     const ahead = [...f.pending.values()].sort((a, b) => a.revision - b.revision);
     f.pending.clear();
+    if (f.timer) {
+      f.timer.cancel();
+      f.timer = undefined;
+    }
     for (const e of ahead) {
       this.events.publish(e);
       f.last = Math.max(f.last, e.revision);

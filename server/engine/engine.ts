@@ -14,11 +14,12 @@ import { randomBytes } from 'node:crypto';
 import { contains, routeSegments, selectorOrThrow, type ParsedSelector } from '@/lib/selector';
 import { allowingGrant } from '@/lib/grants';
 import { AuditLog, auditView, type AuditEvent, type AuditEventType, type AuditFacts, type AuditOptions, type AuditSpec, type Caller } from './audit';
-import type { StepScope, Store, Tx } from '../store/types';
+import type { ChangeLogStats, StepScope, Store, Tx } from '../store/types';
 import { Cluster, type ClusterOptions } from './cluster';
 import { bindCursor, CursorCodec, type BoundCursor, type CursorBinding } from './cursor';
 import { LeaseholdError, fail, fromStoreError } from './errors';
 import { EventHub } from './events';
+import { logChanges, planReplay, readLoggedChanges } from './change-log';
 import { FeedHub, type FeedLimits, type FeedSink, type Subscribed } from './feed';
 import { hashSecret, randomId } from './ids';
 import {
@@ -206,6 +207,8 @@ export class LeaseEngine {
           ...opts.cluster,
           granted: (n) => this.waiting.remoteGrant(n),
           refused: (n) => this.waiting.remoteRefusal(n),
+          // A revision gap is filled from the change log, the shared store's record of every change.
+          fill: (family, after, before) => store.atomic((tx) => readLoggedChanges(tx, family, after, before)),
         })
       : undefined;
     // Expiry is a system event: audited from the change it makes, by the
@@ -321,6 +324,9 @@ export class LeaseEngine {
           refusal = e;
           v = undefined as T;
         }
+        // Its changes are logged in its own transaction, so a resuming stream
+        // replays exactly what committed (docs/design.md, "Change log").
+        await logChanges(step);
         // On a shared store, other instances learn of the step's events from
         // its commit (and its grants of their waiters).
         if (this.cluster) await this.cluster.broadcast(tx, step);
@@ -752,11 +758,20 @@ export class LeaseEngine {
    * caller authorized each with `read`). `hello` carries the later of the
    * family's revision read here and the last one the feed published, so
    * every change with a greater revision reaches the stream.
+   * With `since` (null: a value that is not a revision), the stream resumes:
+   * the changes after it that match its registrations are replayed before
+   * live events, or it is sent `resync` (docs/semantics.md §8).
    * `rate_limited` at a stream or registration cap, with nothing
    * retained; `backend_unavailable` if the store cannot answer.
    */
-  async openStream(p: Principal, selectors: readonly ParsedSelector[], renewals: boolean, sink: FeedSink, loginCookie?: string): Promise<{ streamId: string; subscriptions: Subscribed[] }> {
-    const revision = await this.run((step) => step.tx.revision(p.family), undefined, p.family);
+  async openStream(
+    p: Principal,
+    selectors: readonly ParsedSelector[],
+    renewals: boolean,
+    sink: FeedSink,
+    loginCookie?: string,
+    since?: number | null,
+  ): Promise<{ streamId: string; subscriptions: Subscribed[] }> {
     const owner = {
       tokenId: p.tokenId,
       family: p.family,
@@ -765,7 +780,22 @@ export class LeaseEngine {
       // An embed token's streams count against the token that minted it.
       quotaTokenId: p.kind === 'embed' ? (p.createdBy ?? p.tokenId) : p.tokenId,
     };
-    return this.feed.open(owner, selectors, renewals, sink, revision);
+    if (since === undefined) {
+      const revision = await this.run((step) => step.tx.revision(p.family), undefined, p.family);
+      return this.feed.open(owner, selectors, renewals, sink, revision);
+    }
+    // Resuming: register first (holding back live events), then read the
+    // log up to a revision fixed after registering, so every change is
+    // either replayed or live, never both, never neither (docs/design.md, "Resuming").
+    const opened = this.feed.open(owner, selectors, renewals, sink, 0, true);
+    try {
+      const plan = await planReplay((fn) => this.run((step) => fn(step.tx)), p.family, since, this.feed.replayFrames(opened.streamId), this.feed.limits.maxReplay);
+      this.feed.resume(opened.streamId, plan);
+    } catch (e) {
+      this.feed.discard(opened.streamId);
+      throw e;
+    }
+    return opened;
   }
 
   /**
@@ -797,6 +827,11 @@ export class LeaseEngine {
     await this.run(async (step) => {
       step.events.push({ type: 'census', families: await step.tx.familyCounts() });
     });
+  }
+
+  /** Every family's change-log size and horizon (for metrics). Throws `backend_unavailable` if the store cannot answer. */
+  changeLogStats(): Promise<ChangeLogStats[]> {
+    return this.run((step) => step.tx.changes.stats());
   }
 
   // ---- health ---------------------------------------------------------------

@@ -19,6 +19,8 @@ import { fail } from './errors';
 import type { EngineEvent, EventHub, LeaseChange, LeaseRenewed, ReleaseRequestedEvent } from './events';
 import { randomId } from './ids';
 import { SubscriptionIndex } from './subscription-index';
+import { changeJson, MAX_REPLAY_EVENTS, type ReplayPlan, type ResyncReason } from './change-log';
+import type { ChangeRow } from '../store/types';
 
 export type ClosedReason = 'token_revoked' | 'token_expired' | 'logged_out' | 'shutdown';
 export type OverflowReason = 'slow_consumer' | 'resync';
@@ -30,7 +32,7 @@ export type OverflowReason = 'slow_consumer' | 'resync';
  * it matches, so a fan-out of N queues N small frames, not N copies.
  */
 export interface FeedFrame {
-  event: 'hello' | 'subscribed' | 'change' | 'renewed' | 'release_requested' | 'overflow' | 'closed';
+  event: 'hello' | 'subscribed' | 'change' | 'renewed' | 'release_requested' | 'resync' | 'overflow' | 'closed';
   /** The change's revision (the SSE `id:` line); changes only. */
   id?: number;
   subscriptionId?: string;
@@ -50,6 +52,13 @@ export interface FeedSink {
   end(last: FeedFrame): number;
   /** Called once when the client goes away (or the stream ends). */
   onClose(listener: () => void): void;
+  /**
+   * How many more frames a replay may queue now (a replay is fed as the
+   * client reads it, leaving room for live events); absent: unbounded.
+   */
+  room?(): number;
+  /** Call `listener` once when `room()` is positive again. */
+  whenRoom?(listener: () => void): void;
 }
 
 /** Who opened a stream: registrations and the stream's life are bound to it. */
@@ -81,6 +90,10 @@ export interface FeedLimits {
   exactPerStream: number;
   renewalsPerStream: number;
   heartbeatMs: number;
+  /** Live frames a resuming stream may hold back while its replay is read and sent; beyond them it ends with `overflow`. */
+  resumeBuffer: number;
+  /** A replay of more events than this is refused with `resync` (`too_many`); exactly this many replay. */
+  maxReplay: number;
 }
 
 export const DEFAULT_FEED_LIMITS: FeedLimits = {
@@ -91,6 +104,8 @@ export const DEFAULT_FEED_LIMITS: FeedLimits = {
   exactPerStream: 4_096,
   renewalsPerStream: 16,
   heartbeatMs: 15_000,
+  resumeBuffer: 4_096,
+  maxReplay: MAX_REPLAY_EVENTS,
 };
 
 export interface FeedStats {
@@ -104,6 +119,12 @@ export interface FeedStats {
   /** Change and renewal events discarded by overflows. */
   dropped: number;
   overflows: number;
+  /** Streams resumed with a replay (even an empty one). */
+  resumes: number;
+  /** Change events sent by replays. */
+  replayed: number;
+  /** Resuming streams sent `resync` instead, by reason. */
+  resyncs: Record<ResyncReason, number>;
 }
 
 export interface Subscribed {
@@ -130,6 +151,19 @@ interface Stream {
   exact: number;
   renewals: number;
   open: boolean;
+  /**
+   * Set while the stream resumes (docs/design.md, "Resuming"): every frame
+   * for it is held here, in order, until its replay has been sent.
+   */
+  held: FeedFrame[] | undefined;
+  /** How many of `held` are the registrations' own answers (not counted against `resumeBuffer`). */
+  heldAnswers: number;
+  /**
+   * A resumed stream's replay covered every change up to here: one
+   * published later (another instance's notification can arrive after the
+   * replay was read) is not sent again.
+   */
+  floor: number;
 }
 
 /**
@@ -169,7 +203,8 @@ export class FeedHub {
   private readonly renewalIndex = new SubscriptionIndex<Registration>();
   /** The latest revision published per family. */
   private readonly published = new Map<string, number>();
-  private readonly counts = { exact: 0, wildcard: 0, renewals: 0, notifications: 0, dropped: 0, overflows: 0 };
+  private readonly counts = { exact: 0, wildcard: 0, renewals: 0, notifications: 0, dropped: 0, overflows: 0, resumes: 0, replayed: 0 };
+  private readonly resyncCounts: Record<ResyncReason, number> = { horizon: 0, epoch: 0, too_many: 0 };
   /** Notifications and drops per family (for per-family metrics), since start. */
   private readonly familyCounts = new Map<string, { notifications: number; dropped: number }>();
   private timer: ReturnType<typeof setInterval> | undefined;
@@ -191,8 +226,8 @@ export class FeedHub {
   }
 
   stats(): FeedStats {
-    const { exact, wildcard, renewals, notifications, dropped, overflows } = this.counts;
-    return { streams: this.streams.size, exact, wildcard, renewals, notifications, dropped, overflows };
+    const { exact, wildcard, renewals, notifications, dropped, overflows, resumes, replayed } = this.counts;
+    return { streams: this.streams.size, exact, wildcard, renewals, notifications, dropped, overflows, resumes, replayed, resyncs: { ...this.resyncCounts } };
   }
 
   /** One family's notifications and drops since start (zeros for a family never seen). */
@@ -214,8 +249,11 @@ export class FeedHub {
    * `hello` and one `subscribed` per selector, in order. `hello`'s revision
    * is the later of `storeRevision` (read before the call) and the last one
    * published: every change with a greater revision reaches the stream.
+   *
+   * With `resuming`, nothing is sent yet: the stream is registered and holds
+   * back every frame until `resume` (or `discard`) is called with its plan.
    */
-  open(owner: StreamOwner, selectors: readonly ParsedSelector[], renewals: boolean, sink: FeedSink, storeRevision: number): { streamId: string; subscriptions: Subscribed[] } {
+  open(owner: StreamOwner, selectors: readonly ParsedSelector[], renewals: boolean, sink: FeedSink, storeRevision: number, resuming = false): { streamId: string; subscriptions: Subscribed[] } {
     if (this.streams.size >= this.limits.maxStreams) fail('rate_limited', 'the server holds its maximum number of streams', { retryAfterMs: 5_000 });
     if ((this.perFamily.get(owner.family) ?? 0) >= this.limits.streamsPerFamily) {
       fail('rate_limited', `a family may hold at most ${this.limits.streamsPerFamily} streams`, { retryAfterMs: 5_000 });
@@ -229,14 +267,30 @@ export class FeedHub {
     const wildcard = sels.filter((s) => !s.exact).length;
     this.checkCaps(wildcard, sels.length - wildcard, renewals ? sels.length : 0);
 
-    const stream: Stream = { id: randomId(`st_${this.opts.streamIdPrefix ?? ''}`, 12), owner, sink, bySelector: new Map(), byId: new Map(), wildcard: 0, exact: 0, renewals: 0, open: true };
+    const stream: Stream = {
+      id: randomId(`st_${this.opts.streamIdPrefix ?? ''}`, 12),
+      owner,
+      sink,
+      bySelector: new Map(),
+      byId: new Map(),
+      wildcard: 0,
+      exact: 0,
+      renewals: 0,
+      open: true,
+      held: resuming ? [] : undefined,
+      heldAnswers: 0,
+      floor: 0,
+    };
     this.streams.set(stream.id, stream);
     bump(this.perToken, quotaKey(owner), 1);
     bump(this.perFamily, owner.family, 1);
     sink.onClose(() => this.remove(stream));
-    const revision = Math.max(storeRevision, this.published.get(owner.family) ?? 0);
-    sink.push(frame('hello', { stream_id: stream.id, epoch: this.opts.epoch(), revision, heartbeat_ms: this.limits.heartbeatMs }));
+    if (!resuming) {
+      const revision = Math.max(storeRevision, this.published.get(owner.family) ?? 0);
+      sink.push(frame('hello', { stream_id: stream.id, epoch: this.opts.epoch(), revision, heartbeat_ms: this.limits.heartbeatMs }));
+    }
     const subscriptions = selectors.map((s) => this.add(stream, s, renewals));
+    stream.heldAnswers = stream.held?.length ?? 0;
     return { streamId: stream.id, subscriptions };
   }
 
@@ -264,6 +318,71 @@ export class FeedHub {
     const reg = stream.byId.get(subscriptionId);
     if (!reg) fail('not_found', 'no such subscription on this stream');
     this.drop(reg);
+  }
+
+  /**
+   * The frames a logged change makes on a resuming stream: one per
+   * registration it matches, as live. Matched through an index of the
+   * stream's own registrations, built on first use (they cannot change
+   * while it resumes: its id is not known before `hello`).
+   */
+  replayFrames(streamId: string): (row: ChangeRow) => FeedFrame[] {
+    const s = this.streams.get(streamId);
+    if (!s) return () => [];
+    const index = new SubscriptionIndex<Registration>();
+    for (const reg of s.byId.values()) index.add(s.owner.family, reg.selector.triple, reg);
+    return (row) => {
+      const out: FeedFrame[] = [];
+      index.match(s.owner.family, routeSegments(row.route), (reg) => out.push({ event: 'change', id: row.revision, subscriptionId: reg.id, json: row.data }));
+      return out;
+    };
+  }
+
+  /**
+   * Send a resuming stream its `hello` (`resumed: true` iff a replay
+   * follows), its `subscribed` events, then the plan: `resync` or the
+   * replayed changes, fed as the client reads them; then the frames held
+   * back meanwhile, without the changes the plan already covered (revision
+   * at or below its `upTo`): no gap, no duplicate. A no-op if the stream has
+   * ended.
+   */
+  resume(streamId: string, plan: ReplayPlan<FeedFrame>): void {
+    const s = this.streams.get(streamId);
+    if (!s?.open || !s.held) return;
+    const upTo = plan.kind === 'replay' ? plan.upTo : plan.revision;
+    const held = s.held;
+    let i = 0;
+    s.floor = upTo;
+    s.sink.push(frame('hello', { stream_id: s.id, epoch: this.opts.epoch(), revision: upTo, heartbeat_ms: this.limits.heartbeatMs, resumed: plan.kind === 'replay' }));
+    // `open` queued the registrations' answers first, before any live event could arrive.
+    for (; i < held.length && held[i]!.event === 'subscribed'; i++) this.send(s, held[i]!);
+    // Held frames stay held (and later ones join them) until the replay is sent.
+    s.held = held.slice(i);
+    s.heldAnswers = 0;
+    if (plan.kind === 'resync') {
+      this.resyncCounts[plan.reason]++;
+      this.send(s, frame('resync', { reason: plan.reason, revision: plan.revision }));
+      this.release(s, upTo);
+      return;
+    }
+    this.counts.resumes++;
+    let next = 0;
+    const pump = (): void => {
+      if (!s.open) return;
+      while (next < plan.frames.length && (s.sink.room?.() ?? Infinity) > 0) {
+        this.counts.replayed++;
+        if (!this.send(s, plan.frames[next++]!)) return;
+      }
+      if (next < plan.frames.length) s.sink.whenRoom!(pump);
+      else this.release(s, upTo);
+    };
+    pump();
+  }
+
+  /** Forget a resuming stream whose replay could not be planned (nothing was sent; the caller answers the request). */
+  discard(streamId: string): void {
+    const s = this.streams.get(streamId);
+    if (s) this.remove(s);
   }
 
   /** End every stream of the family with `overflow` (reason `resync`): this instance may have missed a change. */
@@ -420,7 +539,26 @@ export class FeedHub {
   }
 
   private deliver(s: Stream, f: FeedFrame): void {
+    if (!s.open || (f.id !== undefined && f.id <= s.floor)) return;
+    if (s.held) {
+      s.held.push(f);
+      if (f.event !== 'subscribed' && s.held.length - s.heldAnswers > this.limits.resumeBuffer) this.overflow(s, 'slow_consumer');
+      return;
+    }
+    if (!s.sink.push(f)) this.overflow(s, 'slow_consumer');
+  }
+
+  /** Push straight to the sink (a resuming stream's own frames); false if the stream ended. */
+  private send(s: Stream, f: FeedFrame): boolean {
     if (s.open && !s.sink.push(f)) this.overflow(s, 'slow_consumer');
+    return s.open;
+  }
+
+  /** A resume is done: send what was held back, but the changes its plan covered (at or below `upTo`), and go live. */
+  private release(s: Stream, upTo: number): void {
+    const held = s.held ?? [];
+    s.held = undefined;
+    for (const f of held) if ((f.event !== 'change' || f.id! > upTo) && !this.send(s, f)) return;
   }
 
   private onEvent(e: EngineEvent): void {
@@ -460,13 +598,6 @@ export class FeedHub {
     this.familyCount(e.family).notifications += matched.length;
     for (const reg of matched) this.deliver(reg.stream, { event, id, subscriptionId: reg.id, json: text });
   }
-}
-
-function changeJson(e: LeaseChange): string {
-  // The former holder's owner and incarnation (kept for the audit) are never sent.
-  return e.change === 'acquired'
-    ? JSON.stringify({ route: e.route, change: e.change, queued: e.queued === true, revision: e.revision, lease: e.lease })
-    : JSON.stringify({ route: e.route, change: e.change, revision: e.revision });
 }
 
 function releaseRequestedJson(e: ReleaseRequestedEvent): string {

@@ -25,6 +25,10 @@ export interface Limits {
   /** Server maximum for max_lifetime_ms. */
   maxLifetimeMs: number;
   waitersPerRoute: number;
+  /** Each family's change log keeps at least its newest this many changes... */
+  changeLogChanges: number;
+  /** ...or those of the last this many ms, whichever holds more (0: by count alone). */
+  changeLogMs: number;
 }
 
 export const DEFAULT_LIMITS: Limits = {
@@ -32,6 +36,8 @@ export const DEFAULT_LIMITS: Limits = {
   idempotencyTtlMs: 3_600_000,
   maxLifetimeMs: 86_400_000,
   waitersPerRoute: 1_024,
+  changeLogChanges: 100_000,
+  changeLogMs: 600_000,
 };
 
 export interface QueuedGrant {

@@ -3,12 +3,14 @@
  * deadline order, one step per family (each locks its family first, so
  * instances sharing a store never deadlock and never process an expiry
  * twice: every removal is conditional on lease id and token), and prunes
- * idempotency records, logins and expired embed tokens; ends due lock-delays
+ * idempotency records, logins, expired embed tokens and the change logs
+ * beyond their retention (bounded deletes); ends due lock-delays
  * (granting the route's head waiter). Due work is found
  * through the stores' expiry indexes, so a sweep costs what is due, not
  * what is held.
  */
 
+import { millis } from '../store/millis';
 import { expireDue, grantNext } from './leases';
 import { endDueLockDelays } from './lock-delay';
 import type { Scheduler, TimerHandle } from './scheduler';
@@ -16,6 +18,8 @@ import type { EngineContext, Step } from './step';
 
 /** Leases or sessions processed per family and step. */
 export const SWEEP_BATCH = 512;
+/** Logged changes pruned per sweep at most (a sweep that prunes this many is followed by another at once). */
+export const CHANGE_PRUNE_BATCH = 4_096;
 /** Families with due work taken per sweep. */
 const FAMILIES_PER_SWEEP = 64;
 
@@ -57,14 +61,17 @@ export class ExpirySweeper {
 
   /** One sweep: returns the largest number due in one family (SWEEP_BATCH or more: call again). */
   async sweep(): Promise<number> {
-    const families = await this.run(async (step) => {
+    const { families, pruned } = await this.run(async (step) => {
       await step.tx.pruneIdempotency(step.now, 1_000);
       await step.tx.pruneLogins(step.now);
       await step.tx.pruneEmbedTokens(step.now, 1_000);
+      const l = this.ctx.limits;
+      const olderThan = l.changeLogMs === 0 ? Number.MAX_SAFE_INTEGER : step.now - l.changeLogMs;
+      const pruned = await step.tx.changes.prune(l.changeLogChanges, millis(olderThan), CHANGE_PRUNE_BATCH);
       const due = await step.tx.dueFamilies(step.now, FAMILIES_PER_SWEEP);
-      return [...new Set([...due, ...(await step.tx.policies.dueDelayFamilies(step.now, FAMILIES_PER_SWEEP))])];
+      return { families: [...new Set([...due, ...(await step.tx.policies.dueDelayFamilies(step.now, FAMILIES_PER_SWEEP))])], pruned };
     });
-    let most = 0;
+    let most = pruned >= CHANGE_PRUNE_BATCH ? SWEEP_BATCH : 0;
     for (const family of families) {
       const n = await this.run(
         async (step) =>

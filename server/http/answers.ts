@@ -221,7 +221,13 @@ export const changeKindsComplete: Exclude<ChangeKind, (typeof CHANGE_KINDS)[numb
 /** The data of each SSE event type, by event name. */
 export const FeedEvents = {
   hello: z
-    .object({ stream_id: z.string(), epoch: z.string(), revision: count, heartbeat_ms: z.number().int().min(1) })
+    .object({
+      stream_id: z.string(),
+      epoch: z.string(),
+      revision: count,
+      heartbeat_ms: z.number().int().min(1),
+      resumed: z.boolean().optional().describe('Only on a stream opened with `since` or `Last-Event-ID`: true when a replay follows (even an empty one), false when `resync` does'),
+    })
     .meta({ id: 'FeedHello', description: '`event: hello`, first on every stream' }),
   subscribed: z
     .object({ subscription_id: z.string(), selector: z.string(), created: z.boolean() })
@@ -242,6 +248,13 @@ export const FeedEvents = {
   release_requested: z
     .object({ subscription_id: z.string(), route: z.string(), fencing_token: token, reason: z.string(), requested_at: time })
     .meta({ id: 'FeedReleaseRequested', description: '`event: release_requested` (no `id`: not a change), to every registration matching the route' }),
+  resync: z
+    .object({ reason: z.enum(['horizon', 'epoch', 'too_many']), revision: count })
+    .meta({
+      id: 'FeedResync',
+      description:
+        '`event: resync`: a resuming stream could not be replayed (`horizon`: `since` is older than the change log keeps; `epoch`: beyond the current revision, or not a revision; `too_many`: more than 10,000 events). First after `hello` and the `subscribed` events; the stream stays open and live: relist, and apply the changes that follow',
+    }),
   overflow: z
     .object({ reason: z.enum(['slow_consumer', 'resync']) })
     .meta({ id: 'FeedOverflow', description: '`event: overflow`: the server then closes the stream; relist and reopen' }),

@@ -60,6 +60,12 @@ type Health = z.output<typeof HealthOk> | z.output<typeof HealthUnavailable>;
 /** What dispatch learns about a request, for its metrics and its log line; `code` stays '' until it is answered. */
 type Trace = RequestOutcome & { route: string; waits: boolean; error: unknown };
 
+/** The `Last-Event-ID` header, when present and not empty (a repeated header is joined, so it is not a revision). */
+function lastEventId(req: IncomingMessage): string | undefined {
+  const h = req.headers['last-event-id'];
+  return h === undefined || h === '' ? undefined : String(h);
+}
+
 const getOrHead = () => Object.assign(new LeaseholdError('method_not_allowed', 'this path takes GET, HEAD'), { allow: 'GET, HEAD' });
 
 /** Build the `/api/*` request handler over an engine. */
@@ -175,6 +181,7 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
       route,
       metrics: metrics?.collector,
       loginCookie,
+      lastEventId: lastEventId(req),
       viaCookie,
     });
     try {
@@ -262,6 +269,7 @@ class HttpRequest implements ApiRequest {
   readonly route: string;
   readonly metrics: MetricsCollector | undefined;
   readonly loginCookie: string | undefined;
+  readonly lastEventId: string | undefined;
   readonly viaCookie: boolean;
   /** Headers a handler added (login and logout set the cookie), and Idempotent-Replay. */
   extraHeaders: Record<string, string> | undefined;
@@ -275,7 +283,7 @@ class HttpRequest implements ApiRequest {
     private readonly cors: Cors,
     private readonly publicOrigin: string | undefined,
     private readonly denied: (message: string) => never,
-    f: Pick<ApiRequest, 'method' | 'params' | 'query' | 'principal' | 'route' | 'metrics' | 'loginCookie' | 'viaCookie'>,
+    f: Pick<ApiRequest, 'method' | 'params' | 'query' | 'principal' | 'route' | 'metrics' | 'loginCookie' | 'lastEventId' | 'viaCookie'>,
   ) {
     this.method = f.method;
     this.params = f.params;
@@ -284,6 +292,7 @@ class HttpRequest implements ApiRequest {
     this.route = f.route;
     this.metrics = f.metrics;
     this.loginCookie = f.loginCookie;
+    this.lastEventId = f.lastEventId;
     this.viaCookie = f.viaCookie;
   }
 

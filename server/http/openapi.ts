@@ -278,6 +278,11 @@ function streamDescription(): string {
     '',
     ...lines,
     '',
+    'Resuming: with `since` (or `Last-Event-ID`), `hello` carries `resumed: true` and the changes after that revision matching the',
+    'registrations are replayed, in revision order, before live events, with no gap and no duplicate between them; when the server',
+    'cannot replay, `hello` carries `resumed: false` and `resync` follows the `subscribed` events. Renewal hints and release requests',
+    'are never replayed.',
+    '',
     'A stream refused (bad selector, missing grant, a cap) answers a JSON error, not a stream. The start of a stream:',
     '',
     '```',
@@ -317,6 +322,15 @@ export function openApiDocument(version: string): Json {
         p.explode = true;
       }
       params.push(p);
+    }
+    if (r.stream) {
+      params.push({
+        name: 'Last-Event-ID',
+        in: 'header',
+        required: false,
+        description: 'Sent by browsers on reconnection: resume after this revision, as `since` (which wins). One that is not a revision is answered with `resync` (`epoch`), never refused',
+        schema: { type: 'string' },
+      });
     }
     const bodyProps = (c.convert(r.body, 'input') as { properties?: object }).properties ?? {};
     const hasBody = Object.keys(bodyProps).length > 0;

@@ -33,6 +33,8 @@ export interface ApiRequest {
   signal: AbortSignal;
   /** The console login cookie's secret, when the request carried one. */
   loginCookie: string | undefined;
+  /** The `Last-Event-ID` header (an SSE client's reconnection), when present and not empty. */
+  lastEventId: string | undefined;
   /** Add a response header (login and logout set the cookie). */
   setHeader(name: string, value: string): void;
   /** A permission check that depends on the body; a refusal is an audited `access_denied`, like the path's. */
@@ -101,6 +103,20 @@ function streamSelectors(query: Record<string, unknown>): ParsedSelector[] {
     if (!r.ok) fail('invalid_selector', `selector ${JSON.stringify(t.slice(0, 80))} ${r.reason}`);
     return r.value;
   });
+}
+
+/**
+ * Where a stream resumes (docs/semantics.md §8): the `since` query parameter
+ * (validated by its schema) wins over `Last-Event-ID`; a header that is not
+ * a revision is null (the stream is sent `resync`, reason `epoch`, as a
+ * browser's reconnection must never be refused).
+ */
+function resumeFrom(req: Pick<ApiRequest, 'query' | 'lastEventId'>): number | null | undefined {
+  if (req.query.since !== undefined) return req.query.since as number;
+  const h = req.lastEventId;
+  if (h === undefined) return undefined;
+  const n = Number(h);
+  return S.REVISION_RE.test(h) && Number.isSafeInteger(n) ? n : null;
 }
 
 function routeTriple(route: string) {
@@ -579,7 +595,7 @@ export const ROUTES: AnyRoute[] = [
     },
     handle: async (req, e) => {
       const loginCookie = req.viaCookie ? req.loginCookie : undefined;
-      await e.openStream(req.principal, streamSelectors(req.query), req.query.renewals === true, req.openSse(), loginCookie);
+      await e.openStream(req.principal, streamSelectors(req.query), req.query.renewals === true, req.openSse(), loginCookie, resumeFrom(req));
       return STREAMED;
     },
   },

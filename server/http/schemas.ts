@@ -184,9 +184,19 @@ export const NoQuery = z.strictObject({});
 const flag = z.enum(['1', '0', 'true', 'false']).transform((v) => v === '1' || v === 'true');
 
 /** Opening a stream: `selector` may repeat (zero or more registrations). */
+/** A revision as text: a non-negative whole number, no sign, no leading zero. */
+export const REVISION_RE = /^(0|[1-9][0-9]{0,15})$/;
+
 export const StreamQuery = z.strictObject({
   selector: z.array(z.string()).optional(),
   renewals: flag.optional(),
+  since: z
+    .string()
+    .regex(REVISION_RE, 'must be a revision (a non-negative integer)')
+    .transform(Number)
+    .refine(Number.isSafeInteger, 'must be a revision (a non-negative integer)')
+    .optional()
+    .describe('Resume after this revision (the `id` of the last change applied): the matching changes after it are replayed before live events. Wins over `Last-Event-ID`'),
 });
 
 export const SubscribeBody = z.strictObject({

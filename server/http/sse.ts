@@ -37,6 +37,7 @@ export class SseSink implements FeedSink {
   private started = false;
   private ended = false;
   private readonly closeListeners: Array<() => void> = [];
+  private roomListeners: Array<() => void> = [];
 
   constructor(
     private readonly res: ServerResponse,
@@ -47,6 +48,7 @@ export class SseSink implements FeedSink {
     res.once('close', () => {
       this.ended = true;
       this.queue = [];
+      this.roomListeners = [];
       for (const l of this.closeListeners.splice(0)) l();
     });
   }
@@ -66,6 +68,19 @@ export class SseSink implements FeedSink {
     this.queue.push(frame);
     this.queuedBytes += frameSize(frame);
     return this.queue.length - this.head <= this.limits.maxEvents && this.queuedBytes + this.res.writableLength <= this.limits.maxBytes;
+  }
+
+  /**
+   * A replay may fill half the queue's bound, so the live events that follow
+   * it still fit; it continues as the client reads.
+   */
+  room(): number {
+    return Math.floor(this.limits.maxEvents / 2) - (this.queue.length - this.head);
+  }
+
+  whenRoom(listener: () => void): void {
+    if (this.ended) return;
+    this.roomListeners.push(listener);
   }
 
   heartbeat(): void {
@@ -125,5 +140,6 @@ export class SseSink implements FeedSink {
       this.queue = this.queue.slice(this.head);
       this.head = 0;
     }
+    if (!this.ended && this.roomListeners.length > 0 && this.room() > 0) for (const l of this.roomListeners.splice(0)) l();
   };
 }

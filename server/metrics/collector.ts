@@ -128,6 +128,44 @@ export class MetricsCollector {
     total('leasehold_notifications_total', 'Change and renewal events queued for delivery (one per matching registration).', () => engine.feed.stats().notifications);
     total('leasehold_notifications_dropped_total', 'Change and renewal events discarded when a stream ended unread (overflow).', () => engine.feed.stats().dropped);
     total('leasehold_stream_overflows_total', 'Streams ended with overflow (slow_consumer or resync).', () => engine.feed.stats().overflows);
+    total('leasehold_stream_resumes_total', 'Streams resumed with a replay from the change log (even an empty one).', () => engine.feed.stats().resumes);
+    total('leasehold_replayed_events_total', 'Change events sent by replays (one per matching registration).', () => engine.feed.stats().replayed);
+    const resyncs: Counter<'reason'> = new Counter({
+      name: 'leasehold_stream_resyncs_total',
+      help: 'Resuming streams sent resync instead of a replay, by reason (horizon, epoch, too_many).',
+      labelNames: ['reason'],
+      registers,
+      collect: () => {
+        const now = engine.feed.stats().resyncs;
+        for (const reason of ['horizon', 'epoch', 'too_many'] as const) {
+          resyncs.inc({ reason }, Math.max(0, now[reason] - lastResyncs[reason]));
+          lastResyncs[reason] = Math.max(lastResyncs[reason], now[reason]);
+        }
+      },
+    });
+    const lastResyncs = { horizon: 0, epoch: 0, too_many: 0 };
+    for (const reason of ['horizon', 'epoch', 'too_many']) resyncs.inc({ reason }, 0);
+    // Read from the store at scrape, one read per gauge (the registry collects them concurrently).
+    const perFamily = (name: string, help: string, value: (f: Awaited<ReturnType<LeaseEngine['changeLogStats']>>[number]) => number) => {
+      const g: Gauge<'family'> = new Gauge({
+        name,
+        help,
+        labelNames: ['family'],
+        registers,
+        collect: async () => {
+          // An unavailable store leaves the last values.
+          await engine.changeLogStats().then(
+            (stats) => {
+              g.reset();
+              for (const f of stats) g.set({ family: f.family }, value(f));
+            },
+            () => undefined,
+          );
+        },
+      });
+    };
+    perFamily('leasehold_change_log_changes', 'Changes held in each family’s change log (read from the store).', (f) => f.rows);
+    perFamily('leasehold_change_log_horizon', 'Each family’s change-log horizon: a stream resuming from a lower revision is sent resync (horizon).', (f) => f.horizon);
     total('leasehold_invalid_credentials_total', 'Requests refused as invalid_credential.', () => engine.audit.counts.invalid_credential);
     total(
       'leasehold_anonymous_refusals_total',

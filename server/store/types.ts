@@ -298,6 +298,50 @@ export interface Tx {
   readonly waiters?: SharedWaiters;
   /** Per-pattern policies and lock-delay deadlines (docs/policies.md). */
   readonly policies: PolicyTx;
+  /** The families' change logs, which a resuming stream replays (docs/design.md, "Change log"). */
+  readonly changes: ChangeLogTx;
+}
+
+/** One logged change of a family, as the feed sends it (without the registration it matched). */
+export interface ChangeRow {
+  family: string;
+  revision: number;
+  route: string;
+  /** Backend time of the step that made it (the retention by age). */
+  time: Millis;
+  /** The change event's data, as the JSON text the feed sends live. */
+  data: string;
+}
+
+/** One family's change log, for metrics: `rows` is its revision minus its horizon (revisions are contiguous, so no scan). */
+export interface ChangeLogStats {
+  family: string;
+  rows: number;
+  horizon: number;
+}
+
+/**
+ * The per-family change logs. A family's log holds every change with a
+ * revision above its horizon (0 until the first prune; the family's revision
+ * when a database from before the log was upgraded), so a resume from
+ * `since` is complete exactly when `since >= horizon`.
+ */
+export interface ChangeLogTx {
+  /** Append changes (written with the step: in the same transaction as the changes themselves). */
+  append(rows: readonly ChangeRow[]): Promise<void>;
+  /** The family's logged changes with `after < revision <= upTo`, in revision order, at most `limit`. */
+  read(family: string, after: number, upTo: number, limit: number): Promise<ChangeRow[]>;
+  /** Every change of the family above this revision is in the log. */
+  horizon(family: string): Promise<number>;
+  /**
+   * Delete up to `limit` of the oldest changes (all families together) that
+   * are neither among their family's newest `keepChanges` nor at or after
+   * `olderThan`, raising each family's horizon to its last deleted revision.
+   * Returns how many were deleted.
+   */
+  prune(keepChanges: number, olderThan: Millis, limit: number): Promise<number>;
+  /** Every family's log size and horizon (families that never changed are left out). */
+  stats(): Promise<ChangeLogStats[]>;
 }
 
 /** A family's rule for the routes its selector matches (null: the global limit or default applies). */

@@ -116,7 +116,7 @@ test('the view is ready only after the snapshot: every lease held before observi
   await churn.close();
 });
 
-test('a dropped stream: the observer resubscribes, relists and converges on changes made meanwhile', async () => {
+test('a dropped stream: the observer reopens its stream from its revision, resumes without listing and converges on changes made meanwhile', async () => {
   const area = 'drop';
   const selector = `lease://obs/${area}/*`;
   const churn = new Churn(s, routes(area, 20), prng(11));
@@ -137,7 +137,9 @@ test('a dropped stream: the observer resubscribes, relists and converges on chan
   ctl.failWhile(undefined);
   await converged(o, selector);
   assert.deepEqual(states.slice(0, 1), ['resyncing']);
-  assert.ok(o.stats.connects >= 2 && o.stats.snapshots >= 2, JSON.stringify(o.stats));
+  assert.ok(o.stats.connects >= 2 && o.stats.resumes >= 1, JSON.stringify(o.stats));
+  assert.equal(o.stats.snapshots, 1, 'resumed, not relisted');
+  assert.equal(o.recovery?.kind, 'resumed');
   await churn.close();
   await converged(o, selector);
 });
@@ -160,7 +162,7 @@ test('an overflow (resync): the observer relists on a new stream and converges',
   await churn.close();
 });
 
-test('a server restart: the observer reconnects to the new process, relists and converges', async () => {
+test('a server restart: the observer reconnects to the new process, resumes from its revision and converges', async () => {
   const local = await startTestServer({ keepDir: true });
   const port = Number(new URL(local.url).port);
   const selector = 'lease://obs/restart/*';
@@ -192,6 +194,7 @@ test('a server restart: the observer reconnects to the new process, relists and 
       throw new Error(`${(e as Error).message}: ${last}`);
     });
     assert.ok(o.stats.connects > before);
+    assert.equal(o.recovery?.kind, 'resumed', JSON.stringify(o.recovery));
     await churn2.close();
   } finally {
     o.close();
@@ -361,6 +364,9 @@ test('a new epoch (the server comes back on a different store): the observer rel
     const res = await second.call('POST', leasePath('lease://obs/epoch/c', 'acquire'), { session_id: sid, request_id: rid(), ttl_ms: 60_000 });
     assert.equal(res.status, 200);
     await eventually('the view of the new store', () => o.state === 'ready' && [...o.view.keys()].join() === 'lease://obs/epoch/c', 10_000);
+    // The server says `resync` (epoch) when the old revision is past its own; the observer sees the new epoch either way.
+    assert.equal(o.recovery?.kind, 'relisted');
+    assert.ok(o.recovery.reason === 'epoch' || (o.recovery.reason === 'resync' && o.recovery.detail === 'epoch'), JSON.stringify(o.recovery));
   } finally {
     o.close();
     await second.close();

@@ -119,7 +119,19 @@ export class Churn {
   }
 
   async step(): Promise<void> {
-    const route = this.routes[Math.floor(this.rand() * this.routes.length)]!;
+    await this.toggle(this.routes[Math.floor(this.rand() * this.routes.length)]!);
+  }
+
+  /** Acquire free routes, in order, until `n` are held. */
+  async fill(n: number): Promise<void> {
+    for (const route of this.routes) {
+      if (this.held.size >= n) return;
+      if (!this.held.has(route)) await this.toggle(route);
+    }
+  }
+
+  /** Release `route` if held, else acquire it. */
+  async toggle(route: string): Promise<void> {
     const h = this.held.get(route);
     if (h) {
       this.held.delete(route);

@@ -33,6 +33,7 @@ import { CHANNEL, LOCK_TOKENS } from './pg-connection';
 import { toStoreError } from './pg-errors';
 import { PgWaiters } from './pg-waiters';
 import { PgPolicies } from './pg-policies';
+import { changeInsertSql, PgChangeLog } from './pg-change-log';
 import { MIGRATIONS } from './schema';
 import { postgres } from '../plan/dialect';
 import { planLeaseScan, renderLeaseChunk, runLeaseScan } from '../plan/lease-scan';
@@ -73,6 +74,7 @@ export class PgTx implements Tx {
   now = millis(0);
   readonly waiters: SharedWaiters = new PgWaiters(this);
   readonly policies: PolicyTx = new PgPolicies(this);
+  readonly changes = new PgChangeLog(this);
   private messages: string[] = [];
   private locked: { family: string; revision: number; dirty: boolean; hasWaiters: boolean } | undefined;
   /** Rows read in the first round trip (`prefetch`): each answers its first read, and any write to it drops it. */
@@ -164,11 +166,14 @@ export class PgTx implements Tx {
     if (this.locked?.family === family) this.locked.hasWaiters = true;
   }
 
-  /** Statements to send with the COMMIT, in order: the locked family's revision, then the notifications. */
+  /** Statements to send with the COMMIT, in order: the locked family's revision, the change log's rows, then the notifications. */
   commitStatements(quote: (s: string) => string): string {
     let sql = '';
     const l = this.locked;
     if (l?.dirty) sql += `UPDATE families SET revision = ${l.revision} WHERE family = ${quote(l.family)}; `;
+    // The step's changes, logged with it (docs/design.md, "Change log").
+    sql += changeInsertSql(this.changes.pending, quote);
+    this.changes.pending = [];
     for (const m of this.messages) sql += `SELECT pg_notify('${CHANNEL}', ${quote(m)}); `;
     this.messages = [];
     return sql;

@@ -1,4 +1,5 @@
 import { PG_POLICY_MIGRATION } from './pg-policies';
+import { PG_CHANGE_LOG_MIGRATION } from './pg-change-log';
 
 /**
  * PostgreSQL schema, versioned in `leasehold_schema`. Each entry migrates
@@ -152,4 +153,5 @@ export const MIGRATIONS: readonly string[] = [
   -- it lives in the lease's row, so it ends with the lease however it ends.
   ALTER TABLE leases ADD COLUMN release_request text;
   `,
+  PG_CHANGE_LOG_MIGRATION,
 ];

@@ -1,3 +1,4 @@
+import { CHANGE_LOG_MIGRATION } from './change-log';
 import { POLICY_MIGRATION } from './policies';
 
 /**
@@ -143,6 +144,7 @@ export const MIGRATIONS: readonly string[] = [
   -- it lives in the lease's row, so it ends with the lease however it ends.
   ALTER TABLE leases ADD COLUMN release_request TEXT;
   `,
+  CHANGE_LOG_MIGRATION,
   `
   -- Idempotency records appended without an index, moved into the keyed
   -- table in sorted runs (recent-idempotency.ts): the keyed index's pages are

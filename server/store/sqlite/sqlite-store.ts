@@ -24,6 +24,7 @@ import { randomBytes } from 'node:crypto';
 import { routeSegments } from '@/lib/selector';
 import { MIGRATIONS } from './schema';
 import { SqlitePolicies } from './policies';
+import { SqliteChangeLog } from './change-log';
 import { BatchTx, type DirectTx } from './write-behind';
 import { idempotencyKey, RecentIdempotency } from './recent-idempotency';
 import { sqlite } from '../plan/dialect';
@@ -255,6 +256,7 @@ class SqliteTx implements DirectTx {
   now = millis(0);
   readonly policies: SqlitePolicies;
   readonly recentIdempotency: RecentIdempotency;
+  readonly changes: SqliteChangeLog;
   private readonly s;
   /** Statements rendered from the shared plans (server/store/plan/), by text, prepared on first use. */
   private readonly rendered = new Map<string, Database.Statement>();
@@ -262,6 +264,7 @@ class SqliteTx implements DirectTx {
   constructor(private readonly db: Database.Database) {
     this.policies = new SqlitePolicies(db);
     this.recentIdempotency = new RecentIdempotency(db);
+    this.changes = new SqliteChangeLog(db);
     const p = (sql: string) => db.prepare(sql);
     this.s = {
       revision: p(`SELECT revision FROM families WHERE family = ?`).pluck(),

@@ -31,6 +31,8 @@ import { routeSegments } from '@/lib/selector';
 import type {
   AuditScan,
   AuditScanResult,
+  ChangeLogTx,
+  ChangeRow,
   CheckpointRow,
   IdempotencyRow,
   LeaseRow,
@@ -46,6 +48,7 @@ import type {
 import { RARE_AUDIT_TYPES } from '../types';
 import { millis, type Millis } from '../millis';
 import { MERGE_AT, type RecentIdempotency } from './recent-idempotency';
+import { CHANGE_COLS, changeValues } from './change-log';
 
 /** Rows per multi-row statement (SQLite allows 32,766 parameters; the widest table has 19 columns). */
 const CHUNK = 128;
@@ -312,7 +315,10 @@ export class BatchTx implements Tx {
     noDelays: boolean | undefined;
     audit: NewAuditRow[];
     stepAudit: NewAuditRow[];
-  } = { direct: false, stale: false, poisoned: undefined, noDelays: undefined, audit: [], stepAudit: [] };
+    /** Change-log rows, kept like audit rows: per step, then per batch, appended at commit in one multi-row insert. */
+    changes: ChangeRow[];
+    stepChanges: ChangeRow[];
+  } = { direct: false, stale: false, poisoned: undefined, noDelays: undefined, audit: [], stepAudit: [], changes: [], stepChanges: [] };
   private readonly sql: Statements;
   private readonly leases: CachedTable<LeaseRow>;
   private readonly sessions: CachedTable<SessionRow>;
@@ -326,6 +332,8 @@ export class BatchTx implements Tx {
    * through under its savepoint, so a step that throws undoes them too.
    */
   readonly policies: PolicyTx;
+  /** Appends are written behind with the batch; reads see every earlier write; a prune writes through. */
+  readonly changes: ChangeLogTx;
 
   constructor(
     db: Database.Database,
@@ -366,6 +374,25 @@ export class BatchTx implements Tx {
       dueDelayFamilies: (now, limit) => p.dueDelayFamilies(now, limit),
       countLockDelays: (now) => p.countLockDelays(now),
     };
+    const c = base.changes;
+    this.changes = {
+      append: async (rows) => {
+        if (this.st.direct) return c.append(rows);
+        this.st.stepChanges.push(...rows);
+      },
+      // A replay's pages read the batch's own rows from memory, so a herd of
+      // resuming streams does not flush the batch at every page.
+      read: async (family, after, upTo, limit) => {
+        const inRange = (r: ChangeRow) => r.family === family && r.revision > after && r.revision <= upTo;
+        const held = [...this.st.changes, ...this.st.stepChanges].filter(inRange);
+        const stored = await c.read(family, after, upTo, limit);
+        return held.length === 0 ? stored : [...stored, ...held].sort((a, b) => a.revision - b.revision).slice(0, limit);
+      },
+      // Only a prune (which writes through) moves a horizon.
+      horizon: (family) => c.horizon(family),
+      prune: (keepChanges, olderThan, limit) => this.write(() => c.prune(keepChanges, olderThan, limit)),
+      stats: () => this.read(() => c.stats()),
+    };
   }
 
   // ---- the runner's side ----------------------------------------------------
@@ -396,16 +423,19 @@ export class BatchTx implements Tx {
         else this.idem.reset();
         this.st.stale = false;
         this.st.stepAudit = [];
+        this.st.stepChanges = [];
       }
       return;
     }
     if (ok) {
       for (const t of this.tables) t.commitStep();
       if (this.st.stepAudit.length > 0) this.st.audit.push(...this.st.stepAudit);
+      if (this.st.stepChanges.length > 0) this.st.changes.push(...this.st.stepChanges);
     } else {
       for (const t of this.tables) t.abortStep();
     }
     this.st.stepAudit = [];
+    this.st.stepChanges = [];
   }
 
   /** Write everything the batch's steps wrote; throws if the batch cannot commit. */
@@ -417,6 +447,10 @@ export class BatchTx implements Tx {
       if (this.st.audit.length > 0) {
         this.insertAuditRows(this.st.audit);
         this.st.audit = [];
+      }
+      if (this.st.changes.length > 0) {
+        this.insertChangeRows(this.st.changes);
+        this.st.changes = [];
       }
     } catch (e) {
       this.st.poisoned = e;
@@ -440,9 +474,15 @@ export class BatchTx implements Tx {
     }
     this.st.audit = [];
     this.st.stepAudit = [];
+    this.st.changes = [];
+    this.st.stepChanges = [];
     this.st.direct = false;
     this.st.stale = false;
     this.st.poisoned = undefined;
+  }
+
+  private insertChangeRows(rows: readonly ChangeRow[]): void {
+    this.sql.runChunked('change-add', rows.map(changeValues), CHANGE_COLS.length, (n) => `INSERT INTO change_log (${CHANGE_COLS.join(',')}) VALUES ${tuples(n, CHANGE_COLS.length)}`);
   }
 
   private insertAuditRows(rows: readonly NewAuditRow[]): void {
@@ -461,7 +501,7 @@ export class BatchTx implements Tx {
   /** Before a read the caches cannot answer: the database must hold every write so far, this step's included. */
   private sync(): void {
     this.flushBatch();
-    if (!this.st.direct && (this.st.stepAudit.length > 0 || this.tables.some((t) => t.stepWrites > 0))) this.writeThrough();
+    if (!this.st.direct && (this.st.stepAudit.length > 0 || this.st.stepChanges.length > 0 || this.tables.some((t) => t.stepWrites > 0))) this.writeThrough();
   }
 
   /** From here on this step writes through SQL, under a savepoint. */
@@ -476,6 +516,10 @@ export class BatchTx implements Tx {
     if (this.st.stepAudit.length > 0) {
       this.insertAuditRows(this.st.stepAudit);
       this.st.stepAudit = [];
+    }
+    if (this.st.stepChanges.length > 0) {
+      this.insertChangeRows(this.st.stepChanges);
+      this.st.stepChanges = [];
     }
   }
 

@@ -1,0 +1,94 @@
+/**
+ * The engine's change log on both stores (docs/design.md, "Change log"):
+ * every change event a step publishes is logged with it, as the feed sends
+ * it; renewals never are; the sweeper prunes by count and age with the
+ * horizon; and a stream opened through the engine after a restart replays
+ * from the log.
+ */
+
+import { afterEach, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { selectorOrThrow } from '@/lib/selector';
+import { engineFixture, proofOf, type EngineFixture } from '../testing/engine-fixture';
+import { BACKENDS } from '../testing/pg';
+import { changeJson } from './change-log';
+import type { FeedFrame, FeedSink } from './feed';
+
+class Sink implements FeedSink {
+  frames: FeedFrame[] = [];
+  push(f: FeedFrame): boolean {
+    this.frames.push(f);
+    return true;
+  }
+  heartbeat(): void {}
+  end(last: FeedFrame): number {
+    this.frames.push(last);
+    return 0;
+  }
+  onClose(): void {}
+}
+
+for (const backend of BACKENDS) {
+  describe(`change log through the engine: ${backend}`, () => {
+    let f: EngineFixture;
+    afterEach(async () => {
+      await f.close();
+    });
+
+    const logged = () => f.engine.store.atomic((tx) => tx.changes.read('default', 0, Number.MAX_SAFE_INTEGER, 10_000));
+
+    test('every published change is logged with its revision and the feed’s data; renewals are not', async () => {
+      f = await engineFixture({ backend });
+      const s1 = await f.open('w1', 5_000);
+      const a = await f.acquire('lease://cl/a/1', s1);
+      await f.engine.renew(f.admin, 'lease://cl/a/1', proofOf(s1, a.answer.lease));
+      await f.engine.release(f.admin, 'lease://cl/a/1', proofOf(s1, a.answer.lease));
+      await f.acquire('lease://cl/a/2', s1, { ttlMs: 1_000 });
+      await f.acquire('lease://cl/a/3', s1);
+      f.clock.advance(1_500);
+      await f.engine.sweep();
+      await f.engine.closeSession(f.admin, s1);
+      const published = f.changes();
+      assert.deepEqual(
+        published.map((e) => e.change),
+        ['acquired', 'released', 'acquired', 'acquired', 'expired', 'session_closed'],
+      );
+      const rows = await logged();
+      assert.deepEqual(
+        rows.map((r) => [r.revision, r.route, r.data]),
+        published.map((e) => [e.revision, e.route, changeJson(e)]),
+      );
+    });
+
+    test('the sweeper keeps the newest changes by count or age, whichever holds more, and raises the horizon', async () => {
+      f = await engineFixture({ backend, limits: { changeLogChanges: 2, changeLogMs: 1_000 } });
+      const s1 = await f.open('w1', 60_000);
+      for (let i = 0; i < 3; i++) {
+        const a = await f.acquire('lease://cl/p/x', s1);
+        await f.engine.release(f.admin, 'lease://cl/p/x', proofOf(s1, a.answer.lease));
+      }
+      await f.engine.sweep();
+      assert.equal((await logged()).length, 6, 'younger than the age: all kept');
+      f.clock.advance(1_001);
+      await f.engine.sweep();
+      assert.deepEqual((await logged()).map((r) => r.revision), [5, 6]);
+      assert.deepEqual((await f.engine.changeLogStats()).find((x) => x.family === 'default'), { family: 'default', rows: 2, horizon: 4 });
+    });
+
+    test('after a restart, a stream opened with since replays the logged changes, then goes live', async () => {
+      f = await engineFixture({ backend });
+      const s1 = await f.open('w1', 60_000);
+      const a = await f.acquire('lease://cl/r/x', s1);
+      await f.engine.release(f.admin, 'lease://cl/r/x', proofOf(s1, a.answer.lease));
+      await f.restart();
+      const sink = new Sink();
+      await f.engine.openStream(f.admin, [selectorOrThrow('lease://cl/**')], false, sink, undefined, 0);
+      const b = await f.acquire('lease://cl/r/y', s1);
+      assert.deepEqual(
+        sink.frames.map((x) => (x.event === 'change' ? `change ${x.id}` : x.event)),
+        ['hello', 'subscribed', 'change 1', 'change 2', `change ${b.answer.lease.fencing_token}`],
+      );
+      assert.equal(JSON.parse(sink.frames[0]!.json).resumed, true);
+    });
+  });
+}
