@@ -366,7 +366,16 @@ export class LeaseEngine {
   /** Reset a live session's expiry to now + TTL, or `session_not_found`. */
   async keepAlive(p: Principal, sessionId: string): Promise<{ session: SessionView; release_requests: PendingReleaseRequest[] }> {
     const sessionHash = hashSecret(sessionId);
-    return this.run(async (step) => withReleaseRequests(step, sessionHash, await keepAliveStep(this.ctx, step, p.family, sessionId)), undefined, p.family, { sessionHash });
+    return this.run(
+      async (step) => {
+        // Read before the step writes (release-requests.ts, withReleaseRequests).
+        const leases = await step.tx.sessionLeases(sessionHash);
+        return withReleaseRequests(step, sessionHash, await keepAliveStep(this.ctx, step, p.family, sessionHash, leases), leases);
+      },
+      undefined,
+      p.family,
+      { sessionHash },
+    );
   }
 
   /** Close a live session, releasing its leases and dropping its waits. */
@@ -437,8 +446,10 @@ export class LeaseEngine {
     const h = this.holder('renew', route, input);
     return this.run(
       async (step) => {
+        // Read before the step writes (release-requests.ts, withReleaseRequests).
+        const leases = await step.tx.sessionLeases(h.proof.sessionHash);
         const r = await renewStep(this.ctx, step, p.family, route, h.proof, input.ttlMs, input.requestId, input.digest);
-        return { ...r, answer: await withReleaseRequests(step, h.proof.sessionHash, r.answer) };
+        return { ...r, answer: await withReleaseRequests(step, h.proof.sessionHash, r.answer, leases) };
       },
       this.spec(p, 'lease_renew', route, 'lease_renewed'),
       p.family,

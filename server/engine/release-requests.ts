@@ -86,17 +86,35 @@ export async function releaseRequestStep(ctx: EngineContext, step: Step, family:
   return answer;
 }
 
-/** The pending release requests of a session's unexpired leases, by route. */
-export async function pendingReleaseRequests(step: Step, sessionHash: string): Promise<PendingReleaseRequest[]> {
+/**
+ * The pending release requests of a session's unexpired leases, by route.
+ * `leases`: the session's leases read earlier in this step; each is read
+ * again through the step (a point read the caches answer), so the answer is
+ * the state at the end of the step.
+ */
+export async function pendingReleaseRequests(step: Step, sessionHash: string, leases?: readonly LeaseRow[]): Promise<PendingReleaseRequest[]> {
   const out: PendingReleaseRequest[] = [];
-  for (const l of await step.tx.sessionLeases(sessionHash)) {
+  for (const read of leases ?? (await step.tx.sessionLeases(sessionHash))) {
+    const l = leases ? await step.tx.getLease(read.family, read.route) : read;
+    if (!l || l.sessionHash !== sessionHash) continue;
     const r = l.expiresAt > step.now ? releaseRequestOf(l) : null;
     if (r) out.push({ route: l.route, fencing_token: l.fencingToken, requested_at: r.requested_at, reason: r.reason });
   }
   return out;
 }
 
-/** An answer plus the session's pending release requests (renew and keepalive answers). */
-export async function withReleaseRequests<T extends object>(step: Step, sessionHash: string, answer: T): Promise<T & { release_requests: PendingReleaseRequest[] }> {
-  return { ...answer, release_requests: await pendingReleaseRequests(step, sessionHash) };
+/**
+ * An answer plus the session's pending release requests (renew and keepalive
+ * answers). `leases`: the session's leases, read by the step before it wrote
+ * anything: on SQLite a read the caches cannot answer, made after the step's
+ * own writes, would make the step write through under a savepoint and drop
+ * the caches (write-behind.ts).
+ */
+export async function withReleaseRequests<T extends object>(
+  step: Step,
+  sessionHash: string,
+  answer: T,
+  leases?: readonly LeaseRow[],
+): Promise<T & { release_requests: PendingReleaseRequest[] }> {
+  return { ...answer, release_requests: await pendingReleaseRequests(step, sessionHash, leases) };
 }

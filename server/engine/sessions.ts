@@ -5,6 +5,7 @@
  */
 
 import { addMs } from '../store/millis';
+import type { LeaseRow } from '../store/types';
 import { fail } from './errors';
 import { hashSecret, pooledRandom, randomId } from './ids';
 import { endSession, expireDue, liveSession } from './leases';
@@ -38,12 +39,13 @@ export async function openSessionStep(step: Step, family: string, ownerId: strin
 }
 
 /** Reset a live session's expiry to now + its TTL, or `session_not_found`. */
-export async function keepAliveStep(ctx: EngineContext, step: Step, family: string, sessionId: string): Promise<{ session: SessionView }> {
-  const s = await liveSession(ctx, step, family, hashSecret(sessionId));
+export async function keepAliveStep(ctx: EngineContext, step: Step, family: string, sessionHash: string, leases?: readonly LeaseRow[]): Promise<{ session: SessionView }> {
+  const s = await liveSession(ctx, step, family, sessionHash);
   if (!s) fail('session_not_found', 'session not found, closed or expired');
+  // The session's leases, when the caller read them before this step wrote anything (release-requests.ts says why).
+  const count = leases ? leases.length : await step.tx.countSessionLeases(s.idHash);
   const expiresAt = addMs(step.now, s.ttlMs);
   await step.tx.setSessionExpiry(s.idHash, expiresAt);
-  const count = await step.tx.countSessionLeases(s.idHash);
   return { session: sessionView({ ...s, expiresAt }, count) };
 }
 

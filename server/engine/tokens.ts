@@ -108,6 +108,8 @@ interface Cached<T> {
 export class TokenAuthority {
   private readonly byHash = new Map<string, Cached<TokenRow>>();
   private readonly logins = new Map<string, Cached<LoginRow>>();
+  /** The principal of a row as read (rows are never changed in place; a reload is a new row). */
+  private readonly principals = new WeakMap<TokenRow, Principal>();
 
   constructor(private readonly store: Store) {}
 
@@ -136,7 +138,13 @@ export class TokenAuthority {
     if (!row) fail('invalid_credential', 'unknown token');
     if (row.revokedAt !== null) fail('invalid_credential', 'token revoked');
     if (row.expiresAt !== null && row.expiresAt <= this.store.now()) fail('invalid_credential', 'token expired');
-    return principalOf(row);
+    // A cached row keeps its parsed grants: parsing them per request cost more than the lookup.
+    let p = this.principals.get(row);
+    if (!p) {
+      p = principalOf(row);
+      this.principals.set(row, p);
+    }
+    return p;
   }
 
   /** The principal of a live bearer token, or `invalid_credential`. */

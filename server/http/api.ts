@@ -23,7 +23,10 @@ import { openApiDocument } from './openapi';
 import { STREAMED, type ApiRequest } from './routes';
 import { SseSink } from './sse';
 import { authorize } from '../engine/tokens';
-import type { Caller } from '../engine/audit';
+import type { Caller, RequestInfo } from '../engine/audit';
+import type { Principal } from '../engine/tokens';
+import type { Triple } from '@/lib/selector';
+import type { Permission } from '@/lib/grants';
 import type { MetricsCollector, RequestOutcome } from '../metrics/collector';
 import { AccessLog, CLIENT_CLOSED } from './access-log';
 import { LIVE_PATH, probe, READY_PATH, type DrainState } from './health';
@@ -131,14 +134,15 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
     const candidates = matchPath(compiled, path.split('/'));
     if (candidates.length === 0) fail('not_found', 'no such API path');
     const method = req.method === 'HEAD' ? 'GET' : (req.method ?? 'GET');
-    const allow = [...new Set(candidates.flatMap((c) => (c.def.method === 'GET' ? ['GET', 'HEAD'] : [c.def.method])))];
+    const allowed = () => [...new Set(candidates.flatMap((c) => (c.def.method === 'GET' ? ['GET', 'HEAD'] : [c.def.method])))];
     if (method === 'OPTIONS') {
-      res.writeHead(204, { ...cors.preflight(req, allow), 'X-Correlation-Id': cid });
+      res.writeHead(204, { ...cors.preflight(req, allowed()), 'X-Correlation-Id': cid });
       res.end();
       return;
     }
     const hit = candidates.find((c) => c.def.method === method);
     if (!hit) {
+      const allow = allowed();
       throw Object.assign(new LeaseholdError('method_not_allowed', `this path takes ${allow.join(', ')}`), { allow: allow.join(', ') });
     }
     const { def, params } = hit;
@@ -150,13 +154,13 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
     const viaCookie = token === undefined && loginCookie !== undefined;
     let principal: Caller = NO_PRINCIPAL;
     if (def.auth) {
-      principal = { ...(await authenticate(engine, token, loginCookie)), request: { correlationId: cid, startedAt } };
+      principal = callerOf(await authenticate(engine, token, loginCookie), { correlationId: cid, startedAt });
       if (trace) trace.family = principal.family;
     }
     const route = params.realm !== undefined ? pathRoute(params) : '';
     if (trace) trace.route = route;
     // Every refusal from here to the permission check is an audited access_denied.
-    const denied = (message: string) => {
+    const denied = (message: string): never => {
       engine.audit.note({ caller: principal, type: 'access_denied', route: route || null, success: '' }, 'access_denied');
       fail('access_denied', message);
     };
@@ -169,48 +173,17 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
     if (trace) trace.cursor = typeof rawQuery.cursor === 'string';
     if (params.token_id !== undefined) params.token_id = decodeSegment(params.token_id);
 
-    // The disconnect signal is made only for handlers that ask for it (a
-    // waiting acquire): an AbortController per request costs measurable CPU.
-    let ac: AbortController | undefined;
-    const signal = () => {
-      if (!ac) {
-        if (trace) trace.waits = true;
-        const controller = (ac = new AbortController());
-        if (res.destroyed || res.writableFinished) controller.abort();
-        else res.on('close', () => res.writableFinished || controller.abort());
-      }
-      return ac.signal;
-    };
-    const extraHeaders: Record<string, string> = {};
-    const request: ApiRequest = {
+    const request = new HttpRequest(req, res, cid, trace, cors, opts.publicOrigin, denied, {
       method,
       params,
       query: rawQuery,
-      body: {},
       principal,
       route,
       metrics: metrics?.collector,
-      get signal() {
-        return signal();
-      },
       loginCookie,
       lastEventId: lastEventId(req),
       viaCookie,
-      setHeader: (name, value) => {
-        extraHeaders[name] = value;
-      },
-      authorize: (target, need) => {
-        try {
-          authorize(principal, target, need);
-        } catch (e) {
-          if (e instanceof LeaseholdError && e.code === 'access_denied') denied(e.message);
-          throw e;
-        }
-      },
-      openSse: () => new SseSink(res, { 'X-Correlation-Id': cid, ...cors.headers(req) }),
-      // Marking a cookie Secure only ever narrows where it is sent.
-      secureCookies: onHttps(req, opts.publicOrigin),
-    };
+    });
     try {
       def.permit?.(request);
     } catch (e) {
@@ -235,8 +208,8 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
     const isOutcome = 'answer' in result && 'replayed' in result;
     const payload = (isOutcome ? result.answer : result) as object;
     const replayed = isOutcome && result.replayed === true;
-    if (replayed) extraHeaders['Idempotent-Replay'] = 'true';
-    respond.send(req, res, def.success.status, successBody(def.success.code, cid, payload), cid, extraHeaders);
+    if (replayed) request.setHeader('Idempotent-Replay', 'true');
+    respond.send(req, res, def.success.status, successBody(def.success.code, cid, payload), cid, request.extraHeaders);
     if (trace) {
       trace.replayed = replayed;
       trace.queued = (payload as { queued?: unknown }).queued === true;
@@ -278,4 +251,85 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
   }
 
   return api;
+}
+
+/** The caller of a request: the token's principal (shared, never changed) with this request's id and start. */
+function callerOf(p: Principal, request: RequestInfo): Caller {
+  // A literal of one shape: spreading the principal cost more than the rest of authentication.
+  return { tokenId: p.tokenId, name: p.name, family: p.family, grants: p.grants, root: p.root, kind: p.kind, expiresAt: p.expiresAt, createdBy: p.createdBy, request };
+}
+
+/** What a handler sees of its request (routes.ts, ApiRequest): one object of one class per request, no closures. */
+class HttpRequest implements ApiRequest {
+  readonly method: string;
+  readonly params: Record<string, string>;
+  query: Record<string, unknown>;
+  body: Record<string, unknown> = {};
+  readonly principal: Caller;
+  readonly route: string;
+  readonly metrics: MetricsCollector | undefined;
+  readonly loginCookie: string | undefined;
+  readonly lastEventId: string | undefined;
+  readonly viaCookie: boolean;
+  /** Headers a handler added (login and logout set the cookie), and Idempotent-Replay. */
+  extraHeaders: Record<string, string> | undefined;
+  private ac: AbortController | undefined;
+
+  constructor(
+    private readonly req: IncomingMessage,
+    private readonly res: ServerResponse,
+    private readonly cid: string,
+    private readonly trace: Trace | undefined,
+    private readonly cors: Cors,
+    private readonly publicOrigin: string | undefined,
+    private readonly denied: (message: string) => never,
+    f: Pick<ApiRequest, 'method' | 'params' | 'query' | 'principal' | 'route' | 'metrics' | 'loginCookie' | 'lastEventId' | 'viaCookie'>,
+  ) {
+    this.method = f.method;
+    this.params = f.params;
+    this.query = f.query;
+    this.principal = f.principal;
+    this.route = f.route;
+    this.metrics = f.metrics;
+    this.loginCookie = f.loginCookie;
+    this.lastEventId = f.lastEventId;
+    this.viaCookie = f.viaCookie;
+  }
+
+  /**
+   * Aborted when the client disconnects. Made only for handlers that ask for
+   * it (a waiting acquire): an AbortController per request costs measurable CPU.
+   */
+  get signal(): AbortSignal {
+    if (!this.ac) {
+      if (this.trace) this.trace.waits = true;
+      const controller = (this.ac = new AbortController());
+      const res = this.res;
+      if (res.destroyed || res.writableFinished) controller.abort();
+      else res.on('close', () => res.writableFinished || controller.abort());
+    }
+    return this.ac.signal;
+  }
+
+  /** Marking a cookie Secure only ever narrows where it is sent. */
+  get secureCookies(): boolean {
+    return onHttps(this.req, this.publicOrigin);
+  }
+
+  setHeader(name: string, value: string): void {
+    (this.extraHeaders ??= {})[name] = value;
+  }
+
+  authorize(target: Triple, need: Permission): void {
+    try {
+      authorize(this.principal, target, need);
+    } catch (e) {
+      if (e instanceof LeaseholdError && e.code === 'access_denied') this.denied(e.message);
+      throw e;
+    }
+  }
+
+  openSse(): SseSink {
+    return new SseSink(this.res, { 'X-Correlation-Id': this.cid, ...this.cors.headers(this.req) });
+  }
 }

@@ -3,6 +3,7 @@
  * depth. Every fault is a typed LeaseholdError, never a 500.
  */
 
+import { isAscii } from 'node:buffer';
 import type { IncomingMessage } from 'node:http';
 import { LeaseholdError, fail } from '../engine/errors';
 
@@ -50,6 +51,7 @@ export function readBody(req: IncomingMessage): Promise<RawBody> {
 /** Is the Content-Type JSON (optionally `charset=utf-8`)? */
 export function isJsonMediaType(contentType: string | undefined): boolean {
   if (!contentType) return false;
+  if (contentType === 'application/json') return true;
   const [type, ...params] = contentType.split(';').map((s) => s.trim().toLowerCase());
   if (type !== 'application/json') return false;
   return params.every((p) => p === '' || p === 'charset=utf-8' || p === 'charset="utf-8"');
@@ -83,10 +85,14 @@ export function parseJsonBody(raw: RawBody, contentType: string | undefined): Re
   if (raw.bytes.length === 0) return {};
   if (!isJsonMediaType(contentType)) fail('unsupported_media_type', 'the body must be application/json (UTF-8)');
   let text: string;
-  try {
-    text = decoder.decode(raw.bytes);
-  } catch {
-    fail('invalid_request', 'the body is not valid UTF-8');
+  // ASCII (nearly every body) needs no UTF-8 validation: the native check and a latin1 read cost a fraction of the decoder.
+  if (isAscii(raw.bytes)) text = raw.bytes.toString('latin1');
+  else {
+    try {
+      text = decoder.decode(raw.bytes);
+    } catch {
+      fail('invalid_request', 'the body is not valid UTF-8');
+    }
   }
   if (depthExceeds(text, MAX_JSON_DEPTH)) fail('invalid_request', `JSON is nested deeper than ${MAX_JSON_DEPTH} levels`);
   let value: unknown;

@@ -203,3 +203,51 @@ export const SubscribeBody = z.strictObject({
   selector: z.string().max(1024),
   renewals: z.boolean().optional(),
 });
+
+// ---- fast paths ---------------------------------------------------------------
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const REQUEST_ID_RE = /^[!-~]{1,128}$/;
+const str = (v: unknown, min: number, max: number) => typeof v === 'string' && v.length >= min && v.length <= max;
+const int = (v: unknown, min: number, max: number) => typeof v === 'number' && Number.isSafeInteger(v) && v >= min && v <= max;
+
+/** Every own key is one of `allowed`: strictObject's rule. */
+function onlyKeys(o: Record<string, unknown>, allowed: ReadonlySet<string>): boolean {
+  for (const k in o) if (!Object.hasOwn(o, k) || !allowed.has(k)) return false;
+  return true;
+}
+
+const ACQUIRE_KEYS: ReadonlySet<string> = new Set(['session_id', 'request_id', 'ttl_ms', 'max_lifetime_ms', 'wait_ms']);
+const PROOF_KEYS: ReadonlySet<string> = new Set(['session_id', 'request_id', 'lease_id', 'fencing_token']);
+const RENEW_KEYS: ReadonlySet<string> = new Set([...PROOF_KEYS, 'ttl_ms']);
+const NO_KEYS: ReadonlySet<string> = new Set();
+
+function proofOk(o: Record<string, unknown>): boolean {
+  return str(o.session_id, 1, 256) && typeof o.request_id === 'string' && REQUEST_ID_RE.test(o.request_id) && str(o.lease_id, 1, 128) && int(o.fencing_token, 1, Number.MAX_SAFE_INTEGER);
+}
+
+/**
+ * Hand-written checks for the bodies and queries of the hot calls (acquire,
+ * renew, release, the empty query): true only for a value the schema accepts
+ * and would return unchanged, so the router may skip zod for it. Anything
+ * else (metadata, any fault) goes through the schema, which also words the
+ * refusal. server/http/bad-input.test.ts holds them to the schemas.
+ */
+export const FAST_PATHS: ReadonlyMap<z.ZodType, (v: unknown) => boolean> = new Map<z.ZodType, (v: unknown) => boolean>([
+  [
+    AcquireBody,
+    (v) =>
+      isRecord(v) &&
+      onlyKeys(v, ACQUIRE_KEYS) &&
+      str(v.session_id, 1, 256) &&
+      typeof v.request_id === 'string' &&
+      REQUEST_ID_RE.test(v.request_id) &&
+      (v.ttl_ms === undefined || int(v.ttl_ms, 1_000, 600_000)) &&
+      (v.max_lifetime_ms === undefined || int(v.max_lifetime_ms, 1_000, 86_400_000)) &&
+      (v.wait_ms === undefined || int(v.wait_ms, 0, 30_000)),
+  ],
+  [ReleaseBody, (v) => isRecord(v) && onlyKeys(v, PROOF_KEYS) && proofOk(v)],
+  [RenewBody, (v) => isRecord(v) && onlyKeys(v, RENEW_KEYS) && proofOk(v) && (v.ttl_ms === undefined || int(v.ttl_ms, 1_000, 600_000))],
+  [NoQuery, (v) => isRecord(v) && onlyKeys(v, NO_KEYS)],
+  [EmptyBody, (v) => isRecord(v) && onlyKeys(v, NO_KEYS)],
+]);

@@ -18,6 +18,7 @@ import { BACKENDS, createTestDatabase } from '../testing/pg';
 import { storeEachTest } from '../testing/store-each-test';
 import { tempDir } from '../testing/harness';
 import { MIGRATIONS as SQLITE_MIGRATIONS } from './sqlite/schema';
+import { CHANGE_LOG_MIGRATION } from './sqlite/change-log';
 import { MIGRATIONS as PG_MIGRATIONS } from './postgres/schema';
 import { SqliteStore } from './sqlite/sqlite-store';
 import { PgStore } from './postgres/pg-store';
@@ -151,7 +152,8 @@ for (const backend of BACKENDS) {
   describe(`change log migration: ${backend}`, () => {
     test('a database from before the change log gets one, its horizon at each family’s revision', async () => {
       const dir = tempDir('leasehold-upgrade-');
-      const before = backend === 'sqlite' ? SQLITE_MIGRATIONS.length - 1 : PG_MIGRATIONS.length - 1;
+      // The schema just before the change log's migration (later migrations may follow it).
+      const before = backend === 'sqlite' ? SQLITE_MIGRATIONS.indexOf(CHANGE_LOG_MIGRATION) : PG_MIGRATIONS.length - 1;
       let store: Store;
       let drop: (() => Promise<void>) | undefined;
       if (backend === 'sqlite') {

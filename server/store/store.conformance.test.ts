@@ -223,6 +223,76 @@ for (const backend of BACKENDS) {
       assert.equal(await store.atomic((tx) => tx.initMeta('secret', 'two')), 'one');
     });
 
+    test('idempotency records: many at once, replaced, forgotten, undone with a failed step, kept across reopening', async () => {
+      const rec = (i: number, digest = 'd') => ({ family: 'default', op: 'acquire', route: `lease://i/r/${i % 7}`, requestId: `q${i}`, digest, status: 0, answer: `{"i":${i}}`, expiresAt: millis(1_000_000) });
+      // More records than one sorted run (4,096 on SQLite), in batches of 64 steps.
+      for (let b = 0; b < 80; b++) {
+        await Promise.all(Array.from({ length: 64 }, (_, k) => store.atomic((tx) => tx.putIdempotency(rec(b * 64 + k)))));
+      }
+      await store.atomic(async (tx) => {
+        await tx.putIdempotency(rec(5, 'd2'));
+        await tx.deleteIdempotency('default', 'acquire', 'lease://i/r/6', 'q6');
+      });
+      // A step that writes through (a token insert) and then throws undoes its records too.
+      await assert.rejects(
+        store.atomic(async (tx) => {
+          await tx.putIdempotency(rec(9_000));
+          await tx.deleteIdempotency('default', 'acquire', 'lease://i/r/0', 'q7');
+          await tx.insertToken({ id: 'tk_x', secretHash: 'h_x', name: 'x', family: 'default', grants: [], root: false, kind: 'api', createdAt: millis(0), expiresAt: null, revokedAt: null, createdBy: null });
+          throw new Error('boom');
+        }),
+        /boom/,
+      );
+      const check = async () => {
+        const get = (i: number) => store.atomic((tx) => tx.getIdempotency('default', 'acquire', `lease://i/r/${i % 7}`, `q${i}`));
+        assert.equal((await get(5))?.digest, 'd2');
+        assert.equal(await get(6), undefined);
+        assert.equal((await get(7))?.answer, '{"i":7}');
+        assert.equal(await get(9_000), undefined);
+        for (const i of [0, 4_095, 4_096, 5_119]) assert.equal((await get(i))?.answer, `{"i":${i}}`);
+      };
+      await check();
+      await store.close();
+      store = await fx.open();
+      await check();
+      // Pruning sees every record, however recent.
+      assert.equal(await store.atomic((tx) => tx.pruneIdempotency(millis(2_000_000), 10_000)), 80 * 64 - 1);
+    });
+
+    test('rows read in one step are still right in later steps after other steps changed or undid them', async () => {
+      await store.atomic(async (tx) => {
+        await tx.insertSession({ idHash: 'h1', family: 'default', incarnation: 'hi_1', ownerId: 'o', ttlMs: 5_000, createdAt: millis(0), expiresAt: millis(10_000) });
+        await tx.insertLease(lease('lease://k/r/a', await tx.bumpRevision('default')));
+      });
+      assert.equal((await store.atomic((tx) => tx.getLease('default', 'lease://k/r/a')))?.fencingToken, 1);
+      // Changed by a step that writes through (a policy), then undone by a throw.
+      await assert.rejects(
+        store.atomic(async (tx) => {
+          await tx.deleteLease('default', 'lease://k/r/a', 'ls_1', 1);
+          await tx.setSessionExpiry('h1', millis(20_000));
+          await tx.policies.setLockDelay({ family: 'default', route: 'lease://k/r/a', until: millis(50_000) });
+          await tx.bumpRevision('default');
+          throw new Error('boom');
+        }),
+        /boom/,
+      );
+      assert.equal((await store.atomic((tx) => tx.getLease('default', 'lease://k/r/a')))?.fencingToken, 1);
+      assert.equal((await store.atomic((tx) => tx.getSession('h1')))?.expiresAt, 10_000);
+      assert.equal(await store.atomic((tx) => tx.revision('default')), 1);
+      assert.equal(await store.atomic((tx) => tx.policies.getLockDelay('default', 'lease://k/r/a')), undefined);
+      // Changed by a step that writes through and commits.
+      await store.atomic(async (tx) => {
+        await tx.policies.setLockDelay({ family: 'default', route: 'lease://k/r/b', until: millis(50_000) });
+        await tx.deleteLease('default', 'lease://k/r/a', 'ls_1', 1);
+        await tx.bumpRevision('default');
+      });
+      assert.equal(await store.atomic((tx) => tx.getLease('default', 'lease://k/r/a')), undefined);
+      assert.equal(await store.atomic((tx) => tx.revision('default')), 2);
+      assert.equal(await store.atomic((tx) => tx.policies.getLockDelay('default', 'lease://k/r/b')), 50_000);
+      await store.atomic((tx) => tx.policies.deleteLockDelay('default', 'lease://k/r/b', millis(50_000)));
+      assert.equal(await store.atomic((tx) => tx.policies.getLockDelay('default', 'lease://k/r/b')), undefined);
+    });
+
     test('due leases and sessions by family, and the families with something due', async () => {
       await store.atomic(async (tx) => {
         await tx.insertLease(lease('lease://a/b/1', 1, { expiresAt: millis(50) }));

@@ -145,4 +145,20 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE leases ADD COLUMN release_request TEXT;
   `,
   CHANGE_LOG_MIGRATION,
+  `
+  -- Idempotency records appended without an index, moved into the keyed
+  -- table in sorted runs (recent-idempotency.ts): the keyed index's pages are
+  -- written once per run instead of once per batch.
+  CREATE TABLE idempotency_recent (
+    id INTEGER PRIMARY KEY,
+    family TEXT NOT NULL,
+    op TEXT NOT NULL,
+    route TEXT NOT NULL,
+    request_id TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    status INTEGER NOT NULL,
+    answer TEXT NOT NULL,
+    expires_at INTEGER NOT NULL
+  );
+  `,
 ];

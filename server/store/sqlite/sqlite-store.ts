@@ -26,6 +26,7 @@ import { MIGRATIONS } from './schema';
 import { SqlitePolicies } from './policies';
 import { SqliteChangeLog } from './change-log';
 import { BatchTx, type DirectTx } from './write-behind';
+import { idempotencyKey, RecentIdempotency } from './recent-idempotency';
 import { sqlite } from '../plan/dialect';
 import { planLeaseScan, renderLeaseChunk, runLeaseScan } from '../plan/lease-scan';
 import { planAuditScan, renderAuditScan } from '../plan/audit-scan';
@@ -225,7 +226,7 @@ export class SqliteStore implements Store {
         // The transaction is already gone; nothing more to undo.
       }
     }
-    this.tx.endBatch();
+    this.tx.endBatch(commitError === undefined);
     this.flushing = false;
     for (let i = 0; i < batch.length; i++) {
       const p = batch[i]!;
@@ -254,6 +255,7 @@ export class SqliteStore implements Store {
 class SqliteTx implements DirectTx {
   now = millis(0);
   readonly policies: SqlitePolicies;
+  readonly recentIdempotency: RecentIdempotency;
   readonly changes: SqliteChangeLog;
   private readonly s;
   /** Statements rendered from the shared plans (server/store/plan/), by text, prepared on first use. */
@@ -261,6 +263,7 @@ class SqliteTx implements DirectTx {
 
   constructor(private readonly db: Database.Database) {
     this.policies = new SqlitePolicies(db);
+    this.recentIdempotency = new RecentIdempotency(db);
     this.changes = new SqliteChangeLog(db);
     const p = (sql: string) => db.prepare(sql);
     this.s = {
@@ -325,10 +328,6 @@ class SqliteTx implements DirectTx {
         `SELECT family, op, route, request_id AS requestId, digest, status, answer, expires_at AS expiresAt
          FROM idempotency WHERE family = ? AND op = ? AND route = ? AND request_id = ?`,
       ),
-      putIdem: p(
-        `INSERT OR REPLACE INTO idempotency (family, op, route, request_id, digest, status, answer, expires_at)
-         VALUES (@family, @op, @route, @requestId, @digest, @status, @answer, @expiresAt)`,
-      ),
       deleteIdem: p(`DELETE FROM idempotency WHERE family = ? AND op = ? AND route = ? AND request_id = ?`),
       pruneIdem: p(`DELETE FROM idempotency WHERE id IN (SELECT id FROM idempotency WHERE expires_at <= ? LIMIT ?)`),
       tokenByHash: p(`SELECT ${TOKEN_COLS} FROM tokens WHERE secret_hash = ?`),
@@ -390,6 +389,8 @@ class SqliteTx implements DirectTx {
     return this.s.getCheckpoint.get(family, route) as CheckpointRow | undefined;
   }
   idempotencyRow(family: string, op: string, route: string, requestId: string): IdempotencyRow | undefined {
+    const recent = this.recentIdempotency.get(idempotencyKey(family, op, route, requestId));
+    if (recent !== undefined) return recent ?? undefined;
     return this.s.getIdem.get(family, op, route, requestId) as IdempotencyRow | undefined;
   }
 
@@ -488,15 +489,17 @@ class SqliteTx implements DirectTx {
   }
 
   async getIdempotency(family: string, op: string, route: string, requestId: string): Promise<IdempotencyRow | undefined> {
-    return this.s.getIdem.get(family, op, route, requestId) as IdempotencyRow | undefined;
+    return this.idempotencyRow(family, op, route, requestId);
   }
   async putIdempotency(row: IdempotencyRow): Promise<void> {
-    this.s.putIdem.run(row);
+    this.recentIdempotency.put([row]);
   }
   async deleteIdempotency(family: string, op: string, route: string, requestId: string): Promise<void> {
+    this.recentIdempotency.delete(idempotencyKey(family, op, route, requestId));
     this.s.deleteIdem.run(family, op, route, requestId);
   }
   async pruneIdempotency(now: number, limit: number): Promise<number> {
+    this.recentIdempotency.beforePrune(now);
     return this.s.pruneIdem.run(now, limit).changes;
   }
 

@@ -4,7 +4,7 @@
  * `BEGIN IMMEDIATE` transaction:
  *
  * - the hot rows (leases, sessions, idempotency records, checkpoints, family
- *   revisions) are read through a per-batch cache and written behind: a
+ *   revisions) are read through a cache and written behind: a
  *   step's writes are kept in its own overlay, merged into the batch when it
  *   succeeds and dropped when it throws (its all-or-nothing outcome, without
  *   a savepoint), and flushed at commit as a few multi-row statements per
@@ -14,6 +14,16 @@
  *   holds, so it sees every earlier step; a step that also holds writes of
  *   its own, or writes anything uncached, switches to writing through under a
  *   savepoint for its remaining operations (the savepoint rule as before).
+ *
+ * This process is the database's only writer (exclusive locking mode), so
+ * what a committed batch leaves in the caches of leases, sessions,
+ * checkpoints and revisions is still true when the next batch begins: those
+ * caches outlive the batch (a lease acquired in one batch is released in the
+ * next without reading its row, session or revision again). They are
+ * dropped whenever the database may differ from them: a batch that did not
+ * commit, a step that wrote through, or a cache grown past `KEEP_ROWS`.
+ * Idempotency records are keyed by request ids, which are rarely read
+ * twice: that cache lasts one batch.
  */
 
 import type Database from 'better-sqlite3';
@@ -37,11 +47,14 @@ import type {
 } from '../types';
 import { RARE_AUDIT_TYPES } from '../types';
 import { millis, type Millis } from '../millis';
+import { MERGE_AT, type RecentIdempotency } from './recent-idempotency';
 import { CHANGE_COLS, changeValues } from './change-log';
 
 /** Rows per multi-row statement (SQLite allows 32,766 parameters; the widest table has 19 columns). */
 const CHUNK = 128;
 const SEP = '\u0000';
+/** A kept cache holding more rows than this at the end of a batch is dropped (memory bound). */
+const KEEP_ROWS = 50_000;
 
 interface TableSpec<V> {
   name: string;
@@ -49,6 +62,12 @@ interface TableSpec<V> {
   cols: readonly string[];
   key(row: V): string;
   values(row: V): unknown[];
+}
+
+/** Where a table's pending rows go instead of its own multi-row statements. */
+interface Sink<V> {
+  put(rows: V[]): void;
+  delete(key: string): void;
 }
 
 /** Prepared multi-row statements, by table, kind and row count. */
@@ -95,6 +114,7 @@ class CachedTable<V> {
   constructor(
     private readonly spec: TableSpec<V>,
     private readonly sql: Statements,
+    private readonly sink?: Sink<V>,
   ) {}
 
   read(key: string, load: () => V | undefined): V | undefined {
@@ -141,7 +161,14 @@ class CachedTable<V> {
     this.step.clear();
   }
 
-  /** Forget everything (end of batch, or after a step wrote through). */
+  /** The batch committed: what is known stays true (this process is the only writer); nothing is pending. */
+  keep(): void {
+    this.dirty.clear();
+    this.step.clear();
+    if (this.known.size > KEEP_ROWS) this.known.clear();
+  }
+
+  /** Forget everything (a batch that did not commit, or after a step wrote through). */
   reset(): void {
     this.known.clear();
     this.dirty.clear();
@@ -149,6 +176,15 @@ class CachedTable<V> {
   }
 
   private flush(entries: ReadonlyArray<readonly [string, V | null]>): void {
+    if (this.sink) {
+      const puts: V[] = [];
+      for (const [k, v] of entries) {
+        if (v === null) this.sink.delete(k);
+        else puts.push(v);
+      }
+      if (puts.length > 0) this.sink.put(puts);
+      return;
+    }
     const { name, keyCols, cols } = this.spec;
     const upserts: unknown[][] = [];
     const deletes: unknown[][] = [];
@@ -251,6 +287,8 @@ export interface DirectTx extends Tx {
   leaseRow(family: string, route: string): LeaseRow | undefined;
   checkpointRow(family: string, route: string): CheckpointRow | undefined;
   idempotencyRow(family: string, op: string, route: string, requestId: string): IdempotencyRow | undefined;
+  /** Idempotency records appended apart from the keyed table; follows the transaction's savepoints and end. */
+  readonly recentIdempotency: RecentIdempotency;
 }
 
 /** One batch's `Tx`: see the file comment. */
@@ -264,14 +302,23 @@ export class BatchTx implements Tx {
   private readonly st: {
     /** The current step writes through SQL under a savepoint. */
     direct: boolean;
+    /** The writing-through step wrote a cached table's rows past its cache: drop the caches when it ends. */
+    stale: boolean;
     /** A flush failed mid-batch: the batch cannot commit. */
     poisoned: unknown;
+    /**
+     * The lock_delays table is known to be empty (true) or not (false);
+     * undefined: unknown, counted at the next lock-delay read. Only a count
+     * sets it true; a delay written sets it false; a step or batch undone
+     * makes it unknown again (it may have deleted the rows the count missed).
+     */
+    noDelays: boolean | undefined;
     audit: NewAuditRow[];
     stepAudit: NewAuditRow[];
     /** Change-log rows, kept like audit rows: per step, then per batch, appended at commit in one multi-row insert. */
     changes: ChangeRow[];
     stepChanges: ChangeRow[];
-  } = { direct: false, poisoned: undefined, audit: [], stepAudit: [], changes: [], stepChanges: [] };
+  } = { direct: false, stale: false, poisoned: undefined, noDelays: undefined, audit: [], stepAudit: [], changes: [], stepChanges: [] };
   private readonly sql: Statements;
   private readonly leases: CachedTable<LeaseRow>;
   private readonly sessions: CachedTable<SessionRow>;
@@ -296,7 +343,14 @@ export class BatchTx implements Tx {
     this.sql = new Statements(db);
     this.leases = new CachedTable(LEASES, this.sql);
     this.sessions = new CachedTable(SESSIONS, this.sql);
-    this.idem = new CachedTable(IDEMPOTENCY, this.sql);
+    const recent = base.recentIdempotency;
+    this.idem = new CachedTable(IDEMPOTENCY, this.sql, {
+      put: (rows) => recent.put(rows),
+      delete: (key) => {
+        const [family, op, route, requestId] = key.split(SEP) as [string, string, string, string];
+        void base.deleteIdempotency(family, op, route, requestId);
+      },
+    });
     this.checkpoints = new CachedTable(CHECKPOINTS, this.sql);
     this.revisions = new CachedTable(REVISIONS, this.sql);
     this.tables = [this.leases, this.sessions, this.idem, this.checkpoints, this.revisions] as unknown as ReadonlyArray<CachedTable<never>>;
@@ -306,8 +360,15 @@ export class BatchTx implements Tx {
       countPolicies: (family) => p.countPolicies(family),
       putPolicy: (row) => this.write(() => p.putPolicy(row)),
       deletePolicy: (family, selector) => this.write(() => p.deletePolicy(family, selector)),
-      getLockDelay: (family, route) => p.getLockDelay(family, route),
-      setLockDelay: (row) => this.write(() => p.setLockDelay(row)),
+      getLockDelay: async (family, route) => {
+        // Most stores hold no lock-delay at all: then every acquire of a free route skips this read.
+        this.st.noDelays ??= (await p.countLockDelays(millis(0))) === 0;
+        return this.st.noDelays ? undefined : p.getLockDelay(family, route);
+      },
+      setLockDelay: (row) => {
+        this.st.noDelays = false;
+        return this.write(() => p.setLockDelay(row));
+      },
       deleteLockDelay: (family, route, until) => this.write(() => p.deleteLockDelay(family, route, until)),
       dueLockDelays: (family, now, limit) => p.dueLockDelays(family, now, limit),
       dueDelayFamilies: (now, limit) => p.dueDelayFamilies(now, limit),
@@ -346,11 +407,21 @@ export class BatchTx implements Tx {
     if (this.st.direct) {
       this.st.direct = false;
       try {
-        if (!ok) this.ctl.rollbackTo.run();
+        if (!ok) {
+          this.st.noDelays = undefined;
+          this.ctl.rollbackTo.run();
+          this.base.recentIdempotency.rollbackToSavepoint();
+        }
         this.ctl.release.run();
+        this.base.recentIdempotency.releaseSavepoint();
       } finally {
-        // The database moved under the caches: start them afresh.
-        for (const t of this.tables) t.reset();
+        // If the step wrote cached rows through, the database moved under
+        // the caches: start them afresh. Otherwise it only wrote tables no
+        // cache holds (tokens, logins, policies, audit pruning: the periodic
+        // sweep) and pruned idempotency records, whose cache lasts a batch.
+        if (this.st.stale) for (const t of this.tables) t.reset();
+        else this.idem.reset();
+        this.st.stale = false;
         this.st.stepAudit = [];
         this.st.stepChanges = [];
       }
@@ -372,6 +443,7 @@ export class BatchTx implements Tx {
     if (this.st.poisoned !== undefined) throw this.st.poisoned;
     try {
       for (const t of this.tables) t.flushBatch();
+      if (this.base.recentIdempotency.size >= MERGE_AT) this.base.recentIdempotency.merge();
       if (this.st.audit.length > 0) {
         this.insertAuditRows(this.st.audit);
         this.st.audit = [];
@@ -386,14 +458,26 @@ export class BatchTx implements Tx {
     }
   }
 
-  /** The batch ended (committed or rolled back): forget it. */
-  endBatch(): void {
-    for (const t of this.tables) t.reset();
+  /**
+   * The batch ended. Committed: the kept caches stay (see the file comment),
+   * the per-batch ones are dropped. Rolled back: everything is forgotten.
+   */
+  endBatch(committed = false): void {
+    for (const t of this.tables) {
+      if (committed && this.st.poisoned === undefined && (t as unknown) !== this.idem) t.keep();
+      else t.reset();
+    }
+    if (committed && this.st.poisoned === undefined) this.base.recentIdempotency.committed();
+    else {
+      this.base.recentIdempotency.rolledBack();
+      this.st.noDelays = undefined;
+    }
     this.st.audit = [];
     this.st.stepAudit = [];
     this.st.changes = [];
     this.st.stepChanges = [];
     this.st.direct = false;
+    this.st.stale = false;
     this.st.poisoned = undefined;
   }
 
@@ -425,7 +509,9 @@ export class BatchTx implements Tx {
     if (this.st.direct) return;
     this.flushBatch();
     this.ctl.savepoint.run();
+    this.base.recentIdempotency.savepoint();
     this.st.direct = true;
+    if (this.tables.some((t) => t.stepWrites > 0)) this.st.stale = true;
     for (const t of this.tables) t.flushStep();
     if (this.st.stepAudit.length > 0) {
       this.insertAuditRows(this.st.stepAudit);
@@ -435,6 +521,12 @@ export class BatchTx implements Tx {
       this.insertChangeRows(this.st.stepChanges);
       this.st.stepChanges = [];
     }
+  }
+
+  /** A cached table's write in a step that writes through: the caches are stale once it ends. */
+  private through<T>(f: () => Promise<T>): Promise<T> {
+    this.st.stale = true;
+    return f();
   }
 
   private async read<T>(f: () => Promise<T>): Promise<T> {
@@ -454,7 +546,7 @@ export class BatchTx implements Tx {
     return this.revisions.read(family, () => ({ family, revision: this.base.revisionRow(family) }))?.revision ?? 0;
   }
   async bumpRevision(family: string): Promise<number> {
-    if (this.st.direct) return this.base.bumpRevision(family);
+    if (this.st.direct) return this.through(() => this.base.bumpRevision(family));
     const next = (await this.revision(family)) + 1;
     this.revisions.write(family, { family, revision: next });
     return next;
@@ -465,16 +557,16 @@ export class BatchTx implements Tx {
     return this.sessions.read(idHash, () => this.base.sessionRow(idHash));
   }
   async insertSession(row: SessionRow): Promise<void> {
-    if (this.st.direct) return this.base.insertSession(row);
+    if (this.st.direct) return this.through(() => this.base.insertSession(row));
     this.sessions.write(row.idHash, row);
   }
   async setSessionExpiry(idHash: string, expiresAt: Millis): Promise<void> {
-    if (this.st.direct) return this.base.setSessionExpiry(idHash, expiresAt);
+    if (this.st.direct) return this.through(() => this.base.setSessionExpiry(idHash, expiresAt));
     const s = await this.getSession(idHash);
     if (s) this.sessions.write(idHash, { ...s, expiresAt });
   }
   async deleteSession(idHash: string): Promise<void> {
-    if (this.st.direct) return this.base.deleteSession(idHash);
+    if (this.st.direct) return this.through(() => this.base.deleteSession(idHash));
     this.sessions.write(idHash, null);
   }
 
@@ -483,23 +575,23 @@ export class BatchTx implements Tx {
     return this.leases.read(leaseKey(family, route), () => this.base.leaseRow(family, route));
   }
   async insertLease(row: LeaseRow): Promise<void> {
-    if (this.st.direct) return this.base.insertLease(row);
+    if (this.st.direct) return this.through(() => this.base.insertLease(row));
     this.leases.write(LEASES.key(row), row);
   }
   async updateLeaseRenewal(family: string, route: string, leaseId: string, renewedAt: Millis, expiresAt: Millis, ttlMs: number, renewalCount: number): Promise<void> {
-    if (this.st.direct) return this.base.updateLeaseRenewal(family, route, leaseId, renewedAt, expiresAt, ttlMs, renewalCount);
+    if (this.st.direct) return this.through(() => this.base.updateLeaseRenewal(family, route, leaseId, renewedAt, expiresAt, ttlMs, renewalCount));
     const l = await this.getLease(family, route);
     if (l && l.leaseId === leaseId) this.leases.write(leaseKey(family, route), { ...l, renewedAt, expiresAt, ttlMs, renewalCount });
   }
   async setReleaseRequest(family: string, route: string, leaseId: string, fencingToken: number, request: string): Promise<boolean> {
-    if (this.st.direct) return this.base.setReleaseRequest(family, route, leaseId, fencingToken, request);
+    if (this.st.direct) return this.through(() => this.base.setReleaseRequest(family, route, leaseId, fencingToken, request));
     const l = await this.getLease(family, route);
     if (!l || l.leaseId !== leaseId || l.fencingToken !== fencingToken) return false;
     this.leases.write(leaseKey(family, route), { ...l, releaseRequest: request });
     return true;
   }
   async deleteLease(family: string, route: string, leaseId: string, fencingToken: number): Promise<boolean> {
-    if (this.st.direct) return this.base.deleteLease(family, route, leaseId, fencingToken);
+    if (this.st.direct) return this.through(() => this.base.deleteLease(family, route, leaseId, fencingToken));
     const l = await this.getLease(family, route);
     if (!l || l.leaseId !== leaseId || l.fencingToken !== fencingToken) return false;
     this.leases.write(leaseKey(family, route), null);
@@ -511,7 +603,7 @@ export class BatchTx implements Tx {
     return this.checkpoints.read(leaseKey(family, route), () => this.base.checkpointRow(family, route));
   }
   async putCheckpoint(row: CheckpointRow): Promise<void> {
-    if (this.st.direct) return this.base.putCheckpoint(row);
+    if (this.st.direct) return this.through(() => this.base.putCheckpoint(row));
     this.checkpoints.write(CHECKPOINTS.key(row), row);
   }
 
@@ -520,11 +612,11 @@ export class BatchTx implements Tx {
     return this.idem.read(idemKey(family, op, route, requestId), () => this.base.idempotencyRow(family, op, route, requestId));
   }
   async putIdempotency(row: IdempotencyRow): Promise<void> {
-    if (this.st.direct) return this.base.putIdempotency(row);
+    if (this.st.direct) return this.through(() => this.base.putIdempotency(row));
     this.idem.write(IDEMPOTENCY.key(row), row);
   }
   async deleteIdempotency(family: string, op: string, route: string, requestId: string): Promise<void> {
-    if (this.st.direct) return this.base.deleteIdempotency(family, op, route, requestId);
+    if (this.st.direct) return this.through(() => this.base.deleteIdempotency(family, op, route, requestId));
     this.idem.write(idemKey(family, op, route, requestId), null);
   }
 
