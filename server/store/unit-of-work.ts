@@ -113,8 +113,11 @@ export class CachedTable<V> {
     if (v === undefined) v = this.known.get(key);
     if (v !== undefined) return v ?? undefined;
     const got = load();
-    if (got instanceof Promise) return got.then((r) => this.loaded(key, r));
-    return this.loaded(key, got);
+    return got instanceof Promise ? this.loadedLater(key, got) : this.loaded(key, got);
+  }
+
+  private async loadedLater(key: string, got: Promise<V | undefined>): Promise<V | undefined> {
+    return this.loaded(key, await got);
   }
 
   private loaded(key: string, r: V | undefined): V | undefined {
