@@ -108,7 +108,7 @@ export async function pendingReleaseRequests(step: Step, sessionHash: string, le
  * answers). `leases`: the session's leases, read by the step before it wrote
  * anything: on SQLite a read the caches cannot answer, made after the step's
  * own writes, would make the step write through under a savepoint and drop
- * the caches (write-behind.ts).
+ * the caches (server/store/unit-of-work.ts).
  */
 export async function withReleaseRequests<T extends object>(
   step: Step,

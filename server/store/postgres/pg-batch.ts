@@ -17,107 +17,29 @@
  *   holds, so it sees every earlier step. A step that also holds writes of
  *   its own, or writes anything uncached (waiter rows, policies, tokens,
  *   prunes), switches to writing through under a savepoint for the rest of
- *   its run, and the caches start afresh after it (the SQLite unit of work
- *   does the same, server/store/sqlite/write-behind.ts).
+ *   its run, and the caches start afresh after it.
+ *
+ * The `Tx` method table and the cached tables are the one unit of work both
+ * stores share (`server/store/unit-of-work.ts`); this file holds the
+ * PostgreSQL parts: the lock and prefetch, the family revision, savepoints,
+ * waiters, notifications and the flush SQL.
  * - A statement that fails outside a savepoint aborts PostgreSQL's
  *   transaction: the batch is then poisoned and every step of it fails
  *   with StoreUnavailableError (the runner decides `maybeCommitted`).
  *
- * Mutable state lives in one object (`st`), so a wrapper made with
- * `Object.create(tx)` changes the batch's state, not a shadow of it.
+ * Mutable state lives in one object (`st`, see `UnitOfWork`).
  */
 
 import type { PoolClient, QueryResult } from 'pg';
-import { routeSegments } from '@/lib/selector';
 import { millis, type Millis } from '../millis';
-import {
-  RARE_AUDIT_TYPES,
-  type AuditScan,
-  type ChangeLogTx,
-  type ChangeRow,
-  type AuditScanResult,
-  type CheckpointRow,
-  type IdempotencyRow,
-  type LeaseRow,
-  type LeaseScan,
-  type LeaseScanResult,
-  type LoginRow,
-  type NewAuditRow,
-  type PolicyTx,
-  type SessionRow,
-  type SharedWaiters,
-  type StepScope,
-  type TokenRow,
-  type Tx,
-} from '../types';
+import type { ChangeLogTx, ChangeRow, CheckpointRow, IdempotencyRow, LeaseRow, NewAuditRow, PolicyTx, SessionRow, SharedWaiters, StepScope } from '../types';
+import { AUDIT_COLS, CHECKPOINTS, CachedTable, IDEMPOTENCY, LEASES, SEP, SESSIONS, UnitOfWork, auditValues, idemKey, leaseKey, type Entries } from '../unit-of-work';
 import { CHANNEL } from './pg-connection';
 import { changeInsertSql } from './pg-change-log';
 import { LEASE_COLS, PgTx, SESSION_COLS } from './pg-tx';
 
 type Quote = (s: string) => string;
 type Prefetch = NonNullable<StepScope['prefetch']>;
-
-const SEP = '\u0000';
-const leaseKey = (family: string, route: string) => family + SEP + route;
-const idemKey = (family: string, op: string, route: string, requestId: string) => [family, op, route, requestId].join(SEP);
-
-interface TableSpec<V> {
-  name: string;
-  keyCols: readonly string[];
-  cols: readonly string[];
-  values(row: V): unknown[];
-}
-
-const LEASES: TableSpec<LeaseRow> = {
-  name: 'leases',
-  keyCols: ['family', 'route'],
-  cols: [
-    'family', 'route', 'realm', 'area', 'resource', 'lease_id', 'fencing_token', 'session_hash', 'owner_id', 'incarnation',
-    'acquired_at', 'renewed_at', 'expires_at', 'max_expires_at', 'ttl_ms', 'renewal_count', 'revision', 'metadata',
-    'release_request',
-  ],
-  values: (r) => {
-    const [realm, area, resource] = routeSegments(r.route);
-    return [
-      r.family, r.route, realm, area, resource, r.leaseId, r.fencingToken, r.sessionHash, r.ownerId, r.incarnation,
-      r.acquiredAt, r.renewedAt, r.expiresAt, r.maxExpiresAt, r.ttlMs, r.renewalCount, r.revision, r.metadata,
-      r.releaseRequest ?? null,
-    ];
-  },
-};
-
-const SESSIONS: TableSpec<SessionRow> = {
-  name: 'sessions',
-  keyCols: ['id_hash'],
-  cols: ['id_hash', 'family', 'incarnation', 'owner_id', 'ttl_ms', 'created_at', 'expires_at'],
-  values: (r) => [r.idHash, r.family, r.incarnation, r.ownerId, r.ttlMs, r.createdAt, r.expiresAt],
-};
-
-const IDEMPOTENCY: TableSpec<IdempotencyRow> = {
-  name: 'idempotency',
-  keyCols: ['family', 'op', 'route', 'request_id'],
-  cols: ['family', 'op', 'route', 'request_id', 'digest', 'status', 'answer', 'expires_at'],
-  values: (r) => [r.family, r.op, r.route, r.requestId, r.digest, r.status, r.answer, r.expiresAt],
-};
-
-const CHECKPOINTS: TableSpec<CheckpointRow> = {
-  name: 'checkpoints',
-  keyCols: ['family', 'route'],
-  cols: ['family', 'route', 'value', 'fencing_token', 'lease_id', 'written_at', 'version'],
-  values: (r) => [r.family, r.route, r.value, r.fencingToken, r.leaseId, r.writtenAt, r.version],
-};
-
-const AUDIT_COLS = [
-  'time', 'family', 'event_type', 'route', 'token_id', 'subject_token_id', 'owner_id', 'incarnation',
-  'result', 'fencing_token', 'reason', 'correlation_id', 'latency_ms', 'rare',
-] as const;
-
-function auditValues(r: NewAuditRow): unknown[] {
-  return [
-    r.time, r.family, r.eventType, r.route, r.tokenId, r.subjectTokenId, r.ownerId, r.incarnation,
-    r.result, r.fencingToken, r.reason, r.correlationId, r.latencyMs, RARE_AUDIT_TYPES.has(r.eventType) ? true : null,
-  ];
-}
 
 /** One value as an SQL literal (the flush goes in one simple-protocol query with the COMMIT). */
 function lit(v: unknown, quote: Quote): string {
@@ -132,75 +54,21 @@ function lit(v: unknown, quote: Quote): string {
 
 const tuple = (values: readonly unknown[], quote: Quote) => `(${values.map((v) => lit(v, quote)).join(',')})`;
 
-/** One table's rows as a batch sees them: read through, written behind. */
-class CachedTable<V> {
-  /** State known in this batch (read, or written by a step that returned): a row, or null when absent. */
-  private readonly known = new Map<string, V | null>();
-  /** Keys of `known` written by steps that returned, not yet in the database. */
-  private readonly dirty = new Set<string>();
-  /** The current step's writes. */
-  private readonly step = new Map<string, V | null>();
-
-  constructor(private readonly spec: TableSpec<V>) {}
-
-  async read(key: string, load: () => Promise<V | undefined>): Promise<V | undefined> {
-    let v = this.step.get(key);
-    if (v === undefined) v = this.known.get(key);
-    if (v === undefined) {
-      v = (await load()) ?? null;
-      this.known.set(key, v);
-    }
-    return v ?? undefined;
-  }
-
-  /** A row read in the first round trip (null: absent). */
-  learn(key: string, v: V | null): void {
-    if (!this.known.has(key)) this.known.set(key, v);
-  }
-
-  write(key: string, v: V | null): void {
-    this.step.set(key, v);
-  }
-
-  get stepWrites(): number {
-    return this.step.size;
-  }
-
-  commitStep(): void {
-    for (const [k, v] of this.step) {
-      this.known.set(k, v);
-      this.dirty.add(k);
-    }
-    this.step.clear();
-  }
-
-  abortStep(): void {
-    this.step.clear();
-  }
-
+/** A cached table written by multi-row PostgreSQL statements sent with the batch's round trips. */
+class PgTable<V> extends CachedTable<V> {
   /** The statements writing the batch's pending rows (the cache stays valid). */
   batchSql(quote: Quote): string {
-    if (this.dirty.size === 0) return '';
-    const sql = this.sql([...this.dirty].map((k) => [k, this.known.get(k)!] as const), quote);
-    this.dirty.clear();
-    return sql;
+    const entries = this.takeBatch();
+    return entries ? this.sql(entries, quote) : '';
   }
 
   /** The statements writing the step's rows (it writes through from here; the caches are dropped when it ends). */
   stepSql(quote: Quote): string {
-    if (this.step.size === 0) return '';
-    const sql = this.sql([...this.step], quote);
-    this.step.clear();
-    return sql;
+    const entries = this.takeStep();
+    return entries ? this.sql(entries, quote) : '';
   }
 
-  reset(): void {
-    this.known.clear();
-    this.dirty.clear();
-    this.step.clear();
-  }
-
-  private sql(entries: ReadonlyArray<readonly [string, V | null]>, quote: Quote): string {
+  private sql(entries: Entries<V>, quote: Quote): string {
     const { name, keyCols, cols } = this.spec;
     const upserts: string[] = [];
     const deletes: string[] = [];
@@ -227,7 +95,7 @@ function auditSql(rows: readonly NewAuditRow[], quote: Quote): string {
   const counts = [...perFamily.keys()].sort().map((f) => tuple([f, perFamily.get(f)], quote));
   return (
     `INSERT INTO audit_counts (family, rows) VALUES ${counts.join(',')} ON CONFLICT (family) DO UPDATE SET rows = audit_counts.rows + EXCLUDED.rows; ` +
-    `INSERT INTO audit (${AUDIT_COLS.join(',')}) VALUES ${rows.map((r) => tuple(auditValues(r), quote)).join(',')}; `
+    `INSERT INTO audit (${AUDIT_COLS.join(',')}) VALUES ${rows.map((r) => tuple(auditValues(r, true), quote)).join(',')}; `
   );
 }
 
@@ -237,13 +105,12 @@ export interface Locked {
   hasWaiters: boolean;
 }
 
-export class PgBatchTx implements Tx {
+export class PgBatchTx extends UnitOfWork<PgTx> {
   now = millis(0);
   readonly policies: PolicyTx;
   readonly waiters: SharedWaiters;
   readonly changes: ChangeLogTx;
-  private readonly st: {
-    /** The current step writes through SQL under a savepoint. */
+  protected readonly st: {
     direct: boolean;
     /** A statement failed outside a savepoint: the transaction is aborted, the batch cannot commit. */
     poisoned: unknown;
@@ -275,13 +142,13 @@ export class PgBatchTx implements Tx {
     revisionWritten: 0,
     statements: 0,
   };
-  private readonly base: PgTx;
+  protected readonly base: PgTx;
   private readonly quote: Quote;
-  private readonly leases = new CachedTable(LEASES);
-  private readonly sessions = new CachedTable(SESSIONS);
-  private readonly idem = new CachedTable(IDEMPOTENCY);
-  private readonly checkpoints = new CachedTable(CHECKPOINTS);
-  private readonly tables: ReadonlyArray<CachedTable<never>>;
+  protected readonly leases = new PgTable(LEASES);
+  protected readonly sessions = new PgTable(SESSIONS);
+  protected readonly idem = new PgTable(IDEMPOTENCY);
+  protected readonly checkpoints = new PgTable(CHECKPOINTS);
+  private readonly tables: ReadonlyArray<PgTable<never>>;
   /**
    * Lock-delay deadlines read in this batch (null: none). They are only
    * written through, after which the caches start afresh, so a cached one
@@ -293,6 +160,7 @@ export class PgBatchTx implements Tx {
     private readonly client: PoolClient,
     readonly family: string,
   ) {
+    super();
     this.quote = (s) => client.escapeLiteral(s);
     // The per-step statements go through this wrapper, which notes a failure (see `failed`).
     const noted = {
@@ -310,7 +178,7 @@ export class PgBatchTx implements Tx {
       escapeLiteral: this.quote,
     } as unknown as PoolClient;
     this.base = new PgTx(noted);
-    this.tables = [this.leases, this.sessions, this.idem, this.checkpoints] as unknown as ReadonlyArray<CachedTable<never>>;
+    this.tables = [this.leases, this.sessions, this.idem, this.checkpoints] as unknown as ReadonlyArray<PgTable<never>>;
 
     const w = this.base.waiters;
     const none = (f: string) => this.base.noWaiters(f);
@@ -331,11 +199,7 @@ export class PgBatchTx implements Tx {
     };
     // Policies and lock-delays are never cached: read directly, written through.
     const p = this.base.policies;
-    this.policies = {
-      listPolicies: (f) => p.listPolicies(f),
-      countPolicies: (f) => p.countPolicies(f),
-      putPolicy: (row) => this.write(() => p.putPolicy(row)),
-      deletePolicy: (f, selector) => this.write(() => p.deletePolicy(f, selector)),
+    this.policies = this.delegatePolicies(p, {
       getLockDelay: async (f, route) => {
         if (this.st.direct) return p.getLockDelay(f, route);
         const k = leaseKey(f, route);
@@ -344,29 +208,12 @@ export class PgBatchTx implements Tx {
         return until ?? undefined;
       },
       setLockDelay: (row) => this.write(() => p.setLockDelay(row)),
-      deleteLockDelay: (f, route, until) => this.write(() => p.deleteLockDelay(f, route, until)),
-      dueLockDelays: (f, now, limit) => p.dueLockDelays(f, now, limit),
-      dueDelayFamilies: (now, limit) => p.dueDelayFamilies(now, limit),
-      countLockDelays: (now) => p.countLockDelays(now),
-    };
+    });
     // The change log: appends stay in memory with the step (also when it writes through) and are
     // written with the batch; a replay's read merges them with what the database holds.
-    const c = this.base.changes;
-    this.changes = {
-      append: async (rows) => {
-        this.st.stepChanges.push(...rows);
-      },
-      read: async (family, after, upTo, limit) => {
-        const inRange = (r: ChangeRow) => r.family === family && r.revision > after && r.revision <= upTo;
-        const held = [...this.st.changes, ...this.st.stepChanges].filter(inRange);
-        const stored = await c.read(family, after, upTo, limit);
-        return held.length === 0 ? stored : [...stored, ...held].sort((a, b) => a.revision - b.revision).slice(0, limit);
-      },
-      // Only a prune (which writes through) moves a horizon.
-      horizon: (family) => c.horizon(family),
-      prune: (keepChanges, olderThan, limit) => this.write(() => c.prune(keepChanges, olderThan, limit)),
-      stats: () => this.read(() => c.stats()),
-    };
+    this.changes = this.delegateChanges(this.base.changes, async (rows) => {
+      this.st.stepChanges.push(...rows);
+    });
   }
 
   // ---- the runner's side ----------------------------------------------------
@@ -578,14 +425,30 @@ export class PgBatchTx implements Tx {
     this.st.direct = true;
   }
 
-  private async read<T>(f: () => Promise<T>): Promise<T> {
+  protected async read<T>(f: () => Promise<T>): Promise<T> {
     await this.sync();
     return f();
   }
 
-  private async write<T>(f: () => Promise<T>): Promise<T> {
+  protected async write<T>(f: () => Promise<T>): Promise<T> {
     await this.writeThrough();
     return f();
+  }
+
+  /** Nothing to note: a step that wrote through drops the caches when it ends. */
+  protected wroteThrough(): void {}
+
+  protected sessionRow(idHash: string): Promise<SessionRow | undefined> {
+    return this.base.getSession(idHash);
+  }
+  protected leaseRow(family: string, route: string): Promise<LeaseRow | undefined> {
+    return this.base.getLease(family, route);
+  }
+  protected checkpointRow(family: string, route: string): Promise<CheckpointRow | undefined> {
+    return this.base.getCheckpoint(family, route);
+  }
+  protected idempotencyRow(family: string, op: string, route: string, requestId: string): Promise<IdempotencyRow | undefined> {
+    return this.base.getIdempotency(family, op, route, requestId);
   }
 
   // ---- cached rows ------------------------------------------------------------
@@ -600,182 +463,8 @@ export class PgBatchTx implements Tx {
     return this.st.stepRevision;
   }
 
-  async getSession(idHash: string): Promise<SessionRow | undefined> {
-    if (this.st.direct) return this.base.getSession(idHash);
-    return this.sessions.read(idHash, () => this.base.getSession(idHash));
-  }
-  async insertSession(row: SessionRow): Promise<void> {
-    if (this.st.direct) return this.base.insertSession(row);
-    this.sessions.write(row.idHash, row);
-  }
-  async setSessionExpiry(idHash: string, expiresAt: Millis): Promise<void> {
-    if (this.st.direct) return this.base.setSessionExpiry(idHash, expiresAt);
-    const s = await this.getSession(idHash);
-    if (s) this.sessions.write(idHash, { ...s, expiresAt });
-  }
-  async deleteSession(idHash: string): Promise<void> {
-    if (this.st.direct) return this.base.deleteSession(idHash);
-    this.sessions.write(idHash, null);
-  }
-
-  async getLease(family: string, route: string): Promise<LeaseRow | undefined> {
-    if (this.st.direct) return this.base.getLease(family, route);
-    return this.leases.read(leaseKey(family, route), () => this.base.getLease(family, route));
-  }
-  async insertLease(row: LeaseRow): Promise<void> {
-    if (this.st.direct) return this.base.insertLease(row);
-    this.leases.write(leaseKey(row.family, row.route), row);
-  }
-  async updateLeaseRenewal(family: string, route: string, leaseId: string, renewedAt: Millis, expiresAt: Millis, ttlMs: number, renewalCount: number): Promise<void> {
-    if (this.st.direct) return this.base.updateLeaseRenewal(family, route, leaseId, renewedAt, expiresAt, ttlMs, renewalCount);
-    const l = await this.getLease(family, route);
-    if (l && l.leaseId === leaseId) this.leases.write(leaseKey(family, route), { ...l, renewedAt, expiresAt, ttlMs, renewalCount });
-  }
-  async setReleaseRequest(family: string, route: string, leaseId: string, fencingToken: number, request: string): Promise<boolean> {
-    if (this.st.direct) return this.base.setReleaseRequest(family, route, leaseId, fencingToken, request);
-    const l = await this.getLease(family, route);
-    if (!l || l.leaseId !== leaseId || l.fencingToken !== fencingToken) return false;
-    this.leases.write(leaseKey(family, route), { ...l, releaseRequest: request });
-    return true;
-  }
-  async deleteLease(family: string, route: string, leaseId: string, fencingToken: number): Promise<boolean> {
-    if (this.st.direct) return this.base.deleteLease(family, route, leaseId, fencingToken);
-    const l = await this.getLease(family, route);
-    if (!l || l.leaseId !== leaseId || l.fencingToken !== fencingToken) return false;
-    this.leases.write(leaseKey(family, route), null);
-    return true;
-  }
-
-  async getCheckpoint(family: string, route: string): Promise<CheckpointRow | undefined> {
-    if (this.st.direct) return this.base.getCheckpoint(family, route);
-    return this.checkpoints.read(leaseKey(family, route), () => this.base.getCheckpoint(family, route));
-  }
-  async putCheckpoint(row: CheckpointRow): Promise<void> {
-    if (this.st.direct) return this.base.putCheckpoint(row);
-    this.checkpoints.write(leaseKey(row.family, row.route), row);
-  }
-
-  async getIdempotency(family: string, op: string, route: string, requestId: string): Promise<IdempotencyRow | undefined> {
-    if (this.st.direct) return this.base.getIdempotency(family, op, route, requestId);
-    return this.idem.read(idemKey(family, op, route, requestId), () => this.base.getIdempotency(family, op, route, requestId));
-  }
-  async putIdempotency(row: IdempotencyRow): Promise<void> {
-    if (this.st.direct) return this.base.putIdempotency(row);
-    this.idem.write(idemKey(row.family, row.op, row.route, row.requestId), row);
-  }
-  async deleteIdempotency(family: string, op: string, route: string, requestId: string): Promise<void> {
-    if (this.st.direct) return this.base.deleteIdempotency(family, op, route, requestId);
-    this.idem.write(idemKey(family, op, route, requestId), null);
-  }
-
-  async insertAudit(rows: readonly NewAuditRow[]): Promise<void> {
-    if (this.st.direct) return this.base.insertAudit(rows);
-    this.st.stepAudit.push(...rows);
-  }
-
   /** Kept with the step and sent with the COMMIT (dropped if the step throws). */
   async broadcast(message: string): Promise<void> {
     this.st.stepMessages.push(message);
-  }
-
-  // ---- reads the caches cannot answer ------------------------------------------
-
-  dueSessions(now: Millis, limit: number, family?: string): Promise<SessionRow[]> {
-    return this.read(() => this.base.dueSessions(now, limit, family));
-  }
-  dueFamilies(now: Millis, limit: number): Promise<string[]> {
-    return this.read(() => this.base.dueFamilies(now, limit));
-  }
-  listSessions(family: string, ownerId: string | undefined, after: [number, string] | null, limit: number): Promise<SessionRow[]> {
-    return this.read(() => this.base.listSessions(family, ownerId, after, limit));
-  }
-  countSessionLeases(idHash: string): Promise<number> {
-    return this.read(() => this.base.countSessionLeases(idHash));
-  }
-  sessionLeases(idHash: string): Promise<LeaseRow[]> {
-    return this.read(() => this.base.sessionLeases(idHash));
-  }
-  dueLeases(now: Millis, limit: number, family?: string): Promise<LeaseRow[]> {
-    return this.read(() => this.base.dueLeases(now, limit, family));
-  }
-  scanLeases(scan: LeaseScan): Promise<LeaseScanResult> {
-    return this.read(() => this.base.scanLeases(scan));
-  }
-  countLeases(family: string | null): Promise<number> {
-    return this.read(() => this.base.countLeases(family));
-  }
-  familyCounts(): Promise<Array<{ family: string; leases: number; sessions: number }>> {
-    return this.read(() => this.base.familyCounts());
-  }
-  scanAudit(scan: AuditScan): Promise<AuditScanResult> {
-    return this.read(() => this.base.scanAudit(scan));
-  }
-  auditCounts(): Promise<Map<string, number>> {
-    return this.read(() => this.base.auditCounts());
-  }
-
-  // Tokens, logins and meta are never cached (written through only): read them directly.
-  getTokenByHash(secretHash: string): Promise<TokenRow | undefined> {
-    return this.base.getTokenByHash(secretHash);
-  }
-  getToken(id: string): Promise<TokenRow | undefined> {
-    return this.base.getToken(id);
-  }
-  listTokens(family: string | null): Promise<TokenRow[]> {
-    return this.base.listTokens(family);
-  }
-  countTokens(): Promise<number> {
-    return this.base.countTokens();
-  }
-  countLiveRootTokens(now: Millis): Promise<number> {
-    return this.base.countLiveRootTokens(now);
-  }
-  countLiveEmbedTokens(createdBy: string, now: Millis): Promise<number> {
-    return this.base.countLiveEmbedTokens(createdBy, now);
-  }
-  tokenLineage(id: string): Promise<TokenRow[]> {
-    return this.base.tokenLineage(id);
-  }
-  getLogin(idHash: string): Promise<LoginRow | undefined> {
-    return this.base.getLogin(idHash);
-  }
-  getMeta(key: string): Promise<string | undefined> {
-    return this.base.getMeta(key);
-  }
-  schemaCurrent(): Promise<boolean> {
-    return this.base.schemaCurrent();
-  }
-
-  // ---- uncached writes: the step writes through from here -----------------------
-
-  pruneIdempotency(now: Millis, limit: number): Promise<number> {
-    return this.write(() => this.base.pruneIdempotency(now, limit));
-  }
-  insertToken(row: TokenRow): Promise<void> {
-    return this.write(() => this.base.insertToken(row));
-  }
-  revokeToken(id: string, at: Millis): Promise<void> {
-    return this.write(() => this.base.revokeToken(id, at));
-  }
-  insertLogin(row: LoginRow): Promise<void> {
-    return this.write(() => this.base.insertLogin(row));
-  }
-  deleteLogin(idHash: string): Promise<void> {
-    return this.write(() => this.base.deleteLogin(idHash));
-  }
-  pruneLogins(now: Millis): Promise<number> {
-    return this.write(() => this.base.pruneLogins(now));
-  }
-  pruneEmbedTokens(now: Millis, limit: number): Promise<number> {
-    return this.write(() => this.base.pruneEmbedTokens(now, limit));
-  }
-  pruneAudit(olderThan: Millis, maxRows: number, limit: number): Promise<number> {
-    return this.write(() => this.base.pruneAudit(olderThan, maxRows, limit));
-  }
-  pruneAuditFamily(family: string, keepNewest: number, limit: number): Promise<number> {
-    return this.write(() => this.base.pruneAuditFamily(family, keepNewest, limit));
-  }
-  initMeta(key: string, value: string): Promise<string> {
-    return this.write(() => this.base.initMeta(key, value));
   }
 }
