@@ -31,7 +31,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { Pool } from 'undici';
+import { closePools, sendJson, type BenchAnswer } from './bench-http';
 import pg from 'pg';
 import { parseSelector } from '../lib/selector';
 import { postgres } from '../server/store/plan/dialect';
@@ -79,16 +79,9 @@ function serverCpu(): number {
   return (Number(f[11]) + Number(f[12])) / CLK_TCK;
 }
 
-let pool: Pool;
-async function send(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
-  const res = await pool.request({
-    method: method as 'GET',
-    path,
-    headers: { authorization: `Bearer ${TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.body.text();
-  return { status: res.statusCode, body: text ? JSON.parse(text) : undefined };
+let baseUrl: string;
+function send(method: string, path: string, body?: unknown): Promise<BenchAnswer> {
+  return sendJson(baseUrl, TOKEN, method, path, body);
 }
 
 function leasePath(route: string, action: string): string {
@@ -209,7 +202,7 @@ async function main(): Promise<void> {
     ...(db ? { LEASEHOLD_DATABASE_URL: db.url } : {}),
   }, 30_000);
   server = started.proc;
-  pool = new Pool(started.url, { connections: SEED_WORKERS + 8, pipelining: 1, keepAliveTimeout: 60_000 });
+  baseUrl = started.url;
   const store = db ? 'PostgreSQL' : 'SQLite';
   try {
     // One session per seeding worker, as each worker of a fleet has its own.
@@ -272,7 +265,7 @@ async function main(): Promise<void> {
       clearInterval(keepalive);
     }
   } finally {
-    await pool.close();
+    await closePools();
     const exited = new Promise((r) => server!.once('exit', r));
     server.kill('SIGTERM');
     const t = setTimeout(() => server!.kill('SIGKILL'), 10_000);

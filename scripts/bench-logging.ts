@@ -13,6 +13,7 @@
  * busy the machine is nearly as much as throughput does.
  */
 
+import { runMain } from '../server/testing/process';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { Agent } from 'node:http';
@@ -212,10 +213,4 @@ async function main(): Promise<void> {
   await sleep(300);
 }
 
-main().then(
-  () => process.exit(0),
-  (e: unknown) => {
-    console.error(e);
-    process.exit(1);
-  },
-);
+runMain(main, 'bench-logging');

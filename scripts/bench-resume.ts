@@ -35,7 +35,7 @@ import { performance } from 'node:perf_hooks';
 import { Agent, setGlobalDispatcher } from 'undici';
 import { LeaseholdClient, ResumePoint, judgeResume, type Session, type Subscription } from '../lib/client';
 import { backoffMs } from '../lib/client/runtime';
-import { ensureServerBuilt, killServers, SERVER, spawnListening, stopServer, type ServerProcess } from '../server/testing/process';
+import { ensureServerBuilt, killServers, SERVER, spawnListening, stopServer, type ServerProcess, runMain } from '../server/testing/process';
 
 const TOKEN = `lh_bench_resume_${Math.random().toString(36).slice(2)}${Math.random().toString(36).slice(2)}`;
 const OBSERVERS = Number(process.env.BENCH_RESUME_OBSERVERS ?? 1_000);
@@ -249,11 +249,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (e: unknown) => {
-    console.error(e);
-    killServers();
-    process.exit(1);
-  },
-);
+runMain(main, 'bench-resume');

@@ -19,7 +19,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { LeaseholdClient, type LeaseHandle, type Session } from '../lib/client';
-import { ensureServerBuilt, killServers, SERVER, spawnListening } from '../server/testing/process';
+import { ensureServerBuilt, killServers, SERVER, spawnListening, runMain } from '../server/testing/process';
 
 const TOKEN = `lh_bench_sdk_${Math.random().toString(36).slice(2)}${Math.random().toString(36).slice(2)}`;
 const N = Number(process.env.BENCH_SDK_LEASES ?? 5_000);
@@ -138,11 +138,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (e: unknown) => {
-    console.error(e);
-    killServers();
-    process.exit(1);
-  },
-);
+runMain(main, 'bench-sdk');

@@ -31,10 +31,10 @@
  */
 
 import { spawnSync, type ChildProcess } from 'node:child_process';
-import { spawnListening } from '../server/testing/process';
+import { spawnListening, runMain } from '../server/testing/process';
 import { createTestDatabase, type TestDatabase } from '../server/testing/pg';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { Pool } from 'undici';
+import { closePools, sendJson, type BenchAnswer } from './bench-http';
 import { connect } from 'node:net';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -168,34 +168,10 @@ async function machineBusy(ms: number): Promise<number> {
 
 // ---- HTTP client --------------------------------------------------------------
 
-interface Res {
-  status: number;
-  body: any;
-}
+type Res = BenchAnswer;
 
-/** One pool per server: closed-loop workers each keep one connection busy. */
-const pools = new Map<string, Pool>();
-
-async function send(t: Child, method: string, path: string, body?: unknown, token = TOKEN): Promise<Res> {
-  let pool = pools.get(t.url);
-  if (!pool) {
-    pool = new Pool(t.url, { connections: 256, pipelining: 1, keepAliveTimeout: 60_000 });
-    pools.set(t.url, pool);
-  }
-  const res = await pool.request({
-    method: method as 'GET',
-    path,
-    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.body.text();
-  let parsed: unknown = text;
-  try {
-    parsed = text ? JSON.parse(text) : undefined;
-  } catch {
-    // Not JSON: keep the text.
-  }
-  return { status: res.statusCode, body: parsed };
+function send(t: Child, method: string, path: string, body?: unknown, token = TOKEN): Promise<Res> {
+  return sendJson(t.url, token, method, path, body);
 }
 
 function leasePath(route: string, action?: string): string {
@@ -754,13 +730,7 @@ async function main(): Promise<void> {
   };
   writeFileSync(join(ROOT, 'bench-results.json'), `${JSON.stringify(out, null, 2)}\n`);
   console.log('\nraw results: bench-results.json');
-  await Promise.all([...pools.values()].map((p) => p.close()));
+  await closePools();
 }
 
-main().then(
-  () => process.exit(0),
-  (e: unknown) => {
-    console.error(`bench: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
-    process.exit(1);
-  },
-);
+runMain(main, 'bench');

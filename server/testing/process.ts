@@ -124,3 +124,17 @@ export function stopServer(proc: ChildProcess, signal: NodeJS.Signals = 'SIGTERM
     proc.kill(signal);
   });
 }
+
+/**
+ * Runs a script's main to its end and exits: 0 when it resolves; 1 when it
+ * throws, after printing the error (every server it started is killed on exit).
+ */
+export function runMain(main: () => Promise<void>, label = 'bench'): void {
+  main().then(
+    () => process.exit(0),
+    (e: unknown) => {
+      console.error(`${label}: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+      process.exit(1);
+    },
+  );
+}
