@@ -28,6 +28,8 @@ export interface AppServerOptions {
   host?: string;
   port?: number;
   synchronous?: 'normal' | 'full';
+  /** SQLite: how long journaled batches may wait for their commit (server/store/sqlite/journal.ts). */
+  sqliteCommitMs?: number;
   clock?: Clock;
   engine?: EngineOptions;
   corsOrigins?: string[];
@@ -96,9 +98,12 @@ export async function startAppServer(opts: AppServerOptions): Promise<AppServer>
   mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
   const base: Store = opts.databaseUrl
     ? await PgStore.open({ url: opts.databaseUrl, poolSize: opts.poolSize, clock: opts.clock, instanceId: opts.instanceId })
-    : new SqliteStore({ dataDir: opts.dataDir, synchronous: opts.synchronous, clock: opts.clock });
+    : new SqliteStore({ dataDir: opts.dataDir, synchronous: opts.synchronous, clock: opts.clock, commitEveryMs: opts.sqliteCommitMs });
   const store = opts.wrapStore ? opts.wrapStore(base) : base;
   const logger = opts.logger ?? silentLogger;
+  if (base instanceof SqliteStore && base.replayed > 0) {
+    logger.info(`applied ${base.replayed} journaled batches that had not committed before the last stop`, { journal_batches: base.replayed });
+  }
   const engine = new LeaseEngine(store, { logger, ...opts.engine });
   let bootstrapToken: string | undefined;
   let bootstrapCreated = false;

@@ -57,6 +57,7 @@ async function main(instance: string): Promise<void> {
     host: config.HOST,
     port: config.PORT,
     synchronous: config.LEASEHOLD_SYNC,
+    sqliteCommitMs: config.LEASEHOLD_SQLITE_COMMIT_MS,
     corsOrigins: config.corsOrigins,
     publicOrigin: config.LEASEHOLD_PUBLIC_ORIGIN,
     version: VERSION,

@@ -18,6 +18,7 @@
 
 import type Database from 'better-sqlite3';
 import type { IdempotencyRow } from '../types';
+import type { WriteLog } from './journal';
 
 /** Recent records moved into the keyed table at once, at most this many kept apart. */
 export const MERGE_AT = 4_096;
@@ -44,6 +45,9 @@ export class RecentIdempotency {
   private saved: { pending: Map<string, Row | null>; merged: boolean; minExpiry: number } | undefined;
   private readonly inserts = new Map<number, Database.Statement>();
   private readonly s;
+
+  /** Where each write is reported for the batch journal (server/store/sqlite/journal.ts). */
+  log: WriteLog | undefined;
 
   constructor(private readonly db: Database.Database) {
     const p = (sql: string) => db.prepare(sql);
@@ -87,7 +91,7 @@ export class RecentIdempotency {
     }
     for (let i = 0; i < values.length; i += CHUNK) {
       const part = values.slice(i, i + CHUNK);
-      this.insert(part.length).run(part.flat());
+      this.run(this.insert(part.length), part.flat());
     }
   }
 
@@ -100,8 +104,8 @@ export class RecentIdempotency {
   /** Move every recent record into the keyed table (in this transaction). */
   merge(): void {
     if (this.size === 0) return;
-    this.s.merge.run();
-    this.s.clear.run();
+    this.run(this.s.merge, []);
+    this.run(this.s.clear, []);
     this.merged = true;
     this.pending = new Map();
     this.minExpiry = Infinity;
@@ -149,7 +153,12 @@ export class RecentIdempotency {
   /** Remove the key's row from `idempotency_recent` if one is there. */
   private dropRecent(key: string): void {
     const old = this.get(key);
-    if (old) this.s.deleteById.run((old as Row).id);
+    if (old) this.run(this.s.deleteById, [(old as Row).id]);
+  }
+
+  private run(stmt: Database.Statement, params: unknown[]): void {
+    this.log?.add(stmt, params);
+    stmt.run(params);
   }
 
   private insert(n: number): Database.Statement {

@@ -8,9 +8,13 @@
  * given before the state it reports is durable, and a burst of 64 requests
  * costs one commit instead of 64.
  *
- * Durability: `synchronous=NORMAL` in WAL survives a process crash (SIGKILL)
- * with every committed step; `synchronous=FULL` also survives power loss, at
- * the cost of an fsync per commit (docs/benchmarks.md has the figures).
+ * Durability: a batch is answered once it is durable, either committed or,
+ * for a batch written behind entirely (the hot path), appended to the batch
+ * journal (server/store/sqlite/journal.ts), the transaction then committing
+ * every `COMMIT_EVERY_MS`. `synchronous=NORMAL` in WAL survives a process
+ * crash (SIGKILL) with every answered step; `synchronous=FULL` also survives
+ * power loss, at the cost of an fsync per batch (docs/benchmarks.md has the
+ * figures).
  *
  * One process per data directory: the database is opened in exclusive
  * locking mode, so a second process fails at open instead of sharing it.
@@ -26,6 +30,7 @@ import { MIGRATIONS } from './schema';
 import { SqlitePolicies } from './policies';
 import { SqliteChangeLog } from './change-log';
 import { BatchTx, type DirectTx } from './write-behind';
+import { BatchJournal, readJournal, type WriteLog } from './journal';
 import { idempotencyKey, RecentIdempotency } from './recent-idempotency';
 import { sqlite } from '../plan/dialect';
 import { planLeaseScan, renderLeaseChunk, runLeaseScan } from '../plan/lease-scan';
@@ -54,12 +59,17 @@ import {
   type Tx,
 } from '../types';
 
+/** A transaction holding journaled batches commits after at most this long (docs/design.md, "SQLite: the batch journal"). */
+export const COMMIT_EVERY_MS = 50;
+
 export interface SqliteStoreOptions {
   dataDir: string;
   /** `full` adds an fsync per commit (power-loss durable). */
   synchronous?: 'normal' | 'full';
   /** Backend time; injected so tests move time instead of sleeping. */
   clock?: Clock;
+  /** How long journaled batches may wait for their commit (default `COMMIT_EVERY_MS`; tests set it high to keep them in the journal). */
+  commitEveryMs?: number;
 }
 
 interface Pending {
@@ -90,7 +100,16 @@ export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const;
   private readonly db: Database.Database;
   private readonly clock: Clock;
-  private readonly tx: BatchTx;
+  private tx: BatchTx;
+  private readonly journal: BatchJournal;
+  /** When the open transaction last committed (performance.now()), and the timer that commits an idle one. */
+  private lastCommit = performance.now();
+  private commitTimer: NodeJS.Timeout | undefined;
+  /** A commit or flush failed after lines were journaled: the database must be rebuilt from the journal before the next batch. */
+  private recoverFirst = false;
+  private readonly commitEveryMs: number;
+  /** Journal lines applied at open: batches answered before a crash that had not committed. */
+  readonly replayed: number;
   private queue: Pending[] = [];
   private scheduled = false;
   private flushing = false;
@@ -132,7 +151,15 @@ export class SqliteStore implements Store {
       release: p('RELEASE step'),
       rollbackTo: p('ROLLBACK TO step'),
     };
-    this.tx = new BatchTx(this.db, new SqliteTx(this.db), this.ctl);
+    const journalPath = join(opts.dataDir, 'leasehold.journal');
+    this.commitEveryMs = opts.commitEveryMs ?? COMMIT_EVERY_MS;
+    const before = this.journalSeq();
+    const seq = this.replayJournal(journalPath);
+    this.replayed = seq - before;
+    this.journal = new BatchJournal(journalPath, seq, opts.synchronous === 'full');
+    // Every line is in the database now: start the file afresh.
+    this.journal.committed();
+    this.tx = this.newTx();
     const existing = this.db.prepare(`SELECT value FROM meta WHERE key = 'epoch'`).get() as { value: string } | undefined;
     if (existing) {
       this.epochValue = existing.value;
@@ -157,6 +184,90 @@ export class SqliteStore implements Store {
       this.db.exec('ROLLBACK');
       throw e;
     }
+  }
+
+  private newTx(): BatchTx {
+    const direct = new SqliteTx(this.db, this.journal);
+    return new BatchTx(this.db, direct, this.ctl, this.journal);
+  }
+
+  /**
+   * Apply the journal's lines that the database does not hold yet (a crash
+   * came before their commit), commit them, empty the journal. Returns the
+   * sequence number of the last line applied.
+   */
+  private journalSeq(): number {
+    const seq = this.db.prepare(`SELECT value FROM meta WHERE key = 'journal_seq'`).pluck().get() as string | undefined;
+    return seq === undefined ? 0 : Number(seq);
+  }
+
+  private replayJournal(path: string): number {
+    let seq = this.journalSeq();
+    const lines = readJournal(path, seq);
+    if (lines.length > 0) {
+      const prepared = new Map<string, Database.Statement>();
+      this.db.exec('BEGIN IMMEDIATE');
+      try {
+        for (const line of lines) {
+          for (const [sql, params] of line.statements) {
+            let st = prepared.get(sql);
+            if (!st) prepared.set(sql, (st = this.db.prepare(sql)));
+            st.run(params);
+          }
+          seq = line.seq;
+        }
+        this.setJournalSeq(seq);
+        this.db.exec('COMMIT');
+      } catch (e) {
+        this.db.exec('ROLLBACK');
+        throw e;
+      }
+    }
+    return seq;
+  }
+
+  private setJournalSeq(seq: number): void {
+    this.db.prepare(`INSERT INTO meta (key, value) VALUES ('journal_seq', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`).run(String(seq));
+  }
+
+  /** Commit the open transaction (with the journal's position when it holds journaled batches), then empty the journal. */
+  private commit(): void {
+    if (this.journal.uncommitted) this.setJournalSeq(this.journal.lastSeq);
+    this.ctl.commit.run();
+    this.lastCommit = performance.now();
+    this.journal.committed();
+  }
+
+  /**
+   * After a failed flush or commit the transaction was rolled back, and with
+   * it any batch that was journaled but not committed: apply the journal
+   * again, commit, and start the caches afresh. Throws if the database
+   * cannot take it (the next batch tries again).
+   */
+  private recover(): void {
+    if (this.db.inTransaction) this.ctl.rollback.run();
+    this.journal.discard();
+    this.replayJournal(this.journal.path);
+    this.lastCommit = performance.now();
+    this.journal.committed();
+    this.tx = this.newTx();
+    this.recoverFirst = false;
+  }
+
+  /** An idle transaction holding journaled batches commits after `COMMIT_EVERY_MS`. */
+  private armCommitTimer(): void {
+    if (this.commitTimer) return;
+    this.commitTimer = setTimeout(() => {
+      this.commitTimer = undefined;
+      if (this.flushing || this.closed) return;
+      if (!this.db.inTransaction) return;
+      try {
+        this.commit();
+      } catch {
+        this.recoverFirst = true;
+      }
+    }, Math.min(this.commitEveryMs, 2 ** 31 - 1));
+    this.commitTimer.unref();
   }
 
   now(): Millis {
@@ -196,7 +307,9 @@ export class SqliteStore implements Store {
     this.queue = [];
     const outcomes: Array<{ ok: boolean; value: unknown }> = [];
     try {
-      this.ctl.begin.run();
+      if (this.recoverFirst) this.recover();
+      // The transaction may be open already, holding journaled batches.
+      if (!this.db.inTransaction) this.ctl.begin.run();
     } catch (e) {
       this.flushing = false;
       for (const p of batch) p.reject(new StoreUnavailableError(`cannot begin: ${(e as Error).message}`, false));
@@ -215,15 +328,33 @@ export class SqliteStore implements Store {
       }
     }
     let commitError: unknown;
+    let journaled = false;
     try {
       this.tx.flushBatch();
-      this.ctl.commit.run();
+      if (this.tx.journaled) {
+        this.journal.write();
+        journaled = true;
+        if (performance.now() - this.lastCommit >= this.commitEveryMs) this.commit();
+        else this.armCommitTimer();
+      } else {
+        this.journal.discard();
+        this.commit();
+      }
     } catch (e) {
       commitError = e;
+      this.journal.discard();
       try {
         this.ctl.rollback.run();
       } catch {
         // The transaction is already gone; nothing more to undo.
+      }
+      // The rollback took every journaled batch with it: rebuild them now.
+      try {
+        this.recover();
+        // This batch's own line was written: recovery committed it.
+        if (journaled) commitError = undefined;
+      } catch {
+        this.recoverFirst = true;
       }
     }
     this.tx.endBatch(commitError === undefined);
@@ -246,6 +377,10 @@ export class SqliteStore implements Store {
       if (!this.flushing && !this.scheduled && this.queue.length > 0) await this.flush();
     }
     this.closed = true;
+    clearTimeout(this.commitTimer);
+    if (this.recoverFirst) this.recover();
+    if (this.db.inTransaction) this.commit();
+    this.journal.close();
     this.db.pragma('wal_checkpoint(TRUNCATE)');
     this.db.close();
   }
@@ -261,9 +396,13 @@ class SqliteTx implements DirectTx {
   /** Statements rendered from the shared plans (server/store/plan/), by text, prepared on first use. */
   private readonly rendered = new Map<string, Database.Statement>();
 
-  constructor(private readonly db: Database.Database) {
+  constructor(
+    private readonly db: Database.Database,
+    private readonly log: WriteLog,
+  ) {
     this.policies = new SqlitePolicies(db);
     this.recentIdempotency = new RecentIdempotency(db);
+    this.recentIdempotency.log = log;
     this.changes = new SqliteChangeLog(db);
     const p = (sql: string) => db.prepare(sql);
     this.s = {
@@ -496,7 +635,9 @@ class SqliteTx implements DirectTx {
   }
   async deleteIdempotency(family: string, op: string, route: string, requestId: string): Promise<void> {
     this.recentIdempotency.delete(idempotencyKey(family, op, route, requestId));
-    this.s.deleteIdem.run(family, op, route, requestId);
+    const params = [family, op, route, requestId];
+    this.log.add(this.s.deleteIdem, params);
+    this.s.deleteIdem.run(params);
   }
   async pruneIdempotency(now: number, limit: number): Promise<number> {
     this.recentIdempotency.beforePrune(now);

@@ -34,6 +34,7 @@ import { millis, type Millis } from '../millis';
 import { AUDIT_COLS, CHECKPOINTS, CachedTable, IDEMPOTENCY, LEASES, SEP, SESSIONS, UnitOfWork, auditValues, type Entries, type TableSpec } from '../unit-of-work';
 import { MERGE_AT, type RecentIdempotency } from './recent-idempotency';
 import { CHANGE_COLS, changeValues } from './change-log';
+import type { WriteLog } from './journal';
 
 /** Rows per multi-row statement (SQLite allows 32,766 parameters; the widest table has 19 columns). */
 const CHUNK = 128;
@@ -49,7 +50,10 @@ interface Sink<V> {
 /** Prepared multi-row statements, by table, kind and row count. */
 class Statements {
   private readonly cache = new Map<string, Database.Statement>();
-  constructor(private readonly db: Database.Database) {}
+  constructor(
+    private readonly db: Database.Database,
+    private readonly log: WriteLog,
+  ) {}
 
   get(id: string, n: number, build: (n: number) => string): Database.Statement {
     const k = `${id}/${n}`;
@@ -68,7 +72,9 @@ class Statements {
       const flat: unknown[] = new Array(part.length * width);
       let j = 0;
       for (const r of part) for (const v of r) flat[j++] = v;
-      this.get(id, part.length, build).run(flat);
+      const stmt = this.get(id, part.length, build);
+      this.log.add(stmt, flat);
+      stmt.run(flat);
     }
   }
 }
@@ -186,7 +192,9 @@ export class BatchTx extends UnitOfWork<DirectTx> {
     /** Change-log rows, kept like audit rows: per step, then per batch, appended at commit in one multi-row insert. */
     changes: ChangeRow[];
     stepChanges: ChangeRow[];
-  } = { direct: false, stale: false, poisoned: undefined, noDelays: undefined, audit: [], stepAudit: [], changes: [], stepChanges: [] };
+    /** A step of this batch wrote through: its statements were not all reported to the write log. */
+    through: boolean;
+  } = { direct: false, stale: false, poisoned: undefined, noDelays: undefined, audit: [], stepAudit: [], changes: [], stepChanges: [], through: false };
   private readonly sql: Statements;
   protected readonly leases: SqliteTable<LeaseRow>;
   protected readonly sessions: SqliteTable<SessionRow>;
@@ -207,9 +215,10 @@ export class BatchTx extends UnitOfWork<DirectTx> {
     db: Database.Database,
     protected readonly base: DirectTx,
     private readonly ctl: StepControl,
+    log: WriteLog,
   ) {
     super();
-    this.sql = new Statements(db);
+    this.sql = new Statements(db, log);
     this.leases = new SqliteTable(LEASES, this.sql);
     this.sessions = new SqliteTable(SESSIONS, this.sql);
     const recent = base.recentIdempotency;
@@ -326,6 +335,17 @@ export class BatchTx extends UnitOfWork<DirectTx> {
     this.st.direct = false;
     this.st.stale = false;
     this.st.poisoned = undefined;
+    this.st.through = false;
+  }
+
+  /**
+   * Every statement the batch ran so far went through `flushBatch` and was
+   * reported to the write log, so the batch can be made durable by the batch
+   * journal alone (server/store/sqlite/journal.ts). False once a step wrote
+   * through: the batch must commit.
+   */
+  get journaled(): boolean {
+    return !this.st.through;
   }
 
   private insertChangeRows(rows: readonly ChangeRow[]): void {
@@ -358,6 +378,7 @@ export class BatchTx extends UnitOfWork<DirectTx> {
     this.ctl.savepoint.run();
     this.base.recentIdempotency.savepoint();
     this.st.direct = true;
+    this.st.through = true;
     if (this.tables.some((t) => t.stepWrites > 0)) this.st.stale = true;
     for (const t of this.tables) t.flushStep();
     if (this.st.stepAudit.length > 0) {

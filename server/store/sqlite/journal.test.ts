@@ -1,0 +1,149 @@
+/**
+ * The SQLite store's batch journal (server/store/sqlite/journal.ts,
+ * docs/design.md "SQLite: the batch journal"). SQLite only: the journal is
+ * how the embedded store defers its commits; PostgreSQL commits every batch
+ * (its crash test is server/durability.test.ts, which runs on both stores).
+ */
+
+import { afterEach, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { millis } from '../millis';
+import { StoreUnavailableError, type LeaseRow } from '../types';
+import { readJournal } from './journal';
+import { SqliteStore } from './sqlite-store';
+
+const HOLD = 3_600_000;
+const dirs: string[] = [];
+const stores: SqliteStore[] = [];
+
+function dataDir(): string {
+  const d = mkdtempSync(join(tmpdir(), 'leasehold-journal-'));
+  dirs.push(d);
+  return d;
+}
+
+function open(dir: string, commitEveryMs = HOLD): SqliteStore {
+  const s = new SqliteStore({ dataDir: dir, commitEveryMs });
+  stores.push(s);
+  return s;
+}
+
+function lease(i: number, token: number, over: Partial<LeaseRow> = {}): LeaseRow {
+  return {
+    family: 'default', route: `lease://acme/j/r${i}`, leaseId: `ls_${i}`, fencingToken: token, sessionHash: 'h1', ownerId: 'o', incarnation: 'hi_1',
+    acquiredAt: millis(1), renewedAt: millis(1), expiresAt: millis(10_000), maxExpiresAt: millis(20_000), ttlMs: 5_000, renewalCount: 0, revision: token, metadata: null, ...over,
+  };
+}
+
+async function acquire(store: SqliteStore, i: number): Promise<number> {
+  return store.atomic(async (tx) => {
+    const token = await tx.bumpRevision('default');
+    await tx.insertLease(lease(i, token));
+    return token;
+  });
+}
+
+function journalBytes(dir: string): number {
+  return statSync(join(dir, 'leasehold.journal')).size;
+}
+
+afterEach(async () => {
+  for (const s of stores.splice(0)) await s.close().catch(() => {});
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+describe('SQLite batch journal', () => {
+  test('steps answered before a SIGKILL, with their commit held back, are all there after reopening', async () => {
+    const dir = dataDir();
+    const n = 300;
+    const child = spawnSync(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'journal-crash.fixture.ts'), dir, String(n)], { encoding: 'utf8' });
+    assert.equal(child.signal, 'SIGKILL', child.stderr);
+    const acked = child.stdout.trim().split('\n').filter((l) => l.startsWith('acked ')).length;
+    assert.equal(acked, n);
+    // Nothing was committed after the schema: every answered step is in the journal only.
+    assert.ok(journalBytes(dir) > 0);
+    assert.equal(readJournal(join(dir, 'leasehold.journal'), 0).length, n);
+
+    const store = open(dir);
+    assert.equal(store.replayed, n);
+    assert.equal(journalBytes(dir), 0, 'the replayed lines were committed and the journal emptied');
+    const rows = await store.atomic(async (tx) => Promise.all(Array.from({ length: n }, (_, i) => tx.getLease('default', `lease://acme/crash/r${i}`))));
+    rows.forEach((r, i) => assert.equal(r?.fencingToken, i + 1, `lease ${i}`));
+    assert.equal(await store.atomic((tx) => tx.revision('default')), n);
+    // The revision keeps counting from there: no token is ever handed out twice.
+    assert.equal(await acquire(store, 1), n + 1);
+  });
+
+  test('batches wait in the journal until the commit interval, and close commits them', async () => {
+    const dir = dataDir();
+    const store = open(dir);
+    for (let i = 0; i < 5; i++) await acquire(store, i);
+    assert.equal(readJournal(join(dir, 'leasehold.journal'), 0).length, 5);
+    await store.close();
+    assert.equal(journalBytes(dir), 0);
+    const again = open(dir);
+    assert.equal(again.replayed, 0);
+    assert.equal((await again.atomic((tx) => tx.getLease('default', 'lease://acme/j/r4')))?.fencingToken, 5);
+  });
+
+  test('with no interval held back, every batch commits and the journal stays empty', async () => {
+    const dir = dataDir();
+    const store = open(dir, 0);
+    for (let i = 0; i < 3; i++) await acquire(store, i);
+    assert.equal(journalBytes(dir), 0);
+    assert.equal((await store.atomic((tx) => tx.getLease('default', 'lease://acme/j/r2')))?.fencingToken, 3);
+  });
+
+  test('a batch that writes through (an uncached table) commits at once, with the journaled batches before it', async () => {
+    const dir = dataDir();
+    const store = open(dir);
+    await acquire(store, 0);
+    assert.ok(journalBytes(dir) > 0);
+    await store.atomic((tx) =>
+      tx.insertLogin({ idHash: 'login-1', tokenId: 'tok_1', createdAt: millis(1), expiresAt: millis(100_000) }),
+    );
+    assert.equal(journalBytes(dir), 0);
+  });
+
+  test('a batch whose writes fail is refused alone: the journaled batches before it stay, and later ones work', async () => {
+    const dir = dataDir();
+    const store = open(dir);
+    for (let i = 0; i < 3; i++) await acquire(store, i);
+    // A value SQLite cannot bind fails the batch's flush, after its step succeeded.
+    const bad = store.atomic(async (tx) => {
+      const token = await tx.bumpRevision('default');
+      await tx.insertLease(lease(9, token, { metadata: { not: 'a string' } as unknown as string }));
+    });
+    await assert.rejects(bad, StoreUnavailableError);
+    const held = await store.atomic(async (tx) => [await tx.getLease('default', 'lease://acme/j/r2'), await tx.getLease('default', 'lease://acme/j/r9'), await tx.revision('default')] as const);
+    assert.equal(held[0]?.fencingToken, 3);
+    assert.equal(held[1], undefined);
+    assert.equal(held[2], 3, 'the refused batch bumped nothing');
+    assert.equal(await acquire(store, 3), 4);
+    await store.close();
+    const again = open(dir);
+    assert.equal((await again.atomic((tx) => tx.getLease('default', 'lease://acme/j/r3')))?.fencingToken, 4);
+  });
+
+  test('reading the journal: a torn last line is ignored, a damaged line is an error, statements are named once', () => {
+    const dir = dataDir();
+    const path = join(dir, 'leasehold.journal');
+    const l1 = JSON.stringify({ q: 1, d: { 1: 'INSERT INTO t VALUES (?)' }, w: [[1, [1]]] });
+    const l2 = JSON.stringify({ q: 2, w: [[1, [2]]] });
+    writeFileSync(path, `${l1}\n${l2}\n{"q":3,"w":[[1,`);
+    assert.deepEqual(readJournal(path, 0), [
+      { seq: 1, statements: [['INSERT INTO t VALUES (?)', [1]]] },
+      { seq: 2, statements: [['INSERT INTO t VALUES (?)', [2]]] },
+    ]);
+    assert.deepEqual(readJournal(path, 1).map((l) => l.seq), [2]);
+    writeFileSync(path, `${l1}\n{"q":2,\n${l2}\n`);
+    assert.throws(() => readJournal(path, 0), /damaged at line 2/);
+    writeFileSync(path, `${l2}\n`);
+    assert.throws(() => readJournal(path, 0), /unknown statement/);
+    assert.equal(readFileSync(path, 'utf8').length > 0, true);
+  });
+});
