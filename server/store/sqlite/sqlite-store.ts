@@ -108,6 +108,7 @@ export class SqliteStore implements Store {
   /** A commit or flush failed after lines were journaled: the database must be rebuilt from the journal before the next batch. */
   private recoverFirst = false;
   private readonly commitEveryMs: number;
+  private putJournalSeq: Database.Statement | undefined;
   /** Journal lines applied at open: batches answered before a crash that had not committed. */
   readonly replayed: number;
   private queue: Pending[] = [];
@@ -227,7 +228,8 @@ export class SqliteStore implements Store {
   }
 
   private setJournalSeq(seq: number): void {
-    this.db.prepare(`INSERT INTO meta (key, value) VALUES ('journal_seq', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`).run(String(seq));
+    this.putJournalSeq ??= this.db.prepare(`INSERT INTO meta (key, value) VALUES ('journal_seq', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`);
+    this.putJournalSeq.run(String(seq));
   }
 
   /** Commit the open transaction (with the journal's position when it holds journaled batches), then empty the journal. */
