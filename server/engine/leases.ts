@@ -6,16 +6,18 @@
  * family's revision once and emits one change event. The fencing token of a
  * new lease is the revision of its acquisition: one per-family counter that
  * never goes back, so tokens strictly increase per route for the store's life.
+ * What each change makes of the row, and the event it publishes, is decided
+ * by `leaseTransition` (lease-transitions.ts); the functions here do the I/O.
  */
 
 import { addMs, millis, type Millis } from '../store/millis';
 import type { LeaseRow, SessionRow } from '../store/types';
 import { fail, LeaseholdError } from './errors';
-import type { ChangeKind } from './events';
 import { findReplay, recordAnswer, type IdemKey } from './idempotency';
 import { randomId } from './ids';
 import type { EngineContext, Step } from './step';
 import { heldLease, type HeldLease, type Metadata } from './views';
+import { leaseTransition, type LeaseEnd } from './lease-transitions';
 import type { Waiter, WaiterParams } from './waiters';
 import { activeLockDelay, beginLockDelay } from './lock-delay';
 import { boundsOf, grantedTerms, type Bounds } from './policies';
@@ -98,10 +100,10 @@ export function sessionGone(): LeaseholdError {
  * to its next waiter, unless the end starts a lock-delay (`consent`: the
  * holder closed its own session). Returns false if the lease was no longer there.
  */
-export async function endLease(ctx: EngineContext, step: Step, l: LeaseRow, kind: Exclude<ChangeKind, 'acquired'>, consent = false): Promise<boolean> {
+export async function endLease(ctx: EngineContext, step: Step, l: LeaseRow, kind: LeaseEnd, consent = false): Promise<boolean> {
   if (!(await step.tx.deleteLease(l.family, l.route, l.leaseId, l.fencingToken))) return false;
   const revision = await step.tx.bumpRevision(l.family);
-  step.events.push({ type: 'change', family: l.family, route: l.route, change: kind, revision, fencingToken: l.fencingToken, ownerId: l.ownerId, incarnation: l.incarnation });
+  step.events.push(leaseTransition(l, { type: kind, revision }, step.now).event);
   if ((await beginLockDelay(ctx, step, l, kind, consent)) === undefined) await grantNext(ctx, step, l.family, l.route);
   return true;
 }
@@ -133,28 +135,11 @@ export async function settleRoute(ctx: EngineContext, step: Step, family: string
 /** Create a lease for a free route (bumping the revision, which is also its fencing token). */
 async function createLease(step: Step, p: WaiterParams, s: SessionRow, queued: boolean, waiters: number): Promise<{ row: LeaseRow; held: HeldLease }> {
   const revision = await step.tx.bumpRevision(p.family);
-  const row: LeaseRow = {
-    family: p.family,
-    route: p.route,
-    leaseId: randomId('ls_'),
-    fencingToken: revision,
-    sessionHash: s.idHash,
-    ownerId: s.ownerId,
-    incarnation: s.incarnation,
-    acquiredAt: step.now,
-    renewedAt: step.now,
-    expiresAt: addMs(step.now, Math.min(p.ttlMs, p.maxLifetimeMs)),
-    maxExpiresAt: addMs(step.now, p.maxLifetimeMs),
-    ttlMs: p.ttlMs,
-    renewalCount: 0,
-    revision,
-    metadata: p.metadata === null ? null : JSON.stringify(p.metadata),
-  };
+  const { row, event } = leaseTransition(undefined, { type: 'acquire', revision, leaseId: randomId('ls_'), terms: p, session: s, queued, waiters }, step.now);
   await step.tx.insertLease(row);
-  const held = heldLease(row, step.now, waiters);
-  const { lease_id: _, ...view } = held;
-  step.events.push({ type: 'change', family: p.family, route: p.route, change: 'acquired', revision, fencingToken: revision, queued, lease: view });
-  return { row, held };
+  step.events.push(event);
+  // The holder's answer: what observers see, plus its lease_id (as `heldLease` orders it).
+  return { row, held: { ...event.lease, lease_id: row.leaseId } };
 }
 
 function acquireKey(p: { family: string; route: string; requestId: string }): IdemKey {
@@ -290,15 +275,9 @@ export async function renewStep(ctx: EngineContext, step: Step, family: string, 
   // Asked or kept, the TTL is clamped by the policy in force now.
   const b = await routeBounds(ctx, step, family, route);
   const ttl = Math.min(b.ttlMaxMs, Math.max(b.ttlMinMs, ttlMs ?? l.ttlMs));
-  const renewed: LeaseRow = {
-    ...l,
-    renewedAt: step.now,
-    expiresAt: millis(Math.min(addMs(step.now, ttl), l.maxExpiresAt)),
-    ttlMs: ttl,
-    renewalCount: l.renewalCount + 1,
-  };
-  await step.tx.updateLeaseRenewal(family, route, l.leaseId, renewed.renewedAt, renewed.expiresAt, ttl, renewed.renewalCount);
-  step.events.push({ type: 'renewed', family, route, expiresAt: renewed.expiresAt, renewalCount: renewed.renewalCount });
+  const { row: renewed, event } = leaseTransition(l, { type: 'renew', ttlMs: ttl }, step.now);
+  await step.tx.updateLeaseRenewal(family, route, l.leaseId, renewed.renewedAt, renewed.expiresAt, renewed.ttlMs, renewed.renewalCount);
+  step.events.push(event);
   const answer: RenewResult = { lease: heldLease(renewed, step.now, await waiterCount(ctx, step, family, route)) };
   await recordAnswer(step, key, digest, answer, addMs(step.now, ctx.limits.idempotencyTtlMs));
   return { answer, replayed: false };

@@ -13,6 +13,7 @@ import type { LeaseRow } from '../store/types';
 import { fail } from './errors';
 import { findReplay, recordAnswer, type IdemKey } from './idempotency';
 import { settleRoute } from './leases';
+import { leaseTransition, type StoredReleaseRequest } from './lease-transitions';
 import type { EngineContext, Step } from './step';
 
 export interface ReleaseRequestInput {
@@ -45,13 +46,6 @@ export interface PendingReleaseRequest {
   reason: string;
 }
 
-/** As stored in the lease row (`release_request`, JSON text). */
-interface StoredRequest {
-  at: number;
-  reason: string;
-  token_id: string;
-}
-
 function iso(ms: number): string {
   return new Date(ms).toISOString();
 }
@@ -59,7 +53,7 @@ function iso(ms: number): string {
 /** The pending request of a lease row, or null. */
 export function releaseRequestOf(row: LeaseRow): ReleaseRequestView | null {
   if (!row.releaseRequest) return null;
-  const r = JSON.parse(row.releaseRequest) as StoredRequest;
+  const r = JSON.parse(row.releaseRequest) as StoredReleaseRequest;
   return { requested_at: iso(r.at), reason: r.reason, token_id: r.token_id };
 }
 
@@ -78,9 +72,9 @@ export async function releaseRequestStep(ctx: EngineContext, step: Step, family:
   if (l.fencingToken !== input.expectedFencingToken) {
     fail('lease_mismatch', `the current lease has fencing token ${l.fencingToken}, not ${input.expectedFencingToken}`);
   }
-  const stored: StoredRequest = { at: step.now, reason: input.reason, token_id: tokenId };
-  await step.tx.setReleaseRequest(family, route, l.leaseId, l.fencingToken, JSON.stringify(stored));
-  step.events.push({ type: 'release_requested', family, route, fencingToken: l.fencingToken, reason: input.reason, requestedAt: step.now });
+  const { row, event } = leaseTransition(l, { type: 'request_release', reason: input.reason, tokenId }, step.now);
+  await step.tx.setReleaseRequest(family, route, l.leaseId, l.fencingToken, row.releaseRequest!);
+  step.events.push(event);
   const answer: ReleaseRequested = { route, fencing_token: l.fencingToken, release_request: { requested_at: iso(step.now), reason: input.reason, token_id: tokenId } };
   await recordAnswer(step, key, input.digest, answer, addMs(step.now, ctx.limits.idempotencyTtlMs));
   return answer;

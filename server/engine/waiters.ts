@@ -15,9 +15,11 @@
  * in inventory.
  *
  * A waiter moves waiting → claimed (taken off the queue inside a step that
- * frees its route) → done (answered). A claim is undone if its step fails.
- * The deadline timer and the client's disconnect only act on a waiting
- * waiter; a claimed one is settled by the step that claimed it.
+ * frees its route or ends its session) → done (answered), or waiting → done
+ * (it left). A grant's claim is undone if its step fails. Every move goes
+ * through `transitionWaiter`, which refuses any other. The deadline timer
+ * and the client's disconnect only act on a waiting waiter; a claimed one is
+ * settled by the step that claimed it.
  */
 
 import { addMs } from '../store/millis';
@@ -38,8 +40,12 @@ export interface WaiterParams {
   metadata: Metadata | null;
 }
 
+/** Where a waiter is: see `transitionWaiter` for the moves between them. */
+export type WaiterState = 'waiting' | 'claimed' | 'done';
+
 export interface Waiter extends WaiterParams {
-  state: 'waiting' | 'claimed' | 'done';
+  /** Changed by `transitionWaiter` only. */
+  state: WaiterState;
   /** Aborted when the client goes away. */
   signal: AbortSignal | undefined;
   timer: TimerHandle | undefined;
@@ -47,12 +53,41 @@ export interface Waiter extends WaiterParams {
   reject: (e: unknown) => void;
 }
 
+/** A move the waiter's state does not allow: a fault in the caller, never a client's. */
+export class IllegalWaiterTransition extends Error {
+  constructor(from: WaiterState, to: WaiterState) {
+    super(`illegal waiter transition: ${from} → ${to}`);
+    this.name = 'IllegalWaiterTransition';
+  }
+}
+
+/**
+ * Every change of a waiter's state (docs/design.md "Lease and waiter
+ * transitions"). The moves:
+ *
+ * - waiting → claimed: a step took it off its queue (to grant it, or to
+ *   refuse it after commit because its session ended);
+ * - claimed → waiting: that step failed, the waiter goes back to the head;
+ * - waiting → done: it left (deadline, disconnect, shutdown);
+ * - claimed → done: it was answered (granted, refused, or dropped because
+ *   its client had gone).
+ *
+ * `done` is final. Anything else throws `IllegalWaiterTransition`.
+ */
+export function transitionWaiter(w: { state: WaiterState }, to: WaiterState): void {
+  const from = w.state;
+  if (to === 'claimed' ? from !== 'waiting' : to === 'waiting' ? from !== 'claimed' : from === 'done') {
+    throw new IllegalWaiterTransition(from, to);
+  }
+  w.state = to;
+}
+
 /** The head of a queue, taken off it for a grant: this instance's waiter, or (shared) another instance's. */
 export type Claim = { waiter: Waiter; params: WaiterParams; instance?: undefined } | { waiter?: undefined; params: WaiterParams; instance: string };
 
 /** What a session's end took off the queues. */
 export interface SessionWaiters {
-  /** This instance's waiters (to refuse after commit). */
+  /** This instance's waiters, claimed (to refuse after commit). */
   local: Waiter[];
   /** Other instances' waiters (to notify with the commit). */
   remote: WaiterRow[];
@@ -98,7 +133,7 @@ function key(family: string, route: string): string {
   return `${family}\n${route}`;
 }
 
-/** The waiters this instance holds, by route, with their counts: every state change of a `Waiter` happens here. */
+/** The waiters this instance holds, by route, with their counts: every queue change of a `Waiter` happens here (its state changes through `transitionWaiter`). */
 export class LocalWaiters {
   private readonly queues = new Map<string, Waiter[]>();
   private total = 0;
@@ -117,7 +152,7 @@ export class LocalWaiters {
     const [w] = q.splice(i, 1);
     if (q.length === 0) this.queues.delete(k);
     this.adjust(family, -1);
-    w!.state = 'claimed';
+    transitionWaiter(w!, 'claimed');
     return w!;
   }
 
@@ -162,7 +197,7 @@ export class LocalWaiters {
 
   unclaim(w: Waiter): void {
     if (w.state !== 'claimed') return;
-    w.state = 'waiting';
+    transitionWaiter(w, 'waiting');
     const k = key(w.family, w.route);
     let q = this.queues.get(k);
     if (!q) this.queues.set(k, (q = []));
@@ -170,14 +205,21 @@ export class LocalWaiters {
     this.adjust(w.family, 1);
   }
 
-  remove(w: Waiter): boolean {
+  /** A waiting waiter, taken off its queue (state → claimed); false if it was not waiting. */
+  claim(w: Waiter): boolean {
     if (w.state !== 'waiting') return false;
     const k = key(w.family, w.route);
     const q = this.queues.get(k);
     const i = q ? q.indexOf(w) : -1;
     if (i < 0) return false;
     this.take(w.family, k, q!, i);
-    w.state = 'done';
+    return true;
+  }
+
+  /** A waiting waiter leaves (state → done); false if it was not waiting. */
+  remove(w: Waiter): boolean {
+    if (!this.claim(w)) return false;
+    transitionWaiter(w, 'done');
     return true;
   }
 
@@ -213,9 +255,9 @@ abstract class Queues {
   all(): Waiter[] {
     return this.local.all();
   }
-  /** This instance's waiters of a session, taken off their queues. */
+  /** This instance's waiters of a session, taken off their queues (claimed: refused after commit). */
   protected takeLocal(sessionHash: string): Waiter[] {
-    return this.local.ofSession(sessionHash).filter((w) => this.local.remove(w));
+    return this.local.ofSession(sessionHash).filter((w) => this.local.claim(w));
   }
 }
 
@@ -242,7 +284,7 @@ export class MemoryWaitQueue extends Queues implements WaitQueue {
       const w = this.local.claimHead(family, route);
       if (!w) return undefined;
       if (!w.signal?.aborted) return { waiter: w, params: w };
-      w.state = 'done';
+      transitionWaiter(w, 'done');
     }
   }
   async takeSession(_step: Step, sessionHash: string): Promise<SessionWaiters> {
@@ -291,7 +333,7 @@ export class SharedWaitQueue extends Queues implements WaitQueue {
       // Gone already (deadline, disconnect): its own step removes nothing more.
       if (!w) continue;
       if (!w.signal?.aborted) return { waiter: w, params: w };
-      w.state = 'done';
+      transitionWaiter(w, 'done');
     }
   }
   async takeSession(step: Step, sessionHash: string): Promise<SessionWaiters> {

@@ -14,7 +14,7 @@ import { forgetAnswer } from './idempotency';
 import { endLease, sessionGone, settleRoute } from './leases';
 import type { Scheduler } from './scheduler';
 import type { EngineContext, QueuedGrant, Step, WaiterNotice } from './step';
-import type { Waiter } from './waiters';
+import { transitionWaiter, type Waiter } from './waiters';
 
 /** Run one atomic step of a family (the engine's `run`, without audit). */
 export type RunStep = <T>(fn: (step: Step) => Promise<T>, family: string) => Promise<T>;
@@ -22,7 +22,7 @@ export type RunStep = <T>(fn: (step: Step) => Promise<T>, family: string) => Pro
 /** Answer a waiter that was taken off its queue without a grant. */
 export function refuse(r: { waiter: Waiter; error: LeaseholdError }): void {
   r.waiter.timer?.cancel();
-  r.waiter.state = 'done';
+  transitionWaiter(r.waiter, 'done');
   r.waiter.reject(r.error);
 }
 
@@ -72,7 +72,7 @@ export class Waiting {
   deliver(g: QueuedGrant): void {
     const w = g.waiter;
     w.timer?.cancel();
-    w.state = 'done';
+    transitionWaiter(w, 'done');
     if (!w.signal?.aborted) {
       w.resolve(g.answer);
       return;
@@ -87,7 +87,7 @@ export class Waiting {
       this.deliver({ waiter: w, lease: n.lease, answer: n.answer });
       return;
     }
-    if (w) w.state = 'done';
+    if (w) transitionWaiter(w, 'done');
     this.rollBack(n.lease, n.requestId);
   }
 
