@@ -109,6 +109,42 @@ describe('SQLite batch journal', () => {
     assert.equal(journalBytes(dir), 0);
   });
 
+  test('a step that writes through but changes nothing (a sweep with nothing to prune) leaves the batch journaled', async () => {
+    const dir = dataDir();
+    const store = open(dir);
+    await acquire(store, 0);
+    const before = journalBytes(dir);
+    const pruned = await store.atomic(async (tx) => {
+      await tx.insertLease(lease(1, 100));
+      return (await tx.pruneLogins(millis(5))) + (await tx.pruneIdempotency(millis(5), 100));
+    });
+    assert.equal(pruned, 0);
+    assert.ok(journalBytes(dir) > before, 'the batch was journaled, not committed');
+    const lines = readJournal(join(dir, 'leasehold.journal'), 0);
+    assert.equal(lines.length, 2);
+    assert.ok(lines[1]!.statements.some(([sql]) => sql.includes('INTO leases')), 'the step\'s lease, flushed before it wrote through, is in its line');
+  });
+
+  test('a step that writes through and throws is undone, and its batch commits without it', async () => {
+    const dir = dataDir();
+    const store = open(dir);
+    await acquire(store, 0);
+    await assert.rejects(
+      store.atomic(async (tx) => {
+        await tx.insertLease(lease(1, 100));
+        await tx.pruneLogins(millis(5));
+        throw new Error('step fails');
+      }),
+      /step fails/,
+    );
+    assert.equal(journalBytes(dir), 0, 'committed, not journaled');
+    await store.close();
+    const again = open(dir);
+    const rows = await again.atomic(async (tx) => [await tx.getLease('default', 'lease://acme/j/r0'), await tx.getLease('default', 'lease://acme/j/r1')] as const);
+    assert.equal(rows[0]?.fencingToken, 1);
+    assert.equal(rows[1], undefined);
+  });
+
   test('a batch whose writes fail is refused alone: the journaled batches before it stay, and later ones work', async () => {
     const dir = dataDir();
     const store = open(dir);

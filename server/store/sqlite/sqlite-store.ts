@@ -117,7 +117,7 @@ export class SqliteStore implements Store {
   private closed = false;
   private readonly epochValue: string;
   /** Transaction control, prepared once (exec would recompile it every batch and step). */
-  private readonly ctl: Record<'begin' | 'commit' | 'rollback' | 'savepoint' | 'release' | 'rollbackTo', Database.Statement>;
+  private readonly ctl: Record<'begin' | 'commit' | 'rollback' | 'savepoint' | 'release' | 'rollbackTo' | 'totalChanges', Database.Statement>;
 
   /** Open (creating if needed) the store in `dataDir`. Throws if another process holds it. */
   constructor(opts: SqliteStoreOptions) {
@@ -151,6 +151,7 @@ export class SqliteStore implements Store {
       savepoint: p('SAVEPOINT step'),
       release: p('RELEASE step'),
       rollbackTo: p('ROLLBACK TO step'),
+      totalChanges: p('SELECT total_changes()').pluck(),
     };
     const journalPath = join(opts.dataDir, 'leasehold.journal');
     this.commitEveryMs = opts.commitEveryMs ?? COMMIT_EVERY_MS;

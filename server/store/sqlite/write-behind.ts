@@ -156,6 +156,8 @@ export interface StepControl {
   savepoint: Database.Statement;
   release: Database.Statement;
   rollbackTo: Database.Statement;
+  /** `SELECT total_changes()`, plucked: rows changed on this connection so far. */
+  totalChanges: Database.Statement;
 }
 
 /** The direct statements: every `Tx` method answered by SQL at once, and the cached rows' loaders. */
@@ -192,9 +194,11 @@ export class BatchTx extends UnitOfWork<DirectTx> {
     /** Change-log rows, kept like audit rows: per step, then per batch, appended at commit in one multi-row insert. */
     changes: ChangeRow[];
     stepChanges: ChangeRow[];
-    /** A step of this batch wrote through: its statements were not all reported to the write log. */
+    /** A step of this batch changed rows writing through: those statements were not reported to the write log. */
     through: boolean;
-  } = { direct: false, stale: false, poisoned: undefined, noDelays: undefined, audit: [], stepAudit: [], changes: [], stepChanges: [], through: false };
+    /** `total_changes()` once the writing-through step's own written-behind rows were flushed (logged). */
+    changesAtThrough: number;
+  } = { direct: false, stale: false, poisoned: undefined, noDelays: undefined, audit: [], stepAudit: [], changes: [], stepChanges: [], through: false, changesAtThrough: 0 };
   private readonly sql: Statements;
   protected readonly leases: SqliteTable<LeaseRow>;
   protected readonly sessions: SqliteTable<SessionRow>;
@@ -262,6 +266,10 @@ export class BatchTx extends UnitOfWork<DirectTx> {
   endStep(ok: boolean): void {
     if (this.st.direct) {
       this.st.direct = false;
+      // A step that wrote through but changed no row past what it flushed
+      // (a sweep with nothing to prune) leaves the batch journaled; one that
+      // changed rows, or threw (its flushed rows were rolled back), does not.
+      if (!ok || (this.ctl.totalChanges.get() as number) !== this.st.changesAtThrough) this.st.through = true;
       try {
         if (!ok) {
           this.st.noDelays = undefined;
@@ -339,10 +347,10 @@ export class BatchTx extends UnitOfWork<DirectTx> {
   }
 
   /**
-   * Every statement the batch ran so far went through `flushBatch` and was
-   * reported to the write log, so the batch can be made durable by the batch
-   * journal alone (server/store/sqlite/journal.ts). False once a step wrote
-   * through: the batch must commit.
+   * Every statement of the batch that changed rows was reported to the write
+   * log, so the batch can be made durable by the batch journal alone
+   * (server/store/sqlite/journal.ts). False once a step changed rows writing
+   * through (or threw after writing through): the batch must commit.
    */
   get journaled(): boolean {
     return !this.st.through;
@@ -378,7 +386,6 @@ export class BatchTx extends UnitOfWork<DirectTx> {
     this.ctl.savepoint.run();
     this.base.recentIdempotency.savepoint();
     this.st.direct = true;
-    this.st.through = true;
     if (this.tables.some((t) => t.stepWrites > 0)) this.st.stale = true;
     for (const t of this.tables) t.flushStep();
     if (this.st.stepAudit.length > 0) {
@@ -389,6 +396,7 @@ export class BatchTx extends UnitOfWork<DirectTx> {
       this.insertChangeRows(this.st.stepChanges);
       this.st.stepChanges = [];
     }
+    this.st.changesAtThrough = this.ctl.totalChanges.get() as number;
   }
 
   protected wroteThrough(): void {
