@@ -90,6 +90,31 @@ describe('SQLite batch journal', () => {
     assert.equal((await again.atomic((tx) => tx.getLease('default', 'lease://acme/j/r4')))?.fencingToken, 5);
   });
 
+  test('rows waiting for the commit are seen by point reads and scans, and survive a reopen', async () => {
+    const dir = dataDir();
+    const store = open(dir);
+    for (let i = 0; i < 3; i++) await acquire(store, i);
+    assert.equal(await store.atomic((tx) => tx.countLeases('default')), 3, 'a scan sees the pending rows');
+    assert.equal((await store.atomic((tx) => tx.sessionLeases('h1'))).length, 3);
+    await store.atomic(async (tx) => {
+      assert.ok(await tx.deleteLease('default', 'lease://acme/j/r1', 'ls_1', 2));
+    });
+    assert.equal((await store.atomic((tx) => tx.getLease('default', 'lease://acme/j/r1'))), undefined);
+    assert.equal(await store.atomic((tx) => tx.countLeases('default')), 2);
+    // Acquired and released between two commits: both are in the journal, the row only in the cache.
+    await acquire(store, 7);
+    await store.atomic(async (tx) => {
+      assert.ok(await tx.deleteLease('default', 'lease://acme/j/r7', 'ls_7', 4));
+    });
+    const lines = readJournal(join(dir, 'leasehold.journal'), 0);
+    const last = lines.at(-1)!.statements.map(([sql]) => sql.split(' ').slice(0, 3).join(' '));
+    assert.ok(last.includes('DELETE FROM leases'), last.join('; '));
+    await store.close();
+    const again = open(dir);
+    assert.equal(await again.atomic((tx) => tx.countLeases('default')), 2);
+    assert.equal(await again.atomic((tx) => tx.revision('default')), 4);
+  });
+
   test('with no interval held back, every batch commits and the journal stays empty', async () => {
     const dir = dataDir();
     const store = open(dir, 0);

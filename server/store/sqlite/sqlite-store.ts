@@ -235,6 +235,8 @@ export class SqliteStore implements Store {
 
   /** Commit the open transaction (with the journal's position when it holds journaled batches), then empty the journal. */
   private commit(): void {
+    // Rows of journaled batches wait in the caches until now.
+    this.tx.flushBatch();
     if (this.journal.uncommitted) this.setJournalSeq(this.journal.lastSeq);
     this.ctl.commit.run();
     this.lastCommit = performance.now();
@@ -333,13 +335,14 @@ export class SqliteStore implements Store {
     let commitError: unknown;
     let journaled = false;
     try {
-      this.tx.flushBatch();
       if (this.tx.journaled) {
+        this.tx.journalBatch();
         this.journal.write();
         journaled = true;
         if (performance.now() - this.lastCommit >= this.commitEveryMs) this.commit();
         else this.armCommitTimer();
       } else {
+        this.tx.flushBatch();
         this.journal.discard();
         this.commit();
       }

@@ -65,16 +65,21 @@ class Statements {
     return s;
   }
 
-  /** Run `build(n)` over `params` in chunks of at most CHUNK rows of `width` values. */
-  runChunked(id: string, rows: readonly unknown[][], width: number, build: (n: number) => string): void {
+  /**
+   * Run `build(n)` over `params` in chunks of at most CHUNK rows of `width`
+   * values, and report each statement to the write log (`both`), or only run
+   * it (`run`: rows the journal holds already), or only report it (`log`:
+   * rows kept for the commit, see `SqliteTable.logBatch`).
+   */
+  runChunked(id: string, rows: readonly unknown[][], width: number, build: (n: number) => string, mode: 'both' | 'run' | 'log' = 'both'): void {
     for (let i = 0; i < rows.length; i += CHUNK) {
       const part = rows.slice(i, i + CHUNK);
       const flat: unknown[] = new Array(part.length * width);
       let j = 0;
       for (const r of part) for (const v of r) flat[j++] = v;
       const stmt = this.get(id, part.length, build);
-      this.log.add(stmt, flat);
-      stmt.run(flat);
+      if (mode !== 'run') this.log.add(stmt, flat);
+      if (mode !== 'log') stmt.run(flat);
     }
   }
 }
@@ -94,26 +99,67 @@ class SqliteTable<V> extends CachedTable<V> {
     super(spec);
   }
 
-  /** Write the batch's pending rows; the cache stays valid. */
+  /** Keys the current batch wrote: its journal line (`logBatch`). */
+  private readonly batchKeys = new Set<string>();
+
+  override commitStep(): void {
+    for (const k of this.step.keys()) this.batchKeys.add(k);
+    super.commitStep();
+  }
+
+  /**
+   * Write every pending row (of this batch and of journaled batches before
+   * it) into the open transaction; the cache stays valid. Rows of a table
+   * with a sink are reported to the write log as the sink writes them; the
+   * others are not (the journal has them from `logBatch`, or the batch
+   * commits).
+   */
   flushBatch(): void {
     const entries = this.takeBatch();
-    if (entries) this.flush(entries);
+    if (entries) this.flush(entries, 'run');
+  }
+
+  /**
+   * Report the batch's rows (each key's last value) to the write log without
+   * writing them: a journaled batch's rows wait in the cache, pending, for
+   * the commit (or a read that needs the database), so a lease acquired and
+   * released between two commits never touches the table. A table with a
+   * sink writes its rows at once instead (`flushBatch`).
+   */
+  logBatch(): void {
+    if (this.sink) {
+      this.flushBatch();
+      return;
+    }
+    if (this.batchKeys.size === 0) return;
+    const entries = [...this.batchKeys].map((k) => [k, this.known.get(k) ?? null] as const);
+    this.batchKeys.clear();
+    this.flush(entries, 'log');
   }
 
   /** Write the step's rows (it continues writing through); the cache is dropped when the step ends. */
   flushStep(): void {
     const entries = this.takeStep();
-    if (entries) this.flush(entries);
+    if (entries) this.flush(entries, 'both');
   }
 
-  /** The batch committed: what is known stays true (this process is the only writer); nothing is pending. */
+  /**
+   * The batch is durable: what is known stays true (this process is the
+   * only writer); rows still pending stay pending. The cache is dropped past
+   * KEEP_ROWS only when nothing is pending (right after a commit).
+   */
   keep(): void {
-    this.dirty.clear();
     this.step.clear();
-    if (this.known.size > KEEP_ROWS) this.known.clear();
+    this.batchKeys.clear();
+    if (this.dirty.size === 0 && this.known.size > KEEP_ROWS) this.known.clear();
   }
 
-  private flush(entries: Entries<V>): void {
+  override reset(): void {
+    this.batchKeys.clear();
+    super.reset();
+  }
+
+  private flush(entries: Entries<V>, mode: 'both' | 'run' | 'log'): void {
     if (this.sink) {
       const puts: V[] = [];
       for (const [k, v] of entries) {
@@ -131,10 +177,10 @@ class SqliteTable<V> extends CachedTable<V> {
       else upserts.push(this.spec.values(v));
     }
     if (deletes.length > 0) {
-      this.sql.runChunked(`${name}-del`, deletes, keyCols.length, (n) => `DELETE FROM ${name} WHERE (${keyCols.join(',')}) IN (VALUES ${tuples(n, keyCols.length)})`);
+      this.sql.runChunked(`${name}-del`, deletes, keyCols.length, (n) => `DELETE FROM ${name} WHERE (${keyCols.join(',')}) IN (VALUES ${tuples(n, keyCols.length)})`, mode);
     }
     if (upserts.length > 0) {
-      this.sql.runChunked(`${name}-put`, upserts, cols.length, (n) => `INSERT OR REPLACE INTO ${name} (${cols.join(',')}) VALUES ${tuples(n, cols.length)}`);
+      this.sql.runChunked(`${name}-put`, upserts, cols.length, (n) => `INSERT OR REPLACE INTO ${name} (${cols.join(',')}) VALUES ${tuples(n, cols.length)}`, mode);
     }
   }
 }
@@ -302,7 +348,24 @@ export class BatchTx extends UnitOfWork<DirectTx> {
     this.st.stepChanges = [];
   }
 
-  /** Write everything the batch's steps wrote; throws if the batch cannot commit. */
+  /**
+   * The end of a batch made durable by the batch journal: report its rows to
+   * the write log (the keyed tables' rows stay pending until the commit),
+   * write its idempotency records, audit and change-log rows; throws if the
+   * batch cannot be kept.
+   */
+  journalBatch(): void {
+    if (this.st.poisoned !== undefined) throw this.st.poisoned;
+    try {
+      for (const t of this.tables) t.logBatch();
+      this.flushBatch();
+    } catch (e) {
+      this.st.poisoned = e;
+      throw e;
+    }
+  }
+
+  /** Write everything pending (this batch's steps, and journaled batches' rows); throws if the batch cannot commit. */
   flushBatch(): void {
     if (this.st.poisoned !== undefined) throw this.st.poisoned;
     try {
@@ -382,6 +445,9 @@ export class BatchTx extends UnitOfWork<DirectTx> {
   /** From here on this step writes through SQL, under a savepoint. */
   private writeThrough(): void {
     if (this.st.direct) return;
+    // The batch's rows so far go into its journal line now: a step that
+    // writes through may drop the caches they are read from.
+    for (const t of this.tables) t.logBatch();
     this.flushBatch();
     this.ctl.savepoint.run();
     this.base.recentIdempotency.savepoint();
