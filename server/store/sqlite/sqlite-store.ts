@@ -111,6 +111,11 @@ export class SqliteStore implements Store {
   private putJournalSeq: Database.Statement | undefined;
   /** Journal lines applied at open: batches answered before a crash that had not committed. */
   readonly replayed: number;
+
+  /** Batches answered since the last commit (durable by their journal line alone). */
+  get uncommittedBatches(): number {
+    return this.journal.backlog;
+  }
   private queue: Pending[] = [];
   private scheduled = false;
   private flushing = false;
