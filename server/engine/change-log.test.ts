@@ -9,7 +9,8 @@
 import { afterEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { selectorOrThrow } from '@/lib/selector';
-import { engineFixture, proofOf, type EngineFixture } from '../testing/engine-fixture';
+import { engineFixture, proofOf, until, type EngineFixture } from '../testing/engine-fixture';
+import type { Store, Tx } from '../store/types';
 import { BACKENDS } from '../testing/pg';
 import { changeJson } from './change-log';
 import type { FeedFrame, FeedSink } from './feed';
@@ -73,6 +74,58 @@ for (const backend of BACKENDS) {
       await f.engine.sweep();
       assert.deepEqual((await logged()).map((r) => r.revision), [5, 6]);
       assert.deepEqual((await f.engine.changeLogStats()).find((x) => x.family === 'default'), { family: 'default', rows: 2, horizon: 4 });
+    });
+
+    test('the periodic sweep prunes at most once a second (housekeeping), and finds due work on every tick', async () => {
+      // Counts the sweeps that have ended (their step is the one that reads the due work).
+      let sweeps = 0;
+      const bound = (o: object, k: string | symbol) => {
+        const v = Reflect.get(o, k, o) as unknown;
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(o) : v;
+      };
+      const wrap = (store: Store): Store =>
+        new Proxy(store, {
+          get(target, key) {
+            if (key !== 'atomic') return bound(target, key);
+            return async (fn: (tx: Tx) => Promise<unknown>, scope?: Parameters<Store['atomic']>[1]) => {
+              let sweep = false;
+              const value = await target.atomic(
+                (tx) =>
+                  fn(
+                    new Proxy(tx, {
+                      get(t, k) {
+                        if (k === 'dueFamilies') sweep = true;
+                        return bound(t, k);
+                      },
+                    }),
+                  ),
+                scope,
+              );
+              if (sweep) sweeps++;
+              return value;
+            };
+          },
+        });
+      f = await engineFixture({ backend, sweepIntervalMs: 100, limits: { changeLogChanges: 2, changeLogMs: 0 } }, wrap);
+      const s1 = await f.open('w1', 60_000);
+      for (let i = 0; i < 3; i++) {
+        const a = await f.acquire('lease://cl/h/x', s1);
+        await f.engine.release(f.admin, 'lease://cl/h/x', proofOf(s1, a.answer.lease));
+      }
+      // The start's sweep pruned (nothing yet); the ticks of the next second do not.
+      for (let t = 100; t < 1_000; t += 100) {
+        const before = sweeps;
+        f.clock.advance(100);
+        await until(f, () => sweeps > before);
+        // The tick's sweep has ended (a store turn): the next tick is not skipped as overlapping.
+        await until(f, () => false, 2);
+        assert.equal(sweeps, before + 1, `tick at ${t}`);
+      }
+      assert.equal((await logged()).length, 6, 'not pruned by the ticks within the second');
+      const before = sweeps;
+      f.clock.advance(100);
+      await until(f, () => sweeps > before);
+      assert.deepEqual((await logged()).map((r) => r.revision), [5, 6], 'pruned by the tick a second after the last prune');
     });
 
     test('after a restart, a stream opened with since replays the logged changes, then goes live', async () => {

@@ -22,6 +22,16 @@ export const SWEEP_BATCH = 512;
 export const CHANGE_PRUNE_BATCH = 4_096;
 /** Families with due work taken per sweep. */
 const FAMILIES_PER_SWEEP = 64;
+/** Expired idempotency records and embed tokens deleted per sweep at most. */
+const PRUNE_BATCH = 1_000;
+/**
+ * The timer's sweeps prune at most this often (ms), and on every tick while
+ * a prune is behind (it hit its bound): pruning is housekeeping, never
+ * observable (every read checks expiry; the change log keeps at least its
+ * retention), while each prune is a statement, a round trip on PostgreSQL,
+ * per instance and tick.
+ */
+export const HOUSEKEEPING_MS = 1_000;
 
 /** Runs one atomic step scoped to a family (or to none), as the engine does. */
 export type StepRunner = <T>(fn: (step: Step) => Promise<T>, family?: string) => Promise<T>;
@@ -29,6 +39,8 @@ export type StepRunner = <T>(fn: (step: Step) => Promise<T>, family?: string) =>
 export class ExpirySweeper {
   private handle: TimerHandle | undefined;
   private sweeping = false;
+  /** When the timer's sweeps prune next (store time). */
+  private housekeepingDue = -Infinity;
 
   constructor(
     private readonly ctx: EngineContext,
@@ -51,7 +63,7 @@ export class ExpirySweeper {
     if (this.sweeping) return;
     this.sweeping = true;
     try {
-      while ((await this.sweep()) >= SWEEP_BATCH);
+      while ((await this.sweep(false)) >= SWEEP_BATCH);
     } catch {
       // The store is unavailable; the next tick tries again.
     } finally {
@@ -59,18 +71,29 @@ export class ExpirySweeper {
     }
   }
 
-  /** One sweep: returns the largest number due in one family (SWEEP_BATCH or more: call again). */
-  async sweep(): Promise<number> {
-    const { families, pruned } = await this.run(async (step) => {
-      await step.tx.pruneIdempotency(step.now, 1_000);
-      await step.tx.pruneLogins(step.now);
-      await step.tx.pruneEmbedTokens(step.now, 1_000);
-      const l = this.ctx.limits;
-      const olderThan = l.changeLogMs === 0 ? Number.MAX_SAFE_INTEGER : step.now - l.changeLogMs;
-      const pruned = await step.tx.changes.prune(l.changeLogChanges, millis(olderThan), CHANGE_PRUNE_BATCH);
+  /**
+   * One sweep: returns the largest number due in one family (SWEEP_BATCH or
+   * more: call again). It prunes too, always unless `prune` is false (the
+   * timer's sweeps), then only when housekeeping is due (HOUSEKEEPING_MS).
+   */
+  async sweep(prune = true): Promise<number> {
+    const { families, pruned, behind, pruning, at } = await this.run(async (step) => {
+      let pruned = 0;
+      let behind = false;
+      const pruning = prune || step.now >= this.housekeepingDue;
+      if (pruning) {
+        const idempotency = await step.tx.pruneIdempotency(step.now, PRUNE_BATCH);
+        await step.tx.pruneLogins(step.now);
+        const embeds = await step.tx.pruneEmbedTokens(step.now, PRUNE_BATCH);
+        const l = this.ctx.limits;
+        const olderThan = l.changeLogMs === 0 ? Number.MAX_SAFE_INTEGER : step.now - l.changeLogMs;
+        pruned = await step.tx.changes.prune(l.changeLogChanges, millis(olderThan), CHANGE_PRUNE_BATCH);
+        behind = idempotency >= PRUNE_BATCH || embeds >= PRUNE_BATCH || pruned >= CHANGE_PRUNE_BATCH;
+      }
       const due = await step.tx.dueFamilies(step.now, FAMILIES_PER_SWEEP);
-      return { families: [...new Set([...due, ...(await step.tx.policies.dueDelayFamilies(step.now, FAMILIES_PER_SWEEP))])], pruned };
+      return { families: [...new Set([...due, ...(await step.tx.policies.dueDelayFamilies(step.now, FAMILIES_PER_SWEEP))])], pruned, behind, pruning, at: step.now as number };
     });
+    if (pruning) this.housekeepingDue = behind ? at : at + HOUSEKEEPING_MS;
     let most = pruned >= CHANGE_PRUNE_BATCH ? SWEEP_BATCH : 0;
     for (const family of families) {
       const n = await this.run(
