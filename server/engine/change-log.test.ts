@@ -76,9 +76,10 @@ for (const backend of BACKENDS) {
       assert.deepEqual((await f.engine.changeLogStats()).find((x) => x.family === 'default'), { family: 'default', rows: 2, horizon: 4 });
     });
 
-    test('the periodic sweep prunes at most once a second (housekeeping), and finds due work on every tick', async () => {
-      // Counts the sweeps that have ended (their step is the one that reads the due work).
+    test('the periodic sweep prunes the change log on every tick and expired records on every tenth (housekeeping)', async () => {
+      // Counts the sweeps that have ended (their step is the one that reads the due work) and their prunes of expired records.
       let sweeps = 0;
+      let expiredPrunes = 0;
       const bound = (o: object, k: string | symbol) => {
         const v = Reflect.get(o, k, o) as unknown;
         return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(o) : v;
@@ -95,6 +96,7 @@ for (const backend of BACKENDS) {
                     new Proxy(tx, {
                       get(t, k) {
                         if (k === 'dueFamilies') sweep = true;
+                        if (k === 'pruneIdempotency') expiredPrunes++;
                         return bound(t, k);
                       },
                     }),
@@ -107,25 +109,28 @@ for (const backend of BACKENDS) {
           },
         });
       f = await engineFixture({ backend, sweepIntervalMs: 100, limits: { changeLogChanges: 2, changeLogMs: 0 } }, wrap);
+      assert.equal(expiredPrunes, 1, "the start's sweep");
       const s1 = await f.open('w1', 60_000);
       for (let i = 0; i < 3; i++) {
         const a = await f.acquire('lease://cl/h/x', s1);
         await f.engine.release(f.admin, 'lease://cl/h/x', proofOf(s1, a.answer.lease));
       }
-      // The start's sweep pruned (nothing yet); the ticks of the next second do not.
-      for (let t = 100; t < 1_000; t += 100) {
+      const tick = async (label: string) => {
         const before = sweeps;
         f.clock.advance(100);
         await until(f, () => sweeps > before);
         // The tick's sweep has ended (a store turn): the next tick is not skipped as overlapping.
         await until(f, () => false, 2);
-        assert.equal(sweeps, before + 1, `tick at ${t}`);
-      }
-      assert.equal((await logged()).length, 6, 'not pruned by the ticks within the second');
-      const before = sweeps;
-      f.clock.advance(100);
-      await until(f, () => sweeps > before);
-      assert.deepEqual((await logged()).map((r) => r.revision), [5, 6], 'pruned by the tick a second after the last prune');
+        assert.equal(sweeps, before + 1, label);
+      };
+      await tick('tick at 100 ms');
+      assert.deepEqual((await logged()).map((r) => r.revision), [5, 6], 'the change log: pruned by the first tick');
+      for (let t = 200; t < 1_000; t += 100) await tick(`tick at ${t} ms`);
+      assert.equal(expiredPrunes, 1, 'expired records: not pruned by the ticks within the second');
+      await tick('tick at 1,000 ms');
+      assert.equal(expiredPrunes, 2, 'expired records: pruned by the tenth tick');
+      await f.engine.sweep();
+      assert.equal(expiredPrunes, 3, 'engine.sweep() always prunes');
     });
 
     test('after a restart, a stream opened with since replays the logged changes, then goes live', async () => {
