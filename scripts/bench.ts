@@ -27,7 +27,8 @@
  *    workers in one family or spread over four, each on a fresh database
  *    dropped afterwards, beside one SQLite instance measured before and after
  *    them (the ratios). BENCH_ONLY=postgres runs only this section;
- *    BENCH_PG_CASES=2x1,2x4 only those rows (instances x families).
+ *    BENCH_PG_CASES=2x1,2x4 only those rows (instances x families),
+ *    BENCH_PG_LEVELS=64 only that many workers.
  */
 
 import { spawnSync, type ChildProcess } from 'node:child_process';
@@ -501,7 +502,7 @@ async function postgresUrl(): Promise<string | undefined> {
 }
 
 /** PostgreSQL rows at these worker counts (64: the acceptance row; 1: latency). */
-const PG_LEVELS = [1, 64];
+const PG_LEVELS = (process.env.BENCH_PG_LEVELS ?? '1,64').split(',').map(Number);
 
 /**
  * The PostgreSQL rows, each beside one SQLite instance measured in the same

@@ -9,7 +9,8 @@
 import { afterEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { selectorOrThrow } from '@/lib/selector';
-import { engineFixture, proofOf, type EngineFixture } from '../testing/engine-fixture';
+import { engineFixture, proofOf, until, type EngineFixture } from '../testing/engine-fixture';
+import type { Store, Tx } from '../store/types';
 import { BACKENDS } from '../testing/pg';
 import { changeJson } from './change-log';
 import type { FeedFrame, FeedSink } from './feed';
@@ -73,6 +74,63 @@ for (const backend of BACKENDS) {
       await f.engine.sweep();
       assert.deepEqual((await logged()).map((r) => r.revision), [5, 6]);
       assert.deepEqual((await f.engine.changeLogStats()).find((x) => x.family === 'default'), { family: 'default', rows: 2, horizon: 4 });
+    });
+
+    test('the periodic sweep prunes the change log on every tick and expired records on every tenth (housekeeping)', async () => {
+      // Counts the sweeps that have ended (their step is the one that reads the due work) and their prunes of expired records.
+      let sweeps = 0;
+      let expiredPrunes = 0;
+      const bound = (o: object, k: string | symbol) => {
+        const v = Reflect.get(o, k, o) as unknown;
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(o) : v;
+      };
+      const wrap = (store: Store): Store =>
+        new Proxy(store, {
+          get(target, key) {
+            if (key !== 'atomic') return bound(target, key);
+            return async (fn: (tx: Tx) => Promise<unknown>, scope?: Parameters<Store['atomic']>[1]) => {
+              let sweep = false;
+              const value = await target.atomic(
+                (tx) =>
+                  fn(
+                    new Proxy(tx, {
+                      get(t, k) {
+                        if (k === 'dueFamilies') sweep = true;
+                        if (k === 'pruneIdempotency') expiredPrunes++;
+                        return bound(t, k);
+                      },
+                    }),
+                  ),
+                scope,
+              );
+              if (sweep) sweeps++;
+              return value;
+            };
+          },
+        });
+      f = await engineFixture({ backend, sweepIntervalMs: 100, limits: { changeLogChanges: 2, changeLogMs: 0 } }, wrap);
+      assert.equal(expiredPrunes, 1, "the start's sweep");
+      const s1 = await f.open('w1', 60_000);
+      for (let i = 0; i < 3; i++) {
+        const a = await f.acquire('lease://cl/h/x', s1);
+        await f.engine.release(f.admin, 'lease://cl/h/x', proofOf(s1, a.answer.lease));
+      }
+      const tick = async (label: string) => {
+        const before = sweeps;
+        f.clock.advance(100);
+        await until(f, () => sweeps > before);
+        // The tick's sweep has ended (a store turn): the next tick is not skipped as overlapping.
+        await until(f, () => false, 2);
+        assert.equal(sweeps, before + 1, label);
+      };
+      await tick('tick at 100 ms');
+      assert.deepEqual((await logged()).map((r) => r.revision), [5, 6], 'the change log: pruned by the first tick');
+      for (let t = 200; t < 1_000; t += 100) await tick(`tick at ${t} ms`);
+      assert.equal(expiredPrunes, 1, 'expired records: not pruned by the ticks within the second');
+      await tick('tick at 1,000 ms');
+      assert.equal(expiredPrunes, 2, 'expired records: pruned by the tenth tick');
+      await f.engine.sweep();
+      assert.equal(expiredPrunes, 3, 'engine.sweep() always prunes');
     });
 
     test('after a restart, a stream opened with since replays the logged changes, then goes live', async () => {

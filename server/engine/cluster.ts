@@ -91,6 +91,8 @@ export class Cluster {
   private counts = { gaps: 0, lost: 0, filled: 0 };
   private readonly logger: Logger;
   private gapLog = { at: -Infinity, unreported: 0 };
+  /** How every message this instance sends begins (`o` first): its own come back through LISTEN and are dropped unparsed. */
+  private readonly ownPrefix: string;
 
   constructor(
     private readonly bus: Bus,
@@ -99,6 +101,7 @@ export class Cluster {
     opts: ClusterOptions = {},
   ) {
     this.instanceId = bus.instanceId;
+    this.ownPrefix = `{"o":${JSON.stringify(bus.instanceId)},`;
     this.gapMs = opts.gapMs ?? 1_000;
     this.scheduler = opts.scheduler ?? systemScheduler;
     this.opts = opts;
@@ -218,6 +221,9 @@ export class Cluster {
   }
 
   private onMessage(text: string): void {
+    // Nothing this instance sent is for itself: its events were published at
+    // commit, and its notices, calls and replies are addressed to others.
+    if (text.startsWith(this.ownPrefix)) return;
     let m: Message;
     try {
       m = JSON.parse(text) as Message;

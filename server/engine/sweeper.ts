@@ -22,6 +22,17 @@ export const SWEEP_BATCH = 512;
 export const CHANGE_PRUNE_BATCH = 4_096;
 /** Families with due work taken per sweep. */
 const FAMILIES_PER_SWEEP = 64;
+/** Expired idempotency records and embed tokens deleted per sweep at most. */
+const PRUNE_BATCH = 1_000;
+/**
+ * The timer's sweeps prune expired idempotency records, logins and embed
+ * tokens on every this many ticks (once a second at the default 100 ms),
+ * and on every tick while a prune is behind (it hit its bound): never
+ * observable, since every read checks expiry, while each prune is a
+ * statement, a round trip on PostgreSQL, per instance and tick. The change
+ * logs are pruned on every tick (their size is a gauge).
+ */
+export const HOUSEKEEPING_TICKS = 10;
 
 /** Runs one atomic step scoped to a family (or to none), as the engine does. */
 export type StepRunner = <T>(fn: (step: Step) => Promise<T>, family?: string) => Promise<T>;
@@ -29,6 +40,9 @@ export type StepRunner = <T>(fn: (step: Step) => Promise<T>, family?: string) =>
 export class ExpirySweeper {
   private handle: TimerHandle | undefined;
   private sweeping = false;
+  /** When the timer's sweeps prune next (store time), and how long after the last prune. */
+  private housekeepingDue = -Infinity;
+  private housekeepingMs = 0;
 
   constructor(
     private readonly ctx: EngineContext,
@@ -38,6 +52,7 @@ export class ExpirySweeper {
 
   /** Process everything already due, then sweep every `intervalMs`. */
   async start(intervalMs: number): Promise<void> {
+    this.housekeepingMs = intervalMs * HOUSEKEEPING_TICKS;
     while ((await this.sweep()) >= SWEEP_BATCH);
     this.handle = this.scheduler.every(intervalMs, () => void this.sweepAll());
   }
@@ -51,7 +66,7 @@ export class ExpirySweeper {
     if (this.sweeping) return;
     this.sweeping = true;
     try {
-      while ((await this.sweep()) >= SWEEP_BATCH);
+      while ((await this.sweep(false)) >= SWEEP_BATCH);
     } catch {
       // The store is unavailable; the next tick tries again.
     } finally {
@@ -59,18 +74,29 @@ export class ExpirySweeper {
     }
   }
 
-  /** One sweep: returns the largest number due in one family (SWEEP_BATCH or more: call again). */
-  async sweep(): Promise<number> {
-    const { families, pruned } = await this.run(async (step) => {
-      await step.tx.pruneIdempotency(step.now, 1_000);
-      await step.tx.pruneLogins(step.now);
-      await step.tx.pruneEmbedTokens(step.now, 1_000);
+  /**
+   * One sweep: returns the largest number due in one family (SWEEP_BATCH or
+   * more: call again). It prunes the change logs, and expired records
+   * always unless `prune` is false (the timer's sweeps), then only when due
+   * (HOUSEKEEPING_TICKS).
+   */
+  async sweep(prune = true): Promise<number> {
+    const { families, pruned, behind, pruning, at } = await this.run(async (step) => {
+      let behind = false;
+      const pruning = prune || step.now >= this.housekeepingDue;
+      if (pruning) {
+        const idempotency = await step.tx.pruneIdempotency(step.now, PRUNE_BATCH);
+        await step.tx.pruneLogins(step.now);
+        const embeds = await step.tx.pruneEmbedTokens(step.now, PRUNE_BATCH);
+        behind = idempotency >= PRUNE_BATCH || embeds >= PRUNE_BATCH;
+      }
       const l = this.ctx.limits;
       const olderThan = l.changeLogMs === 0 ? Number.MAX_SAFE_INTEGER : step.now - l.changeLogMs;
       const pruned = await step.tx.changes.prune(l.changeLogChanges, millis(olderThan), CHANGE_PRUNE_BATCH);
       const due = await step.tx.dueFamilies(step.now, FAMILIES_PER_SWEEP);
-      return { families: [...new Set([...due, ...(await step.tx.policies.dueDelayFamilies(step.now, FAMILIES_PER_SWEEP))])], pruned };
+      return { families: [...new Set([...due, ...(await step.tx.policies.dueDelayFamilies(step.now, FAMILIES_PER_SWEEP))])], pruned, behind, pruning, at: step.now as number };
     });
+    if (pruning) this.housekeepingDue = behind ? at : at + this.housekeepingMs;
     let most = pruned >= CHANGE_PRUNE_BATCH ? SWEEP_BATCH : 0;
     for (const family of families) {
       const n = await this.run(

@@ -108,6 +108,15 @@ interface Cached<T> {
 export class TokenAuthority {
   private readonly byHash = new Map<string, Cached<TokenRow>>();
   private readonly logins = new Map<string, Cached<LoginRow>>();
+  /**
+   * Loads in flight, by map and key: requests that miss the cache while one
+   * runs share it (at 64 concurrent requests on one token, an expired entry
+   * cost one store step per request until the first answer came back). A
+   * revoke or logout starts a new generation: loads begun before it are
+   * neither shared nor cached after it.
+   */
+  private readonly loading = new Map<Map<string, unknown>, Map<string, { gen: number; value: Promise<unknown> }>>();
+  private generation = 0;
   /** The principal of a row as read (rows are never changed in place; a reload is a new row). */
   private readonly principals = new WeakMap<TokenRow, Principal>();
 
@@ -124,7 +133,21 @@ export class TokenAuthority {
     const now = this.store.now();
     const hit = map.get(key);
     if (hit && now - hit.at <= CACHE_MS) return hit.value;
-    const value = await load();
+    let inFlight = this.loading.get(map);
+    if (!inFlight) this.loading.set(map, (inFlight = new Map()));
+    const gen = this.generation;
+    const shared = inFlight.get(key);
+    if (shared && shared.gen === gen) return shared.value as Promise<T | undefined>;
+    const loaded = load();
+    inFlight.set(key, { gen, value: loaded });
+    let value: T | undefined;
+    try {
+      value = await loaded;
+    } finally {
+      if (inFlight.get(key)?.value === loaded) inFlight.delete(key);
+    }
+    // A revoke or logout since the load began: answer this request, keep nothing.
+    if (gen !== this.generation) return value;
     if (value === undefined) {
       map.delete(key);
       return undefined;
@@ -179,6 +202,7 @@ export class TokenAuthority {
   async logout(cookieSecret: string): Promise<void> {
     const hash = hashSecret(cookieSecret);
     this.logins.delete(hash);
+    this.generation++;
     await this.atomic((tx) => tx.deleteLogin(hash));
   }
 
@@ -212,6 +236,7 @@ export class TokenAuthority {
   }
 
   forget(tokenId: string): void {
+    this.generation++;
     for (const [k, v] of this.byHash) if (v.value.id === tokenId) this.byHash.delete(k);
   }
 }

@@ -34,7 +34,7 @@ import type { PoolClient, QueryResult } from 'pg';
 import { millis, type Millis } from '../millis';
 import type { ChangeLogTx, ChangeRow, CheckpointRow, IdempotencyRow, LeaseRow, NewAuditRow, PolicyTx, SessionRow, SharedWaiters, StepScope } from '../types';
 import { AUDIT_COLS, CHECKPOINTS, CachedTable, IDEMPOTENCY, LEASES, SEP, SESSIONS, UnitOfWork, auditValues, idemKey, leaseKey, type Entries } from '../unit-of-work';
-import { CHANNEL } from './pg-connection';
+import { CHANNEL, quoteLiteral } from './pg-connection';
 import { changeInsertSql } from './pg-change-log';
 import { LEASE_COLS, PgTx, SESSION_COLS } from './pg-tx';
 
@@ -161,7 +161,7 @@ export class PgBatchTx extends UnitOfWork<PgTx> {
     readonly family: string,
   ) {
     super();
-    this.quote = (s) => client.escapeLiteral(s);
+    this.quote = quoteLiteral;
     // The per-step statements go through this wrapper, which notes a failure (see `failed`).
     const noted = {
       query: (...args: unknown[]) =>

@@ -14,6 +14,22 @@ export const LOCK_TOKENS = 0x1ea5e02;
 /** Each instance's listening connection is named this plus its instance id (so liveness is a pg_stat_activity lookup). */
 export const BUS_APP_PREFIX = 'leasehold-bus:';
 
+const NEEDS_ESCAPE = /['\\]/;
+
+/**
+ * A string as an SQL literal, the same text as node-postgres's
+ * `escapeLiteral` (quotes doubled; with a backslash, doubled too and an
+ * ` E` prefix), without its per-character loop for the usual string with
+ * neither: a batch's flush quotes every row's values, answers, change-log
+ * data and notification payloads (docs/design.md, "PostgreSQL: row locks,
+ * one batch per family").
+ */
+export function quoteLiteral(s: string): string {
+  if (!NEEDS_ESCAPE.test(s)) return `'${s}'`;
+  const doubled = s.replace(/'/g, "''");
+  return s.includes('\\') ? ` E'${doubled.replace(/\\/g, '\\\\')}'` : `'${doubled}'`;
+}
+
 /** int8 comes back as a number: every stored integer is an epoch ms, a token, a revision or a count, all below 2^53. */
 const TYPES = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') =>

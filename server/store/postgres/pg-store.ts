@@ -29,7 +29,7 @@ import { randomBytes } from 'node:crypto';
 import { addMs, millis, systemClock, type Clock, type Millis } from '../millis';
 import { StoreUnavailableError, type Bus, type StepScope, type Store, type Tx } from '../types';
 import { PgBus } from './pg-bus';
-import { connectionConfig, destroy, guard, LOCK_MIGRATE } from './pg-connection';
+import { connectionConfig, destroy, guard, LOCK_MIGRATE, quoteLiteral } from './pg-connection';
 import { isUnavailable, toStoreError } from './pg-errors';
 import { PgTx } from './pg-tx';
 import { PgBatchTx } from './pg-batch';
@@ -352,7 +352,7 @@ export class PgStore implements Store {
       }
       // The step's notifications and its COMMIT in one round trip (simple
       // protocol, so the payloads are quoted literals): delivered iff it commits.
-      const before = tx.commitStatements((s) => client.escapeLiteral(s));
+      const before = tx.commitStatements(quoteLiteral);
       commitSent = true;
       await client.query(`${before}COMMIT`);
       return value;
