@@ -150,7 +150,8 @@ export async function startAppServer(opts: AppServerOptions): Promise<AppServer>
       if (!isOriginForm(req.url)) refuseRequestTarget(req, res);
       else if (req.url === '/api' || req.url?.startsWith('/api/')) {
         inFlight++;
-        res.once('close', () => {
+        // 'close' is emitted once (a plain listener costs less than `once`'s wrapper).
+        res.on('close', () => {
           if (--inFlight === 0) idle?.();
         });
         api(req, res);

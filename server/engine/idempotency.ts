@@ -31,8 +31,25 @@ export async function findReplay<T>(step: Step, key: IdemKey, digest: string): P
   return JSON.parse(row.answer) as T;
 }
 
+/**
+ * The JSON text each answer object was recorded as (`recordAnswer`), so the
+ * caller that sends the answer need not serialize it a second time. Weak:
+ * an answer is forgotten with its object. Only the object given to
+ * `recordAnswer` has one; a copy (`{ ...answer, more }`) has none. Recorded
+ * answers are never changed after they are recorded (they are what a replay
+ * answers).
+ */
+const recordedTexts = new WeakMap<object, string>();
+
+/** The JSON text `answer` was recorded as (exactly `JSON.stringify(answer)`), if this object was recorded. */
+export function recordedText(answer: object): string | undefined {
+  return recordedTexts.get(answer);
+}
+
 /** Record a success answer for this key, kept until `expiresAt`. */
-export async function recordAnswer(step: Step, key: IdemKey, digest: string, answer: unknown, expiresAt: Millis): Promise<void> {
+export async function recordAnswer(step: Step, key: IdemKey, digest: string, answer: object, expiresAt: Millis): Promise<void> {
+  const text = JSON.stringify(answer);
+  recordedTexts.set(answer, text);
   await step.tx.putIdempotency({
     family: key.family,
     op: key.op,
@@ -40,7 +57,7 @@ export async function recordAnswer(step: Step, key: IdemKey, digest: string, ans
     requestId: key.requestId,
     digest,
     status: 0,
-    answer: JSON.stringify(answer),
+    answer: text,
     expiresAt,
   });
 }

@@ -1,6 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { iso } from './views';
+import { heldLease, iso, leaseView } from './views';
+import type { LeaseRow } from '../store/types';
+import { millis } from '../store/millis';
 
 test('iso formats every millisecond exactly as Date#toISOString', () => {
   const edges = [0, 1, 999, 1000, 59_999, 60_000, 3_599_999, 3_600_000, 86_399_999, 86_400_000, 951_782_400_000, 1_796_083_836_346, 253_402_300_799_999];
@@ -14,4 +16,34 @@ test('iso formats every millisecond exactly as Date#toISOString', () => {
   // Neighbouring times (the day cache), across a day boundary.
   const near = Array.from({ length: 3_000 }, (_, i) => 1_796_083_200_000 - 1_500 + i);
   for (const ms of [...edges, ...odd, ...random, ...near, ...edges]) assert.equal(iso(ms), new Date(ms).toISOString(), String(ms));
+});
+
+test('heldLease is the lease view then lease_id, field for field and in order', () => {
+  const base: LeaseRow = {
+    family: 'f',
+    route: 'lease://a/b/c',
+    leaseId: 'ls_1',
+    fencingToken: 7,
+    sessionHash: 'h',
+    ownerId: 'worker "1" é',
+    incarnation: 'hi_1',
+    acquiredAt: millis(1_796_083_200_000),
+    renewedAt: millis(1_796_083_201_000),
+    expiresAt: millis(1_796_083_230_000),
+    maxExpiresAt: millis(1_796_169_600_000),
+    ttlMs: 30_000,
+    renewalCount: 2,
+    revision: 41,
+    metadata: null,
+  };
+  const rows: LeaseRow[] = [
+    base,
+    { ...base, metadata: '{"a":1,"b":"x","c":true}' },
+    { ...base, releaseRequest: JSON.stringify({ at: 1_796_083_205_000, reason: 'maintenance window', token_id: 'tk_1' }) },
+    { ...base, releaseRequest: null, expiresAt: millis(1_796_083_100_000) },
+  ];
+  for (const row of rows) {
+    const held = heldLease(row, 1_796_083_210_000, 3);
+    assert.equal(JSON.stringify(held), JSON.stringify({ ...leaseView(row, 1_796_083_210_000, 3), lease_id: row.leaseId }));
+  }
 });

@@ -60,6 +60,15 @@ export class AccessLog {
     this.windowMs = opts.windowMs ?? 10_000;
   }
 
+  /**
+   * True when `record` would write nothing for a request with these figures
+   * (none failed, none slow, not every request logged), so the caller need
+   * not make its entry: the common case with the log off.
+   */
+  quiet(status: number, code: string, latencyMs: number, waits: boolean): boolean {
+    return !this.all && status < 500 && code !== 'internal_error' && (waits || latencyMs < this.slowMs);
+  }
+
   /** Log one request's line, if its kind is logged and within budget. */
   record(e: AccessEntry): void {
     // A probe's 503 is its answer (draining, or the store is down), not a failure of this request.

@@ -14,8 +14,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { LeaseEngine } from '../engine/engine';
 import { LeaseholdError, fail } from '../engine/errors';
-import { parseJsonBody, readBody, MAX_BODY_BYTES } from './body';
-import { successBody } from './envelope';
+import { bufferedBody, parseJsonBody, readBody, MAX_BODY_BYTES } from './body';
+import { successJson } from './envelope';
 import { correlationId } from '../engine/ids';
 import type { z } from 'zod';
 import type { HealthOk, HealthUnavailable } from './answers';
@@ -31,7 +31,7 @@ import type { MetricsCollector, RequestOutcome } from '../metrics/collector';
 import { AccessLog, CLIENT_CLOSED } from './access-log';
 import { LIVE_PATH, probe, READY_PATH, type DrainState } from './health';
 import { silentLogger } from '../engine/logger';
-import { compile, decodeSegment, matchPath, parseQuery, pathRoute, validate } from './router';
+import { compile, decodeSegment, matchPath, parseQuery, pathRoute, validate, type Match } from './router';
 import { authenticate, bearer, LOGIN_COOKIE, NO_PRINCIPAL, onHttps, readCookie, SAFE_METHODS, sameOrigin } from './credentials';
 import { Cors } from './cors';
 import { Responder } from './respond';
@@ -67,6 +67,17 @@ function lastEventId(req: IncomingMessage): string | undefined {
 }
 
 const getOrHead = () => Object.assign(new LeaseholdError('method_not_allowed', 'this path takes GET, HEAD'), { allow: 'GET, HEAD' });
+
+/** The methods a path takes, from the routes matching it (a GET route takes HEAD too). */
+function allowedMethods(candidates: readonly Match[]): string[] {
+  return [...new Set(candidates.flatMap((c) => (c.def.method === 'GET' ? ['GET', 'HEAD'] : [c.def.method])))];
+}
+
+/** An audited `access_denied`: every refusal from the path's route to the permission check. */
+function deny(engine: LeaseEngine, caller: Caller, route: string, message: string): never {
+  engine.audit.note({ caller, type: 'access_denied', route: route || null, success: '' }, 'access_denied');
+  fail('access_denied', message);
+}
 
 /** Build the `/api/*` request handler over an engine. */
 export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
@@ -134,15 +145,14 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
     const candidates = matchPath(compiled, path.split('/'));
     if (candidates.length === 0) fail('not_found', 'no such API path');
     const method = req.method === 'HEAD' ? 'GET' : (req.method ?? 'GET');
-    const allowed = () => [...new Set(candidates.flatMap((c) => (c.def.method === 'GET' ? ['GET', 'HEAD'] : [c.def.method])))];
     if (method === 'OPTIONS') {
-      res.writeHead(204, { ...cors.preflight(req, allowed()), 'X-Correlation-Id': cid });
+      res.writeHead(204, { ...cors.preflight(req, allowedMethods(candidates)), 'X-Correlation-Id': cid });
       res.end();
       return;
     }
     const hit = candidates.find((c) => c.def.method === method);
     if (!hit) {
-      const allow = allowed();
+      const allow = allowedMethods(candidates);
       throw Object.assign(new LeaseholdError('method_not_allowed', `this path takes ${allow.join(', ')}`), { allow: allow.join(', ') });
     }
     const { def, params } = hit;
@@ -160,40 +170,28 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
     const route = params.realm !== undefined ? pathRoute(params) : '';
     if (trace) trace.route = route;
     // Every refusal from here to the permission check is an audited access_denied.
-    const denied = (message: string): never => {
-      engine.audit.note({ caller: principal, type: 'access_denied', route: route || null, success: '' }, 'access_denied');
-      fail('access_denied', message);
-    };
     if (viaCookie && !SAFE_METHODS.has(req.method ?? 'GET') && !sameOrigin(req, opts.publicOrigin)) {
-      denied('a cookie-authenticated change must come from the console’s own origin');
+      deny(engine, principal, route, 'a cookie-authenticated change must come from the console’s own origin');
     }
-    if (principal.kind === 'embed' && !def.embed) denied('an embed token may only read the inventory');
+    if (principal.kind === 'embed' && !def.embed) deny(engine, principal, route, 'an embed token may only read the inventory');
 
     const rawQuery = parseQuery(qs, def.repeatable);
     if (trace) trace.cursor = typeof rawQuery.cursor === 'string';
     if (params.token_id !== undefined) params.token_id = decodeSegment(params.token_id);
 
-    const request = new HttpRequest(req, res, cid, trace, cors, opts.publicOrigin, denied, {
-      method,
-      params,
-      query: rawQuery,
-      principal,
-      route,
-      metrics: metrics?.collector,
-      loginCookie,
-      lastEventId: lastEventId(req),
-      viaCookie,
-    });
-    try {
-      def.permit?.(request);
-    } catch (e) {
-      if (e instanceof LeaseholdError && e.code === 'access_denied') denied(e.message);
-      throw e;
+    const request = new HttpRequest(req, res, cid, trace, cors, opts.publicOrigin, engine, method, params, rawQuery, principal, route, metrics?.collector, loginCookie, lastEventId(req), viaCookie);
+    if (def.permit) {
+      try {
+        def.permit(request);
+      } catch (e) {
+        if (e instanceof LeaseholdError && e.code === 'access_denied') deny(engine, principal, route, e.message);
+        throw e;
+      }
     }
 
     const declared = Number(req.headers['content-length'] ?? 0);
     if (declared > MAX_BODY_BYTES) fail('payload_too_large', `the body is larger than ${MAX_BODY_BYTES} bytes`);
-    const raw = await readBody(req);
+    const raw = bufferedBody(req) ?? (await readBody(req));
     request.body = validate(def.body, parseJsonBody(raw, req.headers['content-type']), 'body') as Record<string, unknown>;
     request.query = validate(def.query, rawQuery, 'query') as Record<string, unknown>;
 
@@ -209,7 +207,7 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
     const payload = (isOutcome ? result.answer : result) as object;
     const replayed = isOutcome && result.replayed === true;
     if (replayed) request.setHeader('Idempotent-Replay', 'true');
-    respond.send(req, res, def.success.status, successBody(def.success.code, cid, payload), cid, request.extraHeaders);
+    respond.json(req, res, def.success.status, successJson(def.success.code, cid, payload), cid, request.extraHeaders);
     if (trace) {
       trace.replayed = replayed;
       trace.queued = (payload as { queued?: unknown }).queued === true;
@@ -235,9 +233,12 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
       trace.seconds = (performance.now() - t0) / 1000;
       if (metrics && trace.operation !== '') metrics.collector.observe(trace);
       const status = code === 'client_closed' ? CLIENT_CLOSED : res.statusCode;
+      // With the log off (the default), most requests write no line: no entry is made for them.
+      if (accessLog.quiet(status, code, trace.seconds * 1000, trace.waits)) return;
       accessLog.record({ correlationId: cid, method: req.method ?? '', operation: trace.operation, family: trace.family, route: trace.route, status, code, latencyMs: trace.seconds * 1000, waits: trace.waits, error: trace.error });
     };
-    res.once('close', () => {
+    // 'close' is emitted once (a plain listener costs less than `once`'s wrapper).
+    res.on('close', () => {
       if (!res.writableFinished && trace.code === '') report('client_closed', false);
     });
     dispatch(req, res, cid, trace).then(
@@ -282,18 +283,26 @@ class HttpRequest implements ApiRequest {
     private readonly trace: Trace | undefined,
     private readonly cors: Cors,
     private readonly publicOrigin: string | undefined,
-    private readonly denied: (message: string) => never,
-    f: Pick<ApiRequest, 'method' | 'params' | 'query' | 'principal' | 'route' | 'metrics' | 'loginCookie' | 'lastEventId' | 'viaCookie'>,
+    private readonly engine: LeaseEngine,
+    method: string,
+    params: Record<string, string>,
+    query: Record<string, unknown>,
+    principal: Caller,
+    route: string,
+    metrics: MetricsCollector | undefined,
+    loginCookie: string | undefined,
+    lastEventId: string | undefined,
+    viaCookie: boolean,
   ) {
-    this.method = f.method;
-    this.params = f.params;
-    this.query = f.query;
-    this.principal = f.principal;
-    this.route = f.route;
-    this.metrics = f.metrics;
-    this.loginCookie = f.loginCookie;
-    this.lastEventId = f.lastEventId;
-    this.viaCookie = f.viaCookie;
+    this.method = method;
+    this.params = params;
+    this.query = query;
+    this.principal = principal;
+    this.route = route;
+    this.metrics = metrics;
+    this.loginCookie = loginCookie;
+    this.lastEventId = lastEventId;
+    this.viaCookie = viaCookie;
   }
 
   /**
@@ -324,7 +333,7 @@ class HttpRequest implements ApiRequest {
     try {
       authorize(this.principal, target, need);
     } catch (e) {
-      if (e instanceof LeaseholdError && e.code === 'access_denied') this.denied(e.message);
+      if (e instanceof LeaseholdError && e.code === 'access_denied') deny(this.engine, this.principal, this.route, e.message);
       throw e;
     }
   }

@@ -17,6 +17,21 @@ export interface RawBody {
   tooLarge: boolean;
 }
 
+const EMPTY = Buffer.alloc(0);
+
+/**
+ * The whole body when it has already arrived and nothing has read it yet
+ * (nearly every small request: the parser pushes the body in the same pass
+ * as the head), taken at once without listeners or a promise; else
+ * undefined, and `readBody` reads it.
+ */
+export function bufferedBody(req: IncomingMessage): RawBody | undefined {
+  if (!req.complete || req.destroyed || req.readableFlowing !== null || req.readableLength > MAX_BODY_BYTES) return undefined;
+  if (req.readableLength === 0) return { bytes: EMPTY, tooLarge: false };
+  const bytes = req.read() as Buffer | null;
+  return bytes === null ? undefined : { bytes, tooLarge: false };
+}
+
 /** Read the body, keeping at most MAX_BODY_BYTES (the rest is drained, then the socket cut). */
 export function readBody(req: IncomingMessage): Promise<RawBody> {
   return new Promise((resolve, reject) => {
@@ -36,7 +51,8 @@ export function readBody(req: IncomingMessage): Promise<RawBody> {
       }
       chunks.push(c);
     });
-    req.on('end', () => resolve({ bytes: tooLarge ? Buffer.alloc(0) : Buffer.concat(chunks, size), tooLarge }));
+    // One chunk (nearly every body) is the body itself, not a copy of it.
+    req.on('end', () => resolve({ bytes: tooLarge ? EMPTY : chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size), tooLarge }));
     // A client that goes away mid-body: nobody is left to answer, but the
     // request must not hang or be logged as a server fault.
     const gone = () => reject(new LeaseholdError('invalid_request', 'the client closed the request before its body ended'));

@@ -3,6 +3,7 @@
 import type { z } from 'zod';
 import type { ErrorCode } from '../engine/errors';
 import type { ErrorBody as ErrorBodySchema } from './answers';
+import { recordedText } from '../engine/idempotency';
 
 /** Exhaustive: a new error code without a status fails to compile. */
 export const STATUS_OF: Record<ErrorCode, number> = {
@@ -40,4 +41,31 @@ export function errorBody(code: ErrorCode, message: string, cid: string, retryab
 
 export function successBody(code: string, cid: string, payload: object): Record<string, unknown> {
   return { status: 'success', code, correlation_id: cid, ...payload };
+}
+
+/** `{"status":"success","code":…,"correlation_id":` for each success code, made once. */
+const successHeads = new Map<string, string>();
+
+/**
+ * `JSON.stringify(successBody(code, cid, payload))` for a plain payload
+ * object, without the merged object: the envelope's three fields, then the
+ * payload's own members (from the text an idempotent answer was recorded
+ * as, when it is one: serialized once per request, not twice). A payload
+ * whose text would not simply follow the envelope's fields (a key of the
+ * envelope's own, an integer-like key, which objects list first, or a
+ * `toJSON`; no answer has one) takes the merged object.
+ * server/http/envelope.test.ts holds both to the same bytes.
+ */
+export function successJson(code: string, cid: string, payload: object): string {
+  if (Object.hasOwn(payload, 'status') || Object.hasOwn(payload, 'code') || Object.hasOwn(payload, 'correlation_id') || Object.hasOwn(payload, 'toJSON')) {
+    return JSON.stringify(successBody(code, cid, payload));
+  }
+  const text = recordedText(payload) ?? JSON.stringify(payload);
+  // `{}` adds nothing; any other object's text is `{"key":…}`, its first key integer-like if it has any.
+  if (text.length === 2) return `{"status":"success","code":${JSON.stringify(code)},"correlation_id":${JSON.stringify(cid)}}`;
+  const c = text.charCodeAt(2);
+  if (c >= 0x30 && c <= 0x39) return JSON.stringify(successBody(code, cid, payload));
+  let head = successHeads.get(code);
+  if (head === undefined) successHeads.set(code, (head = `{"status":"success","code":${JSON.stringify(code)},"correlation_id":`));
+  return `${head}${JSON.stringify(cid)},${text.slice(1)}`;
 }

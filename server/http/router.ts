@@ -76,11 +76,18 @@ export function decodeSegment(raw: string): string {
   }
 }
 
+/** Routes already found valid (a client names the same few again and again); emptied when full. */
+const validRoutes = new Set<string>();
+const MAX_VALID_ROUTES = 4_096;
+
 /** The route named by a lease path's three segments, validated, never normalized. */
 export function pathRoute(params: Record<string, string>): string {
   const route = `lease://${decodeSegment(params.realm!)}/${decodeSegment(params.area!)}/${decodeSegment(params.resource!)}`;
+  if (validRoutes.has(route)) return route;
   const r = parseRoute(route);
   if (!r.ok) fail('invalid_request', `route ${r.reason}`);
+  if (validRoutes.size >= MAX_VALID_ROUTES) validRoutes.clear();
+  validRoutes.add(r.value.route);
   return r.value.route;
 }
 

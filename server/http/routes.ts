@@ -119,9 +119,8 @@ function resumeFrom(req: Pick<ApiRequest, 'query' | 'lastEventId'>): number | nu
   return S.REVISION_RE.test(h) && Number.isSafeInteger(n) ? n : null;
 }
 
-function routeTriple(route: string) {
-  const [a, b, c] = routeSegments(route);
-  return [a, b, c] as const;
+function routeTriple(route: string): Triple {
+  return routeSegments(route);
 }
 
 const needOnRoute = (perm: Permission) => (req: Pick<ApiRequest, 'principal' | 'route'>) =>

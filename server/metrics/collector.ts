@@ -14,10 +14,11 @@
  * sets in the code; never a route, owner, family or token.
  */
 
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Registry } from 'prom-client';
 import type { LeaseEngine } from '../engine/engine';
 import type { ChangeKind, EngineEvent } from '../engine/events';
 import { SummaryRecorder, type SummaryBody, type SummaryOptions } from './summary';
+import { RequestHistogram } from './request-histogram';
 
 /** What the request wrapper reports for every answered `/api/*` request. */
 export interface RequestOutcome {
@@ -48,6 +49,26 @@ export interface CollectorOptions {
   summary?: SummaryOptions;
 }
 
+/**
+ * A counter's increments, added to its prom-client series when the registry
+ * is read (its `collect`): prom-client's `inc` builds a label hash and looks
+ * it up on every call, and these are counted on every request.
+ */
+class Tally {
+  pending = 0;
+  constructor(readonly series: Counter.Internal) {}
+
+  inc(): void {
+    this.pending++;
+  }
+
+  flush(): void {
+    if (this.pending === 0) return;
+    this.series.inc(this.pending);
+    this.pending = 0;
+  }
+}
+
 export class MetricsCollector {
   readonly registry = new Registry();
   readonly summary: SummaryRecorder;
@@ -57,15 +78,14 @@ export class MetricsCollector {
   private totalSessions = 0;
   private unsubscribe: (() => void) | undefined;
 
-  private readonly acquire: Record<'acquired' | 'queued' | 'conflict' | 'error', Counter.Internal>;
-  private readonly renew: Record<'renewed' | 'lost' | 'error', Counter.Internal>;
-  private readonly release: Record<Endings, Counter.Internal>;
-  private readonly admin: Record<'force_release' | 'revoke', Counter.Internal>;
-  private readonly cursor: Record<'resume' | 'invalid', Counter.Internal>;
+  private readonly acquire: Record<'acquired' | 'queued' | 'conflict' | 'error', Tally>;
+  private readonly renew: Record<'renewed' | 'lost' | 'error', Tally>;
+  private readonly release: Record<Endings, Tally>;
+  private readonly admin: Record<'force_release' | 'revoke', Tally>;
+  private readonly cursor: Record<'resume' | 'invalid', Tally>;
   private readonly examined: Counter;
   private readonly returned: Counter;
-  private readonly duration: Histogram<'operation'>;
-  private readonly byOperation = new Map<string, Histogram.Internal<'operation'>>();
+  private readonly duration: RequestHistogram;
 
   constructor(
     private readonly engine: LeaseEngine,
@@ -73,25 +93,21 @@ export class MetricsCollector {
   ) {
     const registers = [this.registry];
     const labelled = <L extends string>(name: string, help: string, label: string, values: readonly L[]) => {
-      const c = new Counter({ name, help, labelNames: [label], registers });
+      const tallies: Tally[] = [];
+      const c = new Counter({ name, help, labelNames: [label], registers, collect: () => tallies.forEach((t) => t.flush()) });
       // Every series exists from the start (a rate over a missing series is no rate at all).
-      return Object.fromEntries(values.map((v) => [v, c.labels(v)])) as Record<L, Counter.Internal>;
+      for (const v of values) tallies.push(new Tally(c.labels(v)));
+      return Object.fromEntries(values.map((v, i) => [v, tallies[i]!])) as Record<L, Tally>;
     };
     this.acquire = labelled('leasehold_acquire_total', 'Acquire requests answered, by result (idempotent replays excluded).', 'result', ['acquired', 'queued', 'conflict', 'error']);
     this.renew = labelled('leasehold_renew_total', 'Renew requests answered, by result (idempotent replays excluded).', 'result', ['renewed', 'lost', 'error']);
     this.release = labelled('leasehold_release_total', 'Leases ended, by change kind.', 'kind', ENDINGS);
     this.admin = labelled('leasehold_admin_actions_total', 'Operator actions that ended a lease.', 'action', ['force_release', 'revoke']);
     this.cursor = labelled('leasehold_cursor_total', 'List requests that carried a cursor: resumed, or refused as cursor_invalid.', 'result', ['resume', 'invalid']);
-    for (const c of [...Object.values(this.acquire), ...Object.values(this.renew), ...Object.values(this.release), ...Object.values(this.admin), ...Object.values(this.cursor)]) c.inc(0);
+    for (const t of [...Object.values(this.acquire), ...Object.values(this.renew), ...Object.values(this.release), ...Object.values(this.admin), ...Object.values(this.cursor)]) t.series.inc(0);
     this.examined = new Counter({ name: 'leasehold_list_examined_total', help: 'Stored routes examined by LIST pages.', registers });
     this.returned = new Counter({ name: 'leasehold_list_returned_total', help: 'Items returned by LIST pages.', registers });
-    this.duration = new Histogram({
-      name: 'leasehold_request_duration_seconds',
-      help: 'API request latency, by operation (the route table’s handler name).',
-      labelNames: ['operation'],
-      buckets: LATENCY_BUCKETS,
-      registers,
-    });
+    this.duration = new RequestHistogram('leasehold_request_duration_seconds', 'API request latency, by operation (the route table’s handler name).', LATENCY_BUCKETS, registers);
 
     const gauge = (name: string, help: string, value: () => number) => {
       const g: Gauge = new Gauge({ name, help, registers, collect: () => g.set(value()) });
@@ -225,9 +241,7 @@ export class MetricsCollector {
 
   /** One answered request, from the API wrapper (read at once, never kept). */
   observe(o: RequestOutcome): void {
-    let h = this.byOperation.get(o.operation);
-    if (!h) this.byOperation.set(o.operation, (h = this.duration.labels(o.operation)));
-    h.observe(o.seconds);
+    this.duration.observe(o.operation, o.seconds);
     this.summary.latency(o.operation, o.seconds);
     if (o.cursor) {
       if (o.ok) this.cursor.resume.inc();
