@@ -66,6 +66,8 @@ const acked: Acked[] = [];
 const checkpoints = new Map<string, CheckpointWrite[]>();
 let maxTokenBeforeKill = 0;
 let connectionErrors = 0;
+/** Requests sent before the kill whose answer the client read only after it (the server answered just before dying). */
+let answeredAfterKill = 0;
 let sessionId = '';
 let url2 = '';
 let restartLog = '';
@@ -84,10 +86,13 @@ before(async () => {
   const seen = (token: unknown) => {
     if (typeof token === 'number' && token > maxTokenBeforeKill) maxTokenBeforeKill = token;
   };
-  /** One request; a connection error (the kill) ends the loop. */
+  /** One request; a connection error (the kill) ends the loop, and so does the kill itself. */
   const attempt = async (method: string, path: string, body: unknown): Promise<Reply | undefined> => {
+    if (killed) return undefined; // nothing new is sent after the kill
     try {
-      return await api(first.url, method, path, body);
+      const r = await api(first.url, method, path, body);
+      if (killed) answeredAfterKill++;
+      return r;
     } catch {
       connectionErrors++;
       return undefined;
@@ -154,8 +159,12 @@ test('the stream was cut by the kill, after many acknowledged answers', (t) => {
   assert.ok(acked.length >= MANY, `only ${acked.length} acquires acknowledged before the kill`);
   assert.ok([...checkpoints.values()].some((w) => w.some((x) => x.version !== undefined)), 'no checkpoint acknowledged before the kill');
   assert.ok(connectionErrors > 0, 'no request was in flight when the server was killed');
-  // Closed loops: each had one request in flight, so the batch being committed at the kill was large.
-  assert.ok(connectionErrors >= LOOPS / 2, `only ${connectionErrors} of ${LOOPS} loops had a request in flight at the kill`);
+  // Closed loops: every one had a request in flight at the kill, so the batches being answered then were
+  // large. Some of those requests the server answered just before it died, and the client read the answer
+  // only after the kill: answers come in group-commit bursts, and under load the client reads them late,
+  // so how the 64 split between cut and answered varies from run to run; their sum does not.
+  t.diagnostic(`${connectionErrors} cut and ${answeredAfterKill} answered after the kill, of ${LOOPS} in flight`);
+  assert.equal(connectionErrors + answeredAfterKill, LOOPS, 'not every loop had a request in flight at the kill');
 });
 
 // PostgreSQL commits every batch (no journal), so this one is SQLite's alone.
