@@ -49,6 +49,7 @@ export function readConfig(env: Env = process.env): Partial<SavedConfig> {
 export function writeConfig(config: SavedConfig, env: Env = process.env): string {
   const file = configPath(env);
   mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+  chmodSync(dirname(file), 0o700); // mkdir leaves an existing folder's mode as it was
   writeFileSync(file, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
   chmodSync(file, 0o600); // an existing file keeps its old mode otherwise
   return file;

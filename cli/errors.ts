@@ -4,15 +4,19 @@
  * 4 lease lost. `run` otherwise exits with its child's code.
  */
 
-import { isLeaseholdError } from '../lib/client/index';
+import { isLeaseholdError, type LeaseholdError } from '../lib/client/index';
 
 export const EXIT = { ok: 0, error: 1, usage: 2, conflict: 3, lost: 4 } as const;
 
-/** A failure the command line reports itself, with the exit code it means. */
+/**
+ * A failure the command line reports itself, with the exit code it means.
+ * When it rewords an API refusal, `cause` is that refusal: its code and
+ * correlation id are still printed, since they are what an operator quotes.
+ */
 export class CliError extends Error {
   readonly exitCode: number;
-  constructor(message: string, exitCode: number = EXIT.error) {
-    super(message);
+  constructor(message: string, exitCode: number = EXIT.error, cause?: LeaseholdError) {
+    super(message, cause === undefined ? undefined : { cause });
     this.name = 'CliError';
     this.exitCode = exitCode;
   }
@@ -34,8 +38,9 @@ export function exitCodeFor(e: unknown): number {
 
 /** The line for stderr: the API's message, its code and the correlation id to quote. */
 export function describeError(e: unknown): string {
-  if (isLeaseholdError(e)) {
-    const extra = [e.code, e.correlationId ? `correlation id ${e.correlationId}` : undefined].filter(Boolean).join(', ');
+  const api = isLeaseholdError(e) ? e : e instanceof CliError && isLeaseholdError(e.cause) ? e.cause : undefined;
+  if (api !== undefined && e instanceof Error) {
+    const extra = [api.code, api.correlationId ? `correlation id ${api.correlationId}` : undefined].filter(Boolean).join(', ');
     return `leasehold: ${e.message} (${extra})`;
   }
   if (e instanceof Error) return `leasehold: ${e.message}`;

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { parseDuration, parseSince, relative, shortDuration, table, useColour } from './format';
+import { parseDuration, parseSince, relative, shortDuration, table, tableWriter, useColour } from './format';
 
 test('durations parse with a unit or as bare milliseconds, and anything else is refused', () => {
   assert.equal(parseDuration('500ms'), 500);
@@ -44,4 +44,12 @@ test('colour is used only on a terminal and never with NO_COLOR', () => {
   assert.equal(useColour({ write() {}, isTTY: true }, {}), true);
   assert.equal(useColour({ write() {}, isTTY: true }, { NO_COLOR: '1' }), false);
   assert.equal(useColour({ write() {}, isTTY: false }, {}), false);
+});
+
+test('a table written batch by batch has its header once, and columns that widen but never shrink', () => {
+  const write = tableWriter(['TIME', 'EVENT', 'NOTE']);
+  assert.equal(write([]), 'TIME  EVENT  NOTE\n');
+  assert.equal(write([['t1', 'acquire', 'a']]), 't1    acquire  a\n');
+  assert.equal(write([['t2', 'release_request', 'b'], ['t3', 'renew', 'c']]), 't2    release_request  b\nt3    renew            c\n');
+  assert.equal(write([]), '');
 });

@@ -38,13 +38,30 @@ export function styleFor(out: Out, env?: Env): Style {
 
 /** Rows under a header, each column padded to its widest cell (numbers right-aligned). */
 export function table(header: readonly string[], rows: readonly (readonly string[])[], style: Style = plain, numeric: ReadonlySet<number> = new Set()): string {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  return tableWriter(header, style, numeric)(rows);
+}
+
+/**
+ * A table printed a batch at a time, for output that keeps coming (`audit
+ * --follow`): the header comes with the first batch only, and each column is
+ * as wide as its widest cell so far, so rows line up with the ones above
+ * them until a wider cell arrives.
+ */
+export function tableWriter(header: readonly string[], style: Style = plain, numeric: ReadonlySet<number> = new Set()): (rows: readonly (readonly string[])[]) => string {
+  const widths = header.map((h) => h.length);
   const line = (cells: readonly string[]): string =>
     cells
       .map((c, i) => (i === cells.length - 1 && !numeric.has(i) ? c : numeric.has(i) ? c.padStart(widths[i]!) : c.padEnd(widths[i]!)))
       .join('  ')
       .trimEnd();
-  return [style.bold(line(header)), ...rows.map(line)].join('\n') + '\n';
+  let headed = false;
+  return (rows) => {
+    for (const r of rows) r.forEach((c, i) => (widths[i] = Math.max(widths[i] ?? 0, c.length)));
+    const lines = rows.map(line);
+    if (!headed) lines.unshift(style.bold(line(header)));
+    headed = true;
+    return lines.length === 0 ? '' : `${lines.join('\n')}\n`;
+  };
 }
 
 /** `12s`, `4m 05s`, `2h 03m`, `3d 04h`: a duration for a table cell. */

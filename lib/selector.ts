@@ -62,7 +62,7 @@ export function parseRoute(input: string): GrammarResult<{ route: Route; segment
   const segs = split.value;
   if (segs.length !== 3) return { ok: false, reason: 'must have exactly three segments (realm/area/resource)' };
   for (const s of segs) {
-    if (s === '*' || s === '**') return { ok: false, reason: 'a route cannot contain wildcards' };
+    if (s === '*' || s === '**') return { ok: false, reason: 'cannot contain wildcards' };
     if (!isSegment(s)) return { ok: false, reason: `has an invalid segment ${JSON.stringify(s.slice(0, 40))}` };
   }
   return { ok: true, value: { route: input as Route, segments: [segs[0]!, segs[1]!, segs[2]!] } };

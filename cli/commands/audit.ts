@@ -6,9 +6,9 @@
 
 import { InvalidArgumentError, type Command } from 'commander';
 import type { AuditEvent, AuditEventType, AuditQuery, LeaseholdClient } from '../../lib/client/index';
-import { jsonLine, parseSince, styleFor } from '../format';
+import { jsonLine, parseSince, styleFor, tableWriter } from '../format';
 import { clientFor, durationArg, example, positiveInt, print, withConnection, withJson, type CommonOptions } from '../common';
-import { auditTable } from './leases';
+import { AUDIT_HEADER, auditRow, auditTable } from './leases';
 
 interface AuditOptions extends CommonOptions {
   route?: string;
@@ -44,15 +44,18 @@ export function registerAudit(program: Command): void {
       const query: AuditQuery = { ...(opts.route ? { route: opts.route } : {}), ...(opts.type ? { eventType: opts.type } : {}), ...(opts.since ? { since: opts.since } : {}) };
       const page = await client.listAudit({ ...query, limit: opts.limit ?? 50 });
       const style = styleFor(process.stdout);
-      const show = (items: readonly AuditEvent[]): void => {
-        if (opts.json) for (const e of items) print(jsonLine(e));
-        else if (items.length > 0) print(auditTable(items, style));
-      };
       if (!opts.follow) {
-        show(page.items);
+        if (opts.json) for (const e of page.items) print(jsonLine(e));
+        else if (page.items.length > 0) print(auditTable(page.items, style));
         return;
       }
-      // Following reads oldest first, like `tail -f`.
+      // Following reads oldest first, like `tail -f`, under one header; times
+      // are absolute, since a relative one is stale as soon as it scrolls up.
+      const rows = tableWriter(AUDIT_HEADER, style);
+      const show = (items: readonly AuditEvent[]): void => {
+        if (opts.json) for (const e of items) print(jsonLine(e));
+        else print(rows(items.map((e) => auditRow(e, e.time))));
+      };
       show([...page.items].reverse());
       await follow(client, query, page.items, opts.interval ?? 1000, show);
     }),

@@ -22,12 +22,16 @@ export function leaseTable(items: readonly LeaseView[], style: Style): string {
   return table(LEASE_HEADER, items.map((l) => leaseRow(l)), style, new Set([3, 5, 6]));
 }
 
+/** OWNER and FENCING TOKEN are the lease's holder and incarnation; ACTOR is the token that made the call (`tokens ls` names it). */
+export const AUDIT_HEADER = ['TIME', 'EVENT', 'RESULT', 'ROUTE', 'OWNER', 'FENCING TOKEN', 'ACTOR', 'REASON'];
+
+/** An audit event as table cells, its time already formatted. */
+export function auditRow(e: AuditEvent, time: string): string[] {
+  return [time, e.event_type, e.result, e.route ?? '-', e.owner_id ?? '-', e.fencing_token === null ? '-' : String(e.fencing_token), e.token_id ?? '-', e.reason ?? ''];
+}
+
 export function auditTable(items: readonly AuditEvent[], style: Style, now = Date.now()): string {
-  return table(
-    ['TIME', 'EVENT', 'RESULT', 'ROUTE', 'OWNER', 'TOKEN', 'REASON'],
-    items.map((e) => [relative(e.time, now), e.event_type, e.result, e.route ?? '-', e.owner_id ?? '-', e.fencing_token === null ? '-' : String(e.fencing_token), e.reason ?? '']),
-    style,
-  );
+  return table(AUDIT_HEADER, items.map((e) => auditRow(e, relative(e.time, now))), style);
 }
 
 export function registerLeases(program: Command): void {
@@ -47,18 +51,27 @@ export function registerLeases(program: Command): void {
       const client = clientFor(opts);
       const filter = { ownerId: opts.owner, holderIncarnation: opts.incarnation };
       const style = styleFor(process.stdout);
+      // On stderr, so that stdout stays a bare table (or no JSON at all).
+      const noneMatch = (): void => {
+        const filters = [opts.owner !== undefined ? `--owner ${opts.owner}` : '', opts.incarnation !== undefined ? `--incarnation ${opts.incarnation}` : ''].filter(Boolean);
+        note(`(no held lease matches ${selector}${filters.length > 0 ? ` with ${filters.join(' ')}` : ''})`);
+      };
       if (opts.all) {
         const items: LeaseView[] = [];
+        let n = 0;
         for await (const lease of client.list(selector, { ...filter, pageSize: opts.limit ?? 500 })) {
+          n++;
           if (opts.json) print(jsonLine(lease));
           else items.push(lease);
         }
         if (!opts.json) print(leaseTable(items, style));
+        if (n === 0) noneMatch();
         return;
       }
       const page = await client.listPage(selector, { ...filter, limit: opts.limit ?? 100 });
       if (opts.json) for (const lease of page.items) print(jsonLine(lease));
       else print(leaseTable(page.items, style));
+      if (page.items.length === 0) noneMatch();
       if (page.next_cursor !== null) note(`(more leases match: --all lists every one)`);
     }),
     "leasehold ls 'lease://acme/renderers/*'",

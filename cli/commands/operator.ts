@@ -45,31 +45,71 @@ function operatorCommand(program: Command, name: string, description: string, ac
   }
   return withJson(withConnection(cmd), 'print the result as JSON').action(async (route: string, opts: ActionOptions) => {
     const client = clientFor(opts);
-    const lease = await client.inspect(route);
-    if (lease === undefined) throw new CliError(`no lease is held on ${route}`, EXIT.conflict);
+    const lease = await client.inspectOrThrow(route).catch((e: unknown) => {
+      throw isLeaseholdError(e, 'lease_not_found') ? new CliError(`no lease is held on ${route}; nothing was done`, EXIT.conflict, e) : e;
+    });
     const expected = opts.token ?? lease.fencing_token;
-    if (!ending) process.stderr.write(leaseTable([lease], styleFor(process.stderr)));
-    else if (!opts.yes) await confirm(name, lease, expected);
+    // Shown even with --yes: a scripted run's log then records what was removed.
+    process.stderr.write(leaseTable([lease], styleFor(process.stderr)));
+    if (expected !== lease.fencing_token) note(`(you gave --token ${expected}; the lease shown has ${lease.fencing_token})`);
+    const others = opts.closeSession ? await otherLeases(client, lease) : undefined;
+    if (others !== undefined) {
+      note(`--close-session: its holder's session (incarnation ${lease.holder_incarnation}) ${others === 0 ? 'holds no other lease' : `also holds ${leases(others)}, released with it`}`);
+    }
+    if (ending && !opts.yes) await confirm(name, lease);
     try {
       const result = await act(client, route, expected, opts);
       if (opts.json) print(jsonLine(result));
-      else print(`${DONE[name] ?? name} ${route} (fencing token ${expected}).\n`);
+      else print(`${DONE[name] ?? name} ${route} (fencing token ${expected})${opts.closeSession ? sessionOutcome(result, others) : ''}.\n`);
     } catch (e) {
       if (isLeaseholdError(e, 'lease_mismatch') || isLeaseholdError(e, 'lease_not_found')) {
-        throw new CliError(`${route} changed since it was shown (expected fencing token ${expected}); nothing was done: ${e.message}`, EXIT.conflict);
+        // With --token the operator typed the token: nothing was shown that could have changed.
+        const what = opts.token !== undefined ? `the lease on ${route} does not have the fencing token you gave (--token ${expected})` : `${route} changed since it was shown (expected fencing token ${expected})`;
+        throw new CliError(`${what}; nothing was done: ${e.message}`, EXIT.conflict, e);
       }
       throw e;
     }
   });
 }
 
-/** Shows the lease on stderr and asks for its resource name (the route's last segment). */
-async function confirm(name: string, lease: LeaseView, expected: number): Promise<void> {
+/** Asks for the resource name (the route's last segment) of the lease shown. */
+async function confirm(name: string, lease: LeaseView): Promise<void> {
   const resource = lease.route.slice(lease.route.lastIndexOf('/') + 1);
-  process.stderr.write(leaseTable([lease], styleFor(process.stderr)));
-  if (expected !== lease.fencing_token) note(`(you gave --token ${expected}; the lease shown has ${lease.fencing_token})`);
   const answer = await readLine(`${name} this lease? Type its resource name (${resource}) to confirm: `);
   if (answer?.trim() !== resource) throw new CliError('not confirmed; nothing was done', EXIT.error);
+}
+
+/**
+ * How many other leases the lease's session holds (`revoke --close-session`
+ * releases them too), listed by holder incarnation under each of the
+ * token's grants: closing the session needs admin on every one of them, so
+ * a revoke that succeeds could read them all. Undefined (with a note) if
+ * they cannot be counted: the revoke itself goes ahead.
+ */
+async function otherLeases(client: LeaseholdClient, lease: LeaseView): Promise<number | undefined> {
+  try {
+    const routes = new Set<string>();
+    for (const grant of (await client.whoami()).grants) {
+      const selector = grant.slice(0, grant.lastIndexOf('#'));
+      for await (const l of client.list(selector, { holderIncarnation: lease.holder_incarnation, pageSize: 1000 })) routes.add(l.route);
+    }
+    routes.delete(lease.route);
+    return routes.size;
+  } catch (e) {
+    note(`(could not count the other leases of its session: ${e instanceof Error ? e.message : String(e)})`);
+    return undefined;
+  }
+}
+
+function leases(n: number): string {
+  return n === 0 ? 'no other lease' : `${n} other lease${n === 1 ? '' : 's'}`;
+}
+
+/** What `revoke --close-session` did to the holder's session, for the line printed when done. */
+function sessionOutcome(result: Record<string, unknown>, others: number | undefined): string {
+  if (result.sessions_closed !== 1) return "; its holder's session was already closed";
+  if (others === undefined) return "; closed its holder's session, which released its other leases";
+  return others === 0 ? "; closed its holder's session, which held no other lease" : `; closed its holder's session, which released its ${leases(others)}`;
 }
 
 /** `--skip-lock-delay` sends `lock_delay_ms: 0`; without it the policy's delay applies. */

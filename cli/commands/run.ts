@@ -15,7 +15,8 @@
  * - SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to `run` are passed on to the child.
  * - When the child exits the lease is released and `run` exits with the
  *   child's code (128 + the signal number if a signal ended it).
- * - A held route exits 3 at once, or after `--wait` in the route's FIFO queue.
+ * - A held route exits 3 at once, or after `--wait` in the route's FIFO queue
+ *   (saying on stderr that it is queued, and behind whom).
  */
 
 import { spawn } from 'node:child_process';
@@ -82,6 +83,9 @@ async function acquire(client: LeaseholdClient, session: Session, route: string,
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   const deadline = Date.now() + waitMs;
+  // A waiting acquire is silent until it ends: say, once, that it is queued and behind whom.
+  let settled = false;
+  const queued = waitMs > 0 ? setTimeout(() => void announceQueued(client, session, route, waitMs, () => settled), QUEUED_NOTE_MS) : undefined;
   try {
     for (;;) {
       const slice = Math.min(MAX_SERVER_WAIT_MS, Math.max(0, deadline - Date.now()));
@@ -93,13 +97,25 @@ async function acquire(client: LeaseholdClient, session: Session, route: string,
         if (deadline - Date.now() > 0) continue;
         const holder = await client.inspect(route).catch(() => undefined);
         const who = holder ? ` by ${holder.owner_id} (fencing token ${holder.fencing_token}, expires in ${shortDuration(holder.remaining_ms)})` : '';
-        throw new CliError(`${route} is held${who}${waitMs > 0 ? ` after waiting ${shortDuration(waitMs)}` : '; --wait to queue for it'}`, EXIT.conflict);
+        throw new CliError(`${route} is held${who}${waitMs > 0 ? ` after waiting ${shortDuration(waitMs)}` : '; --wait to queue for it'}`, EXIT.conflict, e);
       }
     }
   } finally {
+    settled = true;
+    clearTimeout(queued);
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }
+}
+
+/** An acquire still pending this long is waiting in the route's queue. */
+const QUEUED_NOTE_MS = 250;
+
+async function announceQueued(client: LeaseholdClient, session: Session, route: string, waitMs: number, settled: () => boolean): Promise<void> {
+  const holder = await client.inspect(route).catch(() => undefined);
+  if (settled() || holder?.holder_incarnation === session.holderIncarnation) return;
+  const what = holder ? `${route} is held by ${holder.owner_id} (fencing token ${holder.fencing_token}, expires in ${shortDuration(holder.remaining_ms)}); queued for it` : `queued for ${route}`;
+  note(`leasehold: ${what}, waiting up to ${shortDuration(waitMs)}`);
 }
 
 /** Runs the child under the lease; resolves with `run`'s exit code. */

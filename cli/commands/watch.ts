@@ -5,7 +5,7 @@
  */
 
 import type { Command } from 'commander';
-import type { InventoryObserver, ObservedChange, ObserverState } from '../../lib/client/index';
+import type { InventoryObserver, LeaseholdError, ObservedChange, ObserverState } from '../../lib/client/index';
 import { jsonLine, styleFor } from '../format';
 import { clientFor, example, print, withConnection, withJson, type CommonOptions } from '../common';
 import { leaseTable } from './leases';
@@ -51,8 +51,21 @@ export function registerWatch(program: Command): void {
   );
 }
 
+/**
+ * State lines: one at the start (`connecting`), one per change of state,
+ * and one with `error` when an attempt failed and the observer retries (once
+ * per distinct reason), so a script tells "no leases" from "cannot connect".
+ */
 function followJson(observer: InventoryObserver): void {
-  observer.onStateChange((state) => print(jsonLine({ type: 'state', state })));
+  let last = '';
+  const state = (error?: LeaseholdError): void => {
+    const line = jsonLine({ type: 'state', state: observer.state, ...(error ? { error: { code: error.code, message: error.message } } : {}) });
+    if (line !== last) print(line);
+    last = line;
+  };
+  state();
+  observer.onStateChange(() => state(observer.state === 'error' ? observer.error : undefined));
+  observer.onRetry((error) => state(error));
   observer.onChange((changes: readonly ObservedChange[]) => {
     for (const c of changes) print(jsonLine({ type: 'change', route: c.route, cause: c.cause, lease: c.lease ?? null }));
   });
@@ -64,11 +77,13 @@ function followTable(observer: InventoryObserver, selector: string): void {
   const draw = (): void => {
     const state = observer.state;
     const items = [...observer.view.values()].sort((a, b) => (a.route < b.route ? -1 : a.route > b.route ? 1 : 0));
-    const header = `${style.bold(selector)}  ${state === 'ready' ? style.green(STATE_TEXT[state]) : style.red(STATE_TEXT[state])}  ${items.length} held  ${new Date().toISOString()}\n`;
+    const retry = state !== 'ready' && observer.retryReason ? ` ${observer.retryReason.message}; retrying` : '';
+    const header = `${style.bold(selector)}  ${state === 'ready' ? style.green(STATE_TEXT[state]) : style.red(STATE_TEXT[state] + retry)}  ${items.length} held  ${new Date().toISOString()}\n`;
     // On a terminal redraw in place; into a pipe or file, append each frame.
     print(`${tty ? '\x1b[H\x1b[2J' : ''}${header}${leaseTable(items, style)}${tty ? '' : '\n'}`);
   };
   observer.onStateChange(draw);
+  observer.onRetry(draw);
   observer.onChange(draw);
   // Expiry countdowns move between changes on a terminal.
   if (tty) setInterval(draw, 1000).unref();

@@ -185,17 +185,22 @@ export class LeaseholdClient {
   /** The lease on `route`, or undefined when none is held. */
   async inspect(route: string): Promise<LeaseView | undefined> {
     try {
-      return (await this.#transport.call<{ lease: LeaseView }>('GET', leasePath(route), { retry: 'safe' })).data.lease;
+      return await this.inspectOrThrow(route);
     } catch (e) {
       if (isLeaseholdError(e, 'lease_not_found')) return undefined;
       throw e;
     }
   }
 
+  /** The lease on `route`; throws `lease_not_found` (with its correlation id and `lockDelayUntil`) when none is held. */
+  async inspectOrThrow(route: string): Promise<LeaseView> {
+    return (await this.#transport.call<{ lease: LeaseView }>('GET', leasePath(route), { retry: 'safe' })).data.lease;
+  }
+
   /** When a free route leaves lock-delay (epoch ms), or undefined if it is held or not in a delay (docs/policies.md). */
   async lockDelayUntil(route: string): Promise<number | undefined> {
     try {
-      await this.#transport.call<{ lease: LeaseView }>('GET', leasePath(route), { retry: 'safe' });
+      await this.inspectOrThrow(route);
       return undefined;
     } catch (e) {
       if (isLeaseholdError(e, 'lease_not_found')) return e.lockDelayUntil;

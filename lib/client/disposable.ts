@@ -1,7 +1,8 @@
 /**
- * `await using` support on runtimes that predate `Symbol.asyncDispose`: the
- * method is also installed under `Symbol.for('Symbol.asyncDispose')`, the key
- * that TypeScript's and esbuild's down-levelled `using` fall back to.
+ * `await using` support: the method is installed under `Symbol.asyncDispose`,
+ * or, on runtimes that predate it, under `Symbol.for('Symbol.asyncDispose')`,
+ * the key that TypeScript's and esbuild's down-levelled `using` fall back to
+ * then (never both: lowered code looks for one or the other).
  */
 
 export function installAsyncDispose(proto: { dispose(): Promise<void> }): void {

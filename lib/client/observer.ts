@@ -187,6 +187,8 @@ export class InventoryObserver {
   #viewGen = 0;
   #recovery: ObserverRecovery | undefined;
   readonly #recoveryListeners = new Set<(recovery: ObserverRecovery) => void>();
+  #retryReason: LeaseholdError | undefined;
+  readonly #retryListeners = new Set<(error: LeaseholdError) => void>();
 
   /** @internal Use `LeaseholdClient.observeInventory`. */
   constructor(host: ObserverHost, selector: string, opts: ObserveOptions = {}) {
@@ -225,6 +227,16 @@ export class InventoryObserver {
     return this.#recovery;
   }
 
+  /**
+   * Why the last attempt to (re)connect failed, while the observer retries
+   * (`connecting` or `resyncing`): an unreachable server, a refused listing.
+   * Undefined once it is ready again, and for failures that end in `error`
+   * (those are `error`).
+   */
+  get retryReason(): LeaseholdError | undefined {
+    return this.#retryReason;
+  }
+
   /** The revision up to which the view holds every change (what a new stream resumes from). */
   get revision(): number | undefined {
     return this.#point.revision;
@@ -248,6 +260,12 @@ export class InventoryObserver {
   onRecovery(listener: (recovery: ObserverRecovery) => void): () => void {
     this.#recoveryListeners.add(listener);
     return () => this.#recoveryListeners.delete(listener);
+  }
+
+  /** Called each time an attempt to (re)connect failed and the observer will retry, with why (`retryReason`). */
+  onRetry(listener: (error: LeaseholdError) => void): () => void {
+    this.#retryListeners.add(listener);
+    return () => this.#retryListeners.delete(listener);
   }
 
   onStateChange(listener: (state: ObserverState) => void): () => void {
@@ -289,6 +307,7 @@ export class InventoryObserver {
     this.#scheduler.stop();
     this.#sub?.close();
     this.#rejectReady(closedError('observer'));
+    this.#retryReason = undefined;
     this.#setState('closed');
   }
 
@@ -329,6 +348,7 @@ export class InventoryObserver {
           this.#fail(e);
           return;
         }
+        this.#retryReason = isLeaseholdError(e) ? e : undefined;
       } finally {
         this.#scheduler.stop();
         this.#buffer = undefined;
@@ -341,6 +361,8 @@ export class InventoryObserver {
       // fails straight away backs off.
       failures = readyAt !== undefined && clock.now() - readyAt > 1000 ? 0 : failures + 1;
       this.#setState(this.#stats.snapshots > 0 ? 'resyncing' : 'connecting');
+      const reason = this.#retryReason;
+      if (reason !== undefined) for (const listener of [...this.#retryListeners]) listener(reason);
     }
   }
 
@@ -453,6 +475,7 @@ export class InventoryObserver {
 
   #becomeReady(recovery: ObserverRecovery | undefined): void {
     if (recovery) this.#recovery = recovery;
+    this.#retryReason = undefined;
     this.#setState('ready');
     if (recovery) for (const listener of [...this.#recoveryListeners]) listener(recovery);
     this.#resolveReady();
@@ -627,6 +650,7 @@ export class InventoryObserver {
   #fail(error: LeaseholdError): void {
     if (this.#state === 'closed' || this.#state === 'error') return;
     this.#error = error;
+    this.#retryReason = undefined;
     this.#abort.abort(error);
     this.#scheduler.stop();
     this.#sub?.close();

@@ -19,7 +19,7 @@ export function effectivePolicyPath(route: string): string {
 function routeSegments(route: string): string {
   const parsed = parseRoute(route);
   if (!parsed.ok) {
-    throw new LeaseholdError({ code: 'invalid_request', message: `route ${parsed.reason}` });
+    throw new LeaseholdError({ code: 'invalid_request', message: `route ${JSON.stringify(route)} ${parsed.reason}` });
   }
   return parsed.value.segments.map(encodeURIComponent).join('/');
 }

@@ -17,7 +17,7 @@ import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { LeaseholdError, closedError, isLeaseholdError } from './errors';
 import { streamSubscriptionsPath } from './paths';
 import type { TimerHandle } from './runtime';
-import { parseAnswer, type Transport } from './transport';
+import { networkReason, parseAnswer, type Transport } from './transport';
 import type { ChangeKind, LeaseView } from './types';
 
 export interface HelloEvent {
@@ -129,6 +129,25 @@ export interface SubscribeOptions {
 
 type Listener = (event: StreamEvent) => void;
 
+/**
+ * What an async iterator throws once the stream has ended and its events are
+ * read: the refusal for a stream that never opened (`access_denied`,
+ * `network_error`, …), `stream_closed` for one whose connection was lost;
+ * nothing when it was closed (by `close()`, or by the server with a
+ * `closed` or `overflow` event the loop has seen).
+ */
+function iteratorFailure(end: StreamEnd): LeaseholdError | undefined {
+  switch (end.reason) {
+    case 'refused':
+      return end.error ?? new LeaseholdError({ code: 'stream_closed', message: 'the stream was refused', retryable: true });
+    case 'disconnected':
+    case 'heartbeat_timeout':
+      return new LeaseholdError({ code: 'stream_closed', message: `the stream ended (${end.reason})`, retryable: true });
+    default:
+      return undefined;
+  }
+}
+
 const STREAM_PATH = '/api/v1/inventory/stream';
 
 export class Subscription implements AsyncIterable<StreamEvent> {
@@ -191,7 +210,11 @@ export class Subscription implements AsyncIterable<StreamEvent> {
     return [...this.#bySelector.keys()];
   }
 
-  /** Call `listener` for every event from now on, synchronously, in order. Returns the unsubscribe function. */
+  /**
+   * Call `listener` for every event from now on, synchronously, in order.
+   * Returns the unsubscribe function. A listener that throws does not end
+   * the stream; its error is rethrown asynchronously (see `#emit`).
+   */
   on(listener: Listener): () => void {
     this.#listeners.add(listener);
     if (!this.#iterating) {
@@ -258,7 +281,11 @@ export class Subscription implements AsyncIterable<StreamEvent> {
           yield next;
           continue;
         }
-        if (this.#end) return;
+        if (this.#end) {
+          const failure = iteratorFailure(this.#end);
+          if (failure) throw failure;
+          return;
+        }
         await new Promise<void>((resolve) => {
           this.#waiter = resolve;
         });
@@ -300,7 +327,7 @@ export class Subscription implements AsyncIterable<StreamEvent> {
     } catch (cause) {
       const error = isLeaseholdError(cause, 'invalid_config')
         ? cause
-        : new LeaseholdError({ code: 'network_error', message: 'could not open the stream', retryable: true, cause });
+        : new LeaseholdError({ code: 'network_error', message: `cannot open the live stream at ${this.#transport.baseUrl}${STREAM_PATH}: ${networkReason(cause)}`, retryable: true, cause });
       this.#finish(this.#end ?? { reason: 'refused', error });
       throw error;
     }
@@ -435,7 +462,19 @@ export class Subscription implements AsyncIterable<StreamEvent> {
   }
 
   #emit(event: StreamEvent): void {
-    for (const listener of [...this.#listeners]) listener(event);
+    for (const listener of [...this.#listeners]) {
+      try {
+        listener(event);
+      } catch (e) {
+        // The application's bug, not the stream's: as with EventTarget, the
+        // other listeners still get the event, the stream stays open, and the
+        // error is rethrown on its own (an uncaught exception in Node, the
+        // page's `error` event in a browser) rather than lost.
+        queueMicrotask(() => {
+          throw e;
+        });
+      }
+    }
     if (this.#queueing) {
       this.#queue.push(event);
       const wake = this.#waiter;

@@ -180,9 +180,10 @@ export class Transport {
         text = await res.text();
       } catch (cause) {
         if (opts.signal?.aborted) throw opts.signal.reason;
+        const target = `${method} ${url.split('?')[0]}`;
         throw new LeaseholdError({
           code: timedOut ? 'timeout' : 'network_error',
-          message: timedOut ? `no answer to ${method} within its deadline` : `no answer to ${method}: ${describe(cause)}`,
+          message: timedOut ? `no answer to ${target} within its deadline` : `no answer to ${target}: ${networkReason(cause)}`,
           retryable: true,
           cause,
         });
@@ -195,8 +196,32 @@ export class Transport {
   }
 }
 
-function describe(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
+const NETWORK_REASONS: Readonly<Record<string, string>> = {
+  ECONNREFUSED: 'connection refused',
+  ECONNRESET: 'connection reset',
+  ENOTFOUND: 'host not found',
+  EAI_AGAIN: 'host name lookup failed',
+  ETIMEDOUT: 'connection timed out',
+  UND_ERR_CONNECT_TIMEOUT: 'connection timed out',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+  UND_ERR_SOCKET: 'the connection closed',
+};
+
+/**
+ * Why a fetch failed, in words. Node's fetch only says `fetch failed` and
+ * keeps the reason (ECONNREFUSED, ENOTFOUND, …) in its `cause` chain; a
+ * browser's message is all there is.
+ */
+export function networkReason(e: unknown): string {
+  let cur: unknown = e;
+  for (let depth = 0; cur instanceof Error && depth < 5; depth++) {
+    const code = (cur as { code?: unknown }).code;
+    if (typeof code === 'string' && NETWORK_REASONS[code] !== undefined) return NETWORK_REASONS[code];
+    if (!(cur.cause instanceof Error)) return cur.message;
+    cur = cur.cause;
+  }
+  return String(cur);
 }
 
 /** Unwrap the envelope (docs/semantics.md "The wire"), or throw the error it carries. */

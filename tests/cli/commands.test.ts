@@ -5,10 +5,11 @@
  */
 
 import assert from 'node:assert/strict';
-import { existsSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { leasePath, rid, type TestServer } from '../../server/testing/harness';
+import { unreachableUrl } from '../sdk/support';
 import { startCli, type CliHarness, jsonLines, tableRows } from './support';
 
 let s: TestServer;
@@ -72,11 +73,29 @@ test('login reads the token from stdin, checks it, saves it with mode 0600; late
   assert.match(after.stderr, /no server: pass --url, set LEASEHOLD_URL/);
 });
 
+test('login makes an existing config folder private (0700)', async () => {
+  const folder = join(cli.configHome, 'leasehold');
+  mkdirSync(folder, { recursive: true, mode: 0o755 });
+  chmodSync(folder, 0o755);
+  const login = await cli.run(['login', '--url', s.url], { env: { LEASEHOLD_URL: undefined, LEASEHOLD_TOKEN: undefined }, input: `${s.token}\n` });
+  assert.equal(login.code, 0, login.stderr);
+  assert.equal(statSync(folder).mode & 0o777, 0o700);
+  assert.equal(statSync(join(folder, 'config.json')).mode & 0o777, 0o600);
+  assert.equal((await cli.run(['logout'])).code, 0);
+});
+
 test('login with a wrong token saves nothing and says why', async () => {
   const r = await cli.run(['login', '--url', s.url], { env: { LEASEHOLD_TOKEN: undefined }, input: 'lh_not_a_real_token\n' });
   assert.equal(r.code, 1);
   assert.match(r.stderr, /invalid_credential/);
   assert.equal(existsSync(join(cli.configHome, 'leasehold', 'config.json')), false);
+});
+
+test('a server that cannot be reached is named in the error, with the cause (exit 1)', async () => {
+  const url = await unreachableUrl();
+  const r = await cli.run(['whoami', '--url', url]);
+  assert.equal(r.code, 1);
+  assert.equal(r.stderr, `leasehold: no answer to GET ${url}/api/v1/auth/whoami: connection refused (network_error)\n`);
 });
 
 test('--token-file overrides LEASEHOLD_TOKEN', async () => {
@@ -123,6 +142,17 @@ test('ls pages: the first page with a note that more match, every page with --al
   assert.equal(all.stderr, '');
 });
 
+test('ls with no match says so on stderr, and stdout stays a bare table or empty JSON', async () => {
+  const table = await cli.run(['ls', 'lease://cli/nothing/*']);
+  assert.equal(table.code, 0, table.stderr);
+  assert.deepEqual(tableRows(table.stdout), [['ROUTE', 'OWNER', 'INCARNATION', 'TOKEN', 'EXPIRES', 'RENEWALS', 'WAITERS']]);
+  assert.equal(table.stderr, '(no held lease matches lease://cli/nothing/*)\n');
+  const json = await cli.run(['ls', 'lease://cli/nothing/*', '--json', '--all', '--owner', 'nobody']);
+  assert.equal(json.code, 0, json.stderr);
+  assert.equal(json.stdout, '');
+  assert.equal(json.stderr, '(no held lease matches lease://cli/nothing/* with --owner nobody)\n');
+});
+
 test('ls with a malformed selector exits 2 with the API message and correlation id', async () => {
   const r = await cli.run(['ls', 'lease://cli']);
   assert.equal(r.code, 2);
@@ -159,6 +189,7 @@ test('force-release with --yes frees the lease it showed and prints the result a
   const r = await cli.run(['force-release', route, '--reason', 'stuck renderer, OPS-1', '--yes', '--json']);
   assert.equal(r.code, 0, r.stderr);
   assert.deepEqual(JSON.parse(r.stdout), { route, fencing_token: h.token });
+  assert.match(r.stderr, new RegExp(`ROUTE\\s+OWNER[^\\n]*\\n${route}\\s+worker-1\\s+\\S+\\s+${h.token}\\b`), 'the lease acted on is shown on stderr, --yes or not');
   assert.equal((await s.call('GET', leasePath(route))).status, 404);
 });
 
@@ -187,7 +218,7 @@ test('force-release refuses a lease that changed hands while the operator was co
   const successor = await hold(route, 'successor');
   run.child.stdin!.end('changed\n');
   assert.equal(await run.exited, 3, run.stderr);
-  assert.match(run.stderr, new RegExp(`changed since it was shown \\(expected fencing token ${first.token}\\)`));
+  assert.match(run.stderr, new RegExp(`changed since it was shown \\(expected fencing token ${first.token}\\); nothing was done: .* \\(lease_mismatch, correlation id c_[\\w-]+\\)\n$`));
   const now = await s.call('GET', leasePath(route));
   assert.equal(now.body.lease.owner_id, 'successor');
   assert.equal(now.body.lease.fencing_token, successor.token);
@@ -198,13 +229,22 @@ test('force-release with a --token that is not the current one is refused (exit 
   const h = await hold(route);
   const r = await cli.run(['force-release', route, '--reason', 'stuck renderer, OPS-4', '--token', String(h.token + 100), '--yes']);
   assert.equal(r.code, 3);
+  // Nothing was shown before the operator typed the token: the message says what they gave.
+  assert.match(
+    r.stderr,
+    new RegExp(`the lease on ${route} does not have the fencing token you gave \\(--token ${h.token + 100}\\); nothing was done: the current lease has fencing token ${h.token}, not ${h.token + 100} \\(lease_mismatch, correlation id c_[\\w-]+\\)`),
+  );
+  assert.doesNotMatch(r.stderr, /changed since it was shown/);
   assert.equal((await s.call('GET', leasePath(route))).status, 200);
 });
 
 test('force-release of a free route exits 3 and a short reason is a usage error (exit 2) before anything is read', async () => {
   const free = await cli.run(['force-release', 'lease://cli/force/none', '--reason', 'nothing here, OPS-5', '--yes']);
   assert.equal(free.code, 3);
-  assert.match(free.stderr, /no lease is held/);
+  assert.match(free.stderr, /no lease is held on lease:\/\/cli\/force\/none; nothing was done \(lease_not_found, correlation id c_[\w-]+\)/);
+  const revokeFree = await cli.run(['revoke', 'lease://cli/force/none', '--reason', 'nothing here, OPS-5', '--yes']);
+  assert.equal(revokeFree.code, 3);
+  assert.match(revokeFree.stderr, /\(lease_not_found, correlation id c_[\w-]+\)/);
   const short = await cli.run(['force-release', 'lease://cli/force/none', '--reason', 'short', '--yes']);
   assert.equal(short.code, 2);
   assert.match(short.stderr, /10 to 500 characters/);
@@ -228,6 +268,23 @@ test('revoke --close-session revokes the lease it showed and closes the holder\'
   assert.match(text.stderr, /revoke this lease\? Type its resource name \(plain\) to confirm/);
 });
 
+test('revoke --close-session --yes shows the lease and how many other leases its session holds, and says what it closed', async () => {
+  const route = 'lease://cli/revoke-session/a';
+  const { sessionId } = await s.openSession('leaky', 60_000);
+  const tokens: number[] = [];
+  for (const r of [route, 'lease://cli/revoke-session/b', 'lease://cli/revoke-other/c']) {
+    const a = await s.call('POST', leasePath(r, 'acquire'), { session_id: sessionId, request_id: rid(), ttl_ms: 60_000 });
+    assert.equal(a.status, 200, a.text);
+    tokens.push(a.body.lease.fencing_token);
+  }
+  const r = await cli.run(['revoke', route, '--reason', 'credential leaked, SEC-79', '--close-session', '--yes']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stderr, new RegExp(`${route}\\s+leaky\\s+\\S+\\s+${tokens[0]}\\b`));
+  assert.match(r.stderr, /--close-session: its holder's session \(incarnation \S+\) also holds 2 other leases, released with it/);
+  assert.equal(r.stdout, `Revoked ${route} (fencing token ${tokens[0]}); closed its holder's session, which released its 2 other leases.\n`);
+  assert.equal((await s.call('GET', leasePath('lease://cli/revoke-other/c'))).status, 404);
+});
+
 test('request-release shows the lease, sends the token it showed, and the lease carries the request; --json prints the result', async () => {
   const route = 'lease://cli/ask/one';
   const h = await hold(route);
@@ -249,10 +306,11 @@ test('request-release with a stale --token or on a free route changes nothing (e
   const h = await hold(route);
   const stale = await cli.run(['request-release', route, '--reason', 'draining renderer-7, OPS-31', '--token', String(h.token + 100)]);
   assert.equal(stale.code, 3, stale.stderr);
-  assert.match(stale.stderr, /changed since it was shown .*nothing was done/);
+  assert.match(stale.stderr, /does not have the fencing token you gave \(--token \d+\); nothing was done: .* \(lease_mismatch, correlation id c_[\w-]+\)/);
   assert.equal((await s.call('GET', leasePath(route))).body.lease.release_request, null);
   const free = await cli.run(['request-release', 'lease://cli/ask/none', '--reason', 'nothing here, OPS-32']);
   assert.equal(free.code, 3);
+  assert.match(free.stderr, /no lease is held on lease:\/\/cli\/ask\/none; nothing was done \(lease_not_found, correlation id c_[\w-]+\)/);
   assert.equal((await cli.run(['request-release', route, '--reason', 'short'])).code, 2);
   await release(route, h);
 });
@@ -261,16 +319,41 @@ test('audit prints the trail newest first as a table and JSON lines, filtered by
   const route = 'lease://cli/audit/x';
   const h = await hold(route, 'auditor');
   await release(route, h);
+  // On two instances each buffers its own events (flushed every 100 ms); a read flushes only its own.
+  await s.flushAudit();
   const table = await cli.run(['audit', '--route', 'lease://cli/audit/*']);
   assert.equal(table.code, 0, table.stderr);
   const rows = tableRows(table.stdout);
-  assert.deepEqual(rows[0], ['TIME', 'EVENT', 'RESULT', 'ROUTE', 'OWNER', 'TOKEN', 'REASON']);
+  assert.deepEqual(rows[0], ['TIME', 'EVENT', 'RESULT', 'ROUTE', 'OWNER', 'FENCING TOKEN', 'ACTOR', 'REASON']);
   assert.deepEqual(rows.slice(1).map((r) => r[1]), ['lease_release', 'lease_acquire']);
 
   const json = await cli.run(['audit', '--route', 'lease://cli/audit/*', '--type', 'lease_acquire', '--since', '1h', '--json']);
   assert.equal(json.code, 0, json.stderr);
   const events = jsonLines(json.stdout);
   assert.deepEqual(events.map((e) => [e.event_type, e.route, e.owner_id]), [['lease_acquire', route, 'auditor']]);
+});
+
+test('audit and show name the token that acted, in its own column apart from the fencing token', async () => {
+  const route = 'lease://cli/actor/doc';
+  const h = await hold(route, 'held-by-worker');
+  const ops = await s.createToken(['lease://cli/**#admin']);
+  const opsId = JSON.parse((await cli.run(['whoami', '--json'], { env: { LEASEHOLD_TOKEN: ops } })).stdout).token_id as string;
+  const forced = await cli.run(['force-release', route, '--reason', 'renderer hung, OPS-77', '--yes'], { env: { LEASEHOLD_TOKEN: ops } });
+  assert.equal(forced.code, 0, forced.stderr);
+  await s.flushAudit();
+  const rootId = (await s.call('GET', '/api/v1/auth/whoami')).body.token_id as string;
+  const expectRows = (rows: string[][]): void => {
+    assert.deepEqual(rows[0], ['TIME', 'EVENT', 'RESULT', 'ROUTE', 'OWNER', 'FENCING TOKEN', 'ACTOR', 'REASON']);
+    const byEvent = new Map(rows.slice(1).map((r) => [r[1], r]));
+    assert.deepEqual(byEvent.get('lease_force_release')?.slice(4, 8), ['held-by-worker', String(h.token), opsId, 'renderer hung, OPS-77']);
+    assert.deepEqual(byEvent.get('lease_acquire')?.slice(4, 7), ['held-by-worker', String(h.token), rootId]);
+  };
+  const audit = await cli.run(['audit', '--route', route]);
+  assert.equal(audit.code, 0, audit.stderr);
+  expectRows(tableRows(audit.stdout));
+  const show = await cli.run(['show', route]);
+  assert.equal(show.code, 0, show.stderr);
+  expectRows(tableRows(show.stdout.split('Last audit events')[1]!));
 });
 
 test('audit --follow prints events recorded after it started, once each', async () => {
@@ -283,6 +366,22 @@ test('audit --follow prints events recorded after it started, once each', async 
   run.child.kill('SIGINT');
   assert.equal(await run.exited, 0, run.stderr);
   assert.deepEqual(jsonLines(run.stdout).map((e) => e.event_type), ['lease_acquire', 'lease_release']);
+});
+
+test('audit --follow as a table prints its header once and absolute times, which stay true in scrollback', async () => {
+  const run = cli.start(['audit', '--route', 'lease://cli/follow-table/*', '--follow', '--interval', '200ms']);
+  await run.waitFor(/^TIME\s+EVENT/);
+  const h = await hold('lease://cli/follow-table/x', 'follower');
+  await run.waitFor(/lease_acquire/);
+  await release('lease://cli/follow-table/x', h);
+  await run.waitFor(/lease_release/); // a later poll: a second batch
+  run.child.kill('SIGINT');
+  assert.equal(await run.exited, 0, run.stderr);
+  const rows = tableRows(run.stdout);
+  assert.equal(rows.filter((r) => r[0] === 'TIME').length, 1, run.stdout);
+  assert.deepEqual(rows.slice(1).map((r) => r[1]), ['lease_acquire', 'lease_release']);
+  for (const r of rows.slice(1)) assert.match(r[0]!, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+  assert.doesNotMatch(run.stdout, / ago/);
 });
 
 test('tokens create prints the secret once; tokens ls shows it; tokens revoke refuses it afterwards', async () => {
@@ -352,6 +451,44 @@ test('watch draws the live table with the feed state, redrawn as changes arrive'
   await run.waitFor(/live\s+2 held[^\n]*\nROUTE\s+OWNER[^\n]*\nlease:\/\/cli\/watch2\/first\s+one[^\n]*\nlease:\/\/cli\/watch2\/second\s+two/);
   run.child.kill('SIGTERM');
   assert.equal(await run.exited, 0, run.stderr);
+});
+
+test('watch --json against a server it cannot reach says so in a state line, starting from connecting', async () => {
+  const url = await unreachableUrl();
+  const run = cli.start(['watch', 'lease://cli/watch3/*', '--json', '--url', url]);
+  try {
+    await run.waitFor(/"error"/);
+  } finally {
+    run.child.kill('SIGINT');
+  }
+  assert.equal(await run.exited, 0, run.stderr);
+  const lines = jsonLines(run.stdout);
+  assert.deepEqual(lines[0], { type: 'state', state: 'connecting' });
+  assert.deepEqual(lines[1], {
+    type: 'state',
+    state: 'connecting',
+    error: { code: 'network_error', message: `cannot open the live stream at ${url}/api/v1/inventory/stream: connection refused` },
+  });
+});
+
+test('watch against a server it cannot reach shows why in its status line, and that it retries', async () => {
+  const url = await unreachableUrl();
+  const run = cli.start(['watch', 'lease://cli/watch3/*', '--url', url]);
+  try {
+    await run.waitFor(new RegExp(`^lease://cli/watch3/\\*\\s+connecting… cannot open the live stream at ${url}/api/v1/inventory/stream: connection refused; retrying\\s+0 held`, 'm'));
+  } finally {
+    run.child.kill('SIGINT');
+  }
+  assert.equal(await run.exited, 0, run.stderr);
+});
+
+test('a wildcard where a route is needed is a usage error that says so plainly', async () => {
+  for (const cmd of [['show'], ['force-release', '--reason', 'stuck renderer, OPS-9', '--yes'], ['run']]) {
+    const args = cmd[0] === 'run' ? ['run', 'lease://cli/show/*', '--', 'true'] : [cmd[0]!, 'lease://cli/show/*', ...cmd.slice(1)];
+    const r = await cli.run(args);
+    assert.equal(r.code, 2, cmd[0]);
+    assert.equal(r.stderr, 'leasehold: route "lease://cli/show/*" cannot contain wildcards (invalid_request)\n', cmd[0]);
+  }
 });
 
 test('usage mistakes exit 2: an unknown option, a bad duration, a missing argument', async () => {

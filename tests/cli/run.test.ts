@@ -105,7 +105,7 @@ test('run on a held route exits 3 at once, naming the holder, and never starts t
   const r = await cli.run(['run', route, '--', ...node("console.log('ran')")]);
   assert.equal(r.code, 3);
   assert.equal(r.stdout, '');
-  assert.match(r.stderr, /is held by other-holder \(fencing token \d+/);
+  assert.match(r.stderr, /is held by other-holder \(fencing token \d+.*; --wait to queue for it \(lease_conflict, correlation id c_[\w-]+\)/);
   await s.call('POST', '/api/v1/sessions/close', { session_id: sessionId });
 });
 
@@ -121,6 +121,7 @@ test('run --wait queues behind the holder and runs the command once the holder r
     await new Promise((r) => setTimeout(r, 50));
   }
   assert.equal(run.stdout, '', 'the command waits for the lease');
+  await run.waitFor(/leasehold: lease:\/\/run\/wait\/job is held by first-holder \(fencing token \d+, expires in \d+s\); queued for it, waiting up to 20s/);
   await s.call('POST', leasePath(route, 'release'), { session_id: sessionId, request_id: rid(), lease_id: a.body.lease.lease_id, fencing_token: a.body.lease.fencing_token });
   assert.equal(await run.exited, 0, run.stderr);
   const token = Number(/ran with token (\d+)/.exec(run.stdout)?.[1]);

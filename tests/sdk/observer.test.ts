@@ -268,6 +268,22 @@ test('refusals a retry cannot fix end in error: a denied selector, a revoked tok
   assert.equal(o.error?.code, 'invalid_credential');
 });
 
+test('while it cannot connect the observer says why it retries (retryReason, onRetry), and forgets it once ready', async () => {
+  const ctl = new ControlledFetch(s.fetch);
+  ctl.failWhile((_m, url) => isStreamOpen(url));
+  const o = observe(new LeaseholdClient({ baseUrl: s.url, token: s.token, fetch: ctl.fetch }), 'lease://obs/retry/*', { backoff: { initialMs: 20, maxMs: 50 } });
+  const reasons: LeaseholdError[] = [];
+  o.onRetry((e) => reasons.push(e));
+  await eventually('a retry with its reason', () => reasons.length >= 2);
+  assert.equal(o.state, 'connecting');
+  assert.equal(o.retryReason, reasons.at(-1));
+  assert.equal(reasons[0]!.code, 'network_error');
+  assert.equal(reasons[0]!.message, `cannot open the live stream at ${s.url}/api/v1/inventory/stream: fetch failed (test: network down)`);
+  ctl.failWhile(undefined);
+  await o.ready;
+  assert.equal(o.retryReason, undefined);
+});
+
 test('observed items are read-only views: frozen, without lease or session ids', async () => {
   const { sessionId } = await s.openSession('ro', 60_000);
   const r = await s.call('POST', leasePath('lease://obs/ro/a', 'acquire'), { session_id: sessionId, request_id: rid(), ttl_ms: 60_000, metadata: { shard: 3 } });

@@ -5,6 +5,7 @@
  */
 
 import assert from 'node:assert/strict';
+import { createServer, type AddressInfo } from 'node:net';
 import { after, before } from 'node:test';
 import { LeaseholdClient } from '@/lib/client';
 import { leasePath, rid, startTestServer, type TestServer } from '../../server/testing/harness';
@@ -167,4 +168,13 @@ export function serverAndClient(): { readonly s: TestServer; readonly client: Le
     await box.s.close();
   });
   return box;
+}
+
+/** A URL on 127.0.0.1 where nothing listens (a port just freed): connecting to it is refused. */
+export async function unreachableUrl(): Promise<string> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return `http://127.0.0.1:${port}`;
 }
