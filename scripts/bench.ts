@@ -199,6 +199,46 @@ function summary(samples: number[]): { n: number; p50_ms: number; p99_ms: number
   return { n: s.length, p50_ms: r3(pct(s, 50)), p99_ms: r3(pct(s, 99)), max_ms: r3(s[s.length - 1] ?? NaN) };
 }
 
+/**
+ * CPU seconds of every local `postgres` process so far, by pid (empty when
+ * the database is not on this machine). Backends of the instances' pools
+ * live through a measured window; one that exits inside it is left out.
+ */
+function postgresCpu(): Map<number, number> {
+  const by = new Map<number, number>();
+  let pids: string[] = [];
+  try {
+    pids = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
+  } catch {
+    return by;
+  }
+  for (const d of pids) {
+    try {
+      if (readFileSync(`/proc/${d}/comm`, 'utf8').trim() !== 'postgres') continue;
+    } catch {
+      continue;
+    }
+    const s = cpuSeconds(Number(d));
+    if (Number.isFinite(s)) by.set(Number(d), s);
+  }
+  return by;
+}
+
+/** CPU seconds the `postgres` processes used between two snapshots (a process new in the second counts whole). */
+function postgresCpuBetween(a: Map<number, number>, b: Map<number, number>): number {
+  let sum = 0;
+  for (const [pid, s] of b) sum += s - (a.get(pid) ?? 0);
+  return sum;
+}
+
+/** Busy and total CPU seconds of the whole machine so far (all cores, from /proc/stat). */
+function machineCpu(): { busy: number; total: number } {
+  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  const total = f.slice(0, 8).reduce((a, x) => a + x, 0);
+  const idle = f[3]! + f[4]!;
+  return { busy: (total - idle) / CLK_TCK, total: total / CLK_TCK };
+}
+
 // ---- acquire → release cycles -------------------------------------------------
 
 interface CycleResult {
@@ -217,6 +257,10 @@ interface CycleResult {
   /** Share of one core this load generator used. */
   client_cpu: number;
   server_cpu_us_per_cycle: number;
+  /** CPU of the local PostgreSQL processes per cycle (NaN for a SQLite server). */
+  db_cpu_us_per_cycle: number;
+  /** Share of the machine's cores busy during the window (every process: the servers, the database, this client, anything else). */
+  machine_busy: number;
 }
 
 let levelSeq = 0;
@@ -238,13 +282,21 @@ async function cycles(target: Child | Child[], label: string, workers: number, t
   const errorCodes: Record<string, number> = {};
   let errors = 0;
   const cpu = { server0: NaN, client0: NaN, server1: NaN, client1: NaN };
+  // The database's own CPU, for the PostgreSQL rows (the store's cost is partly spent there).
+  const pgRows = Array.isArray(target);
+  const db: { at0?: Map<number, number>; at1?: Map<number, number> } = {};
+  const machine: { at0?: { busy: number; total: number }; at1?: { busy: number; total: number } } = {};
   const mark0 = setTimeout(() => {
     cpu.server0 = serverCpu0();
     cpu.client0 = cpuSeconds(process.pid);
+    if (pgRows) db.at0 = postgresCpu();
+    machine.at0 = machineCpu();
   }, WARMUP_MS);
   const mark1 = setTimeout(() => {
     cpu.server1 = serverCpu0();
     cpu.client1 = cpuSeconds(process.pid);
+    if (pgRows) db.at1 = postgresCpu();
+    machine.at1 = machineCpu();
   }, WARMUP_MS + DURATION_MS);
 
   const note = (r: Res) => {
@@ -286,7 +338,11 @@ async function cycles(target: Child | Child[], label: string, workers: number, t
   if (Number.isNaN(cpu.server1)) {
     cpu.server1 = serverCpu0();
     cpu.client1 = cpuSeconds(process.pid);
+    if (pgRows) db.at1 = postgresCpu();
+    machine.at1 = machineCpu();
   }
+  const dbCpu = db.at0 && db.at1 ? postgresCpuBetween(db.at0, db.at1) : NaN;
+  const busy = machine.at0 && machine.at1 ? (machine.at1.busy - machine.at0.busy) / (machine.at1.total - machine.at0.total) : NaN;
   const seconds = DURATION_MS / 1000;
   const s = summary(lat);
   const serverCpu = cpu.server1 - cpu.server0;
@@ -304,6 +360,8 @@ async function cycles(target: Child | Child[], label: string, workers: number, t
     server_cpu: Math.round((serverCpu / seconds) * 100) / 100,
     client_cpu: Math.round(((cpu.client1 - cpu.client0) / seconds) * 100) / 100,
     server_cpu_us_per_cycle: lat.length ? Math.round((serverCpu / lat.length) * 1e6) : NaN,
+    db_cpu_us_per_cycle: lat.length && pgRows ? Math.round((dbCpu / lat.length) * 1e6) : NaN,
+    machine_busy: Math.round(busy * 100) / 100,
   };
 }
 
@@ -531,7 +589,7 @@ async function postgresBench(adminUrl: string): Promise<{ rows: PgRow[]; sqlite6
       for (const workers of PG_LEVELS) {
         const r = await cycles(children, `pg${instances}x${families}`, workers, tokens);
         results.push(r);
-        console.log(`postgres, ${instances} instance(s), ${families} famil${families === 1 ? 'y' : 'ies'}, ${workers} workers: ${r.cycles_per_s}/s, p50 ${f1(r.p50_ms)} ms, p99 ${f1(r.p99_ms)} ms, server CPU ${r.server_cpu_us_per_cycle} µs/cycle, errors ${r.errors}`);
+        console.log(`postgres, ${instances} instance(s), ${families} famil${families === 1 ? 'y' : 'ies'}, ${workers} workers: ${r.cycles_per_s}/s, p50 ${f1(r.p50_ms)} ms, p99 ${f1(r.p99_ms)} ms, server CPU ${r.server_cpu_us_per_cycle} µs/cycle, database CPU ${r.db_cpu_us_per_cycle} µs/cycle, machine ${Math.round(r.machine_busy * 100)}% busy, errors ${r.errors}`);
       }
       return { instances, families, results };
     } finally {
@@ -550,15 +608,19 @@ async function postgresBench(adminUrl: string): Promise<{ rows: PgRow[]; sqlite6
   console.log(`against one SQLite instance at 64 workers in the same run (${sqlite64.map((r) => r.cycles_per_s).join(' and ')} cycles/s, before and after: ${Math.round(ref)})\n`);
   console.log(
     table(
-      ['instances', 'families', 'workers', 'cyc/s', '× SQLite', 'p50 ms', 'p99 ms', 'server CPU µs/cyc', 'client CPU', 'errors'],
+      ['instances', 'families', 'workers', 'cyc/s', '× SQLite', 'p50 ms', 'p99 ms', 'server CPU µs/cyc', 'database CPU µs/cyc', 'client CPU', 'machine busy', 'errors'],
       rows.flatMap((row) =>
         row.results.map((r) => [
           row.instances, row.families, r.workers, r.cycles_per_s, r.workers === 64 ? (r.cycles_per_s / ref).toFixed(2) : '',
-          f1(r.p50_ms), f1(r.p99_ms), r.server_cpu_us_per_cycle, r.client_cpu.toFixed(2), r.errors,
+          f1(r.p50_ms), f1(r.p99_ms), r.server_cpu_us_per_cycle, Number.isFinite(r.db_cpu_us_per_cycle) ? r.db_cpu_us_per_cycle : '-',
+          r.client_cpu.toFixed(2), `${Math.round(r.machine_busy * 100)}%`, r.errors,
         ]),
       ),
     ),
   );
+  const ref64 = sqlite64.map((r) => `${r.server_cpu_us_per_cycle} µs server + ${Math.round((r.client_cpu / r.cycles_per_s) * 1e6)} µs client per cycle, machine ${Math.round(r.machine_busy * 100)}% busy`);
+  console.log(`
+the SQLite reference: ${ref64.join('; ')}`);
   const at = (i: number, f: number) => (rows.find((r) => r.instances === i && r.families === f)?.results.find((r) => r.workers === 64)?.cycles_per_s ?? NaN) / ref;
   console.log(`\ntargets: two instances, one family ≥ 0.5 × SQLite → ${at(2, 1).toFixed(2)} × (${at(2, 1) >= 0.5 ? 'met' : 'NOT met'}); four families ≥ 1 × → ${at(2, 4).toFixed(2)} × (${at(2, 4) >= 1 ? 'met' : 'NOT met'})\n`);
   return { rows, sqlite64 };

@@ -93,6 +93,11 @@ export function auditValues(r: NewAuditRow, rare: unknown): unknown[] {
   ];
 }
 
+/** The change log's columns (docs/design.md, "Change log"), and a row's values in their order: both stores. */
+export const CHANGE_COLS = ['family', 'revision', 'route', 'time', 'data'] as const;
+
+export const changeValues = (r: ChangeRow): unknown[] => [r.family, r.revision, r.route, r.time, r.data];
+
 /** A table's pending writes: a row, or null for a deleted key. */
 export type Entries<V> = ReadonlyArray<readonly [string, V | null]>;
 
@@ -249,7 +254,7 @@ export abstract class UnitOfWork<B extends Tx = Tx> implements Tx {
       append,
       read: async (family, after, upTo, limit) => {
         const inRange = (r: ChangeRow) => r.family === family && r.revision > after && r.revision <= upTo;
-        const held = [...this.st.changes, ...this.st.stepChanges].filter(inRange);
+        const held = this.heldChanges().filter(inRange);
         const stored = await c.read(family, after, upTo, limit);
         return held.length === 0 ? stored : [...stored, ...held].sort((a, b) => a.revision - b.revision).slice(0, limit);
       },
@@ -257,6 +262,11 @@ export abstract class UnitOfWork<B extends Tx = Tx> implements Tx {
       prune: (keepChanges, olderThan, limit) => this.write(() => c.prune(keepChanges, olderThan, limit)),
       stats: () => this.read(() => c.stats()),
     };
+  }
+
+  /** Change-log rows appended but not yet in the database (the store's flush writes them). */
+  protected heldChanges(): ChangeRow[] {
+    return [...this.st.changes, ...this.st.stepChanges];
   }
 
   // ---- cached rows ------------------------------------------------------------

@@ -2,7 +2,9 @@
  * The shared plans read the indexes they name, on both backends: each
  * rendered statement's query plan, over 20,000 held leases, uses the
  * intended index (a regression here is a LIST or sweep that scans what is
- * held, as the family's primary key did for due work on SQLite).
+ * held, as the family's primary key did for due work on SQLite); and the
+ * PostgreSQL batch's prepared reads and deletes probe their key index even
+ * with a plan kept from when the tables were empty.
  */
 
 import { after, before, describe, test } from 'node:test';
@@ -10,10 +12,12 @@ import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import pg from 'pg';
+import pg, { type PoolClient } from 'pg';
 import { parseSelector } from '@/lib/selector';
 import { millis } from '../millis';
 import { PgStore } from '../postgres/pg-store';
+import { execute, prepareSql } from '../postgres/pg-prepared';
+import { PRUNE_IDEMPOTENCY } from '../postgres/pg-tx';
 import { SqliteStore } from '../sqlite/sqlite-store';
 import { tempDir } from '../../testing/harness';
 import { createTestDatabase, type TestDatabase } from '../../testing/pg';
@@ -120,6 +124,103 @@ describe('query plans: postgres', () => {
       const plan = r.rows.map((x: Record<string, string>) => x['QUERY PLAN']).join('\n');
       assert.match(plan, new RegExp(`Index (Only )?Scan( Backward)? using ${c.index}`), `${c.name}:\n${plan}`);
       assert.doesNotMatch(plan, /Seq Scan on leases|Seq Scan on audit/, `${c.name}:\n${plan}`);
+    }
+  });
+});
+
+describe('query plans: the PostgreSQL batch’s prepared statements', () => {
+  let tdb: TestDatabase;
+  let client: pg.Client;
+  /** Each keyed read and delete, its arguments, and the key index it must probe. */
+  const keyed: Array<[name: string, args: string, index: string]> = [
+    ['lh_pf_idempotency', `'default', '[["acquire", "lease://acme/area-1/res-1", "r1"]]'`, 'idempotency_pkey'],
+    ['lh_pf_sessions', `'["s1", "s2"]'`, 'sessions_pkey'],
+    ['lh_pf_leases', `'default', '["lease://acme/area-1/res-1", "lease://acme/area-2/res-2"]'`, 'leases_pkey'],
+    ['lh_pf_delays', `'default', '["lease://acme/area-1/res-1"]'`, 'lock_delays_pkey'],
+    ['lh_del_leases', `'[["default", "lease://acme/area-1/res-1"]]'`, 'leases_pkey'],
+    ['lh_del_sessions', `'[["s1"]]'`, 'sessions_pkey'],
+    ['lh_del_idempotency', `'[["default", "acquire", "lease://acme/area-1/res-1", "r1"]]'`, 'idempotency_pkey'],
+    ['lh_del_checkpoints', `'[["default", "lease://acme/area-1/res-1"]]'`, 'checkpoints_pkey'],
+  ];
+  const explain = async (name: string, args: string) =>
+    (await client.query(`EXPLAIN EXECUTE ${name}(${args})`)).rows.map((x: Record<string, string>) => x['QUERY PLAN']).join('\n');
+
+  before(async () => {
+    tdb = await createTestDatabase();
+    await (await PgStore.open({ url: tdb.url })).close();
+    client = new pg.Client({ connectionString: tdb.url });
+    await client.connect();
+    // Prepared, and executed past the point where PostgreSQL settles on a generic plan, while the tables are empty.
+    await client.query(prepareSql(client as unknown as PoolClient));
+    for (const [name, args] of keyed) for (let i = 0; i < 8; i++) await explain(name, args);
+    await client.query(
+      `INSERT INTO sessions (id_hash, family, incarnation, owner_id, ttl_ms, created_at, expires_at)
+       SELECT 's' || n, 'default', 'i' || n, 'o', 60000, ${NOW}, ${NOW}::int8 + 60000 FROM generate_series(0, ${LEASES - 1}) n`,
+    );
+    await client.query(
+      `INSERT INTO idempotency (family, op, route, request_id, digest, status, answer, expires_at)
+       SELECT 'default', 'acquire', 'lease://acme/area-' || (n % 100) || '/res-' || (n / 100), 'r' || n, 'd', 0, '{}', ${NOW}::int8 + n
+       FROM generate_series(0, ${LEASES - 1}) n`,
+    );
+    await client.query(
+      `INSERT INTO leases (family, route, realm, area, resource, lease_id, fencing_token, session_hash, owner_id, incarnation,
+         acquired_at, renewed_at, expires_at, max_expires_at, ttl_ms, renewal_count, revision, metadata)
+       SELECT 'default', 'lease://acme/area-' || (n % 100) || '/res-' || (n / 100), 'acme', 'area-' || (n % 100), 'res-' || (n / 100),
+         'l' || n, n, 's' || n, 'o', 'hi', ${NOW}, ${NOW}, ${NOW}::int8 + 600000 + n, ${NOW}::int8 + 3600000, 600000, 0, n, NULL
+       FROM generate_series(0, ${LEASES - 1}) n`,
+    );
+    await client.query(
+      `INSERT INTO lock_delays (family, route, until) SELECT 'default', 'lease://acme/area-' || (n % 100) || '/res-' || (n / 100), ${NOW}::int8 + n
+       FROM generate_series(0, ${LEASES - 1}) n`,
+    );
+    await client.query(
+      `INSERT INTO checkpoints (family, route, value, fencing_token, lease_id, written_at, version)
+       SELECT 'default', 'lease://acme/area-' || (n % 100) || '/res-' || (n / 100), '{}', n, 'l' || n, ${NOW}, 1 FROM generate_series(0, ${LEASES - 1}) n`,
+    );
+    // ANALYZE invalidates the connection's cached plans (as autovacuum's does once a table grows).
+    await client.query('ANALYZE');
+  });
+  after(async () => {
+    await client?.end();
+    await tdb?.drop();
+  });
+
+  test('each keyed read and delete probes its key index over 20,000 rows, on the connection that prepared it', async () => {
+    for (const [name, args, index] of keyed) {
+      const plan = await explain(name, args);
+      assert.match(plan, new RegExp(`Index Scan using ${index}`), `${name}:\n${plan}`);
+      assert.doesNotMatch(plan, /Seq Scan on (leases|sessions|idempotency|checkpoints|lock_delays)|Hash Join|Bitmap Heap Scan/, `${name}:\n${plan}`);
+    }
+  });
+
+  test('the sweep’s prune of idempotency records walks the expiry index, with a generic plan', async () => {
+    await client.query(`PREPARE iprune(bigint, bigint) AS ${PRUNE_IDEMPOTENCY}`);
+    await client.query(`SET plan_cache_mode = force_generic_plan`);
+    try {
+      const plan = (await client.query(`EXPLAIN EXECUTE iprune(${NOW}, 1000)`)).rows.map((x: Record<string, string>) => x['QUERY PLAN']).join('\n');
+      assert.match(plan, /Index Scan using idempotency_expiry/, plan);
+      assert.doesNotMatch(plan, /Seq Scan on idempotency/, plan);
+    } finally {
+      await client.query(`RESET plan_cache_mode`);
+      await client.query(`DEALLOCATE iprune`);
+    }
+  });
+
+  test('the batch’s writes run as prepared: rows in, rows out', async () => {
+    await client.query('BEGIN');
+    try {
+      await client.query(`EXECUTE lh_put_sessions('[["s-new", "default", "i-new", "o", 1000, ${NOW}, ${NOW + 1000}]]')`);
+      const got = await client.query(`SELECT family, ttl_ms FROM sessions WHERE id_hash = 's-new'`);
+      assert.deepEqual(got.rows, [{ family: 'default', ttl_ms: '1000' }]);
+      // A value holding the dollar-quote tag, quotes, a backslash and an unpaired surrogate (sent as U+FFFD, as text would be).
+      const owner = `o'$lh_rows$"\\x\ud800y`;
+      await client.query(execute('lh_put_sessions', [['s-odd', 'default', 'i-odd', owner, 1000, NOW, NOW + 1000]]));
+      const odd = await client.query(`SELECT owner_id FROM sessions WHERE id_hash = 's-odd'`);
+      assert.deepEqual(odd.rows, [{ owner_id: `o'$lh_rows$"\\x\ufffdy` }]);
+      await client.query(`EXECUTE lh_del_sessions('[["s-new"], ["s1"]]')`);
+      assert.equal((await client.query(`SELECT count(*)::int AS n FROM sessions WHERE id_hash IN ('s-new', 's1', 's2')`)).rows[0].n, 1);
+    } finally {
+      await client.query('ROLLBACK');
     }
   });
 });

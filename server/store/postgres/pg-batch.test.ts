@@ -265,3 +265,37 @@ test('steps that arrive while a batch waits for the lock join it, with their row
     await other.close();
   }
 });
+
+test('the next batch of a family begins while the one before commits, and answers after it', async () => {
+  // A commit made slow on purpose: a deferred trigger sleeps at COMMIT when the revision reaches 2.
+  await sql.query(`CREATE OR REPLACE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.4); RETURN NULL; END $$`);
+  await sql.query(`DROP TRIGGER IF EXISTS slow_commit ON families`);
+  await sql.query(
+    `CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT OR UPDATE ON families DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (NEW.revision = 2) EXECUTE FUNCTION slow_commit()`,
+  );
+  try {
+    assert.equal(await store.atomic((tx) => tx.bumpRevision('f'), { family: 'f' }), 1);
+    const answered: number[] = [];
+    const first = store.atomic((tx) => tx.bumpRevision('f'), { family: 'f' }).then((rev) => (answered.push(rev), rev));
+    const look = (where: string) =>
+      sql.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND ${where}`).then((r) => r.rows[0]!.n);
+    // Its COMMIT is in flight (sleeping in the trigger; a bounded number of looks) ...
+    for (let i = 0; (await look(`wait_event = 'PgSleep'`)) === 0; i++) assert.ok(i < 2_000, 'the first batch never reached its commit');
+    const second = store.atomic((tx) => tx.bumpRevision('f'), { family: 'f' }).then((rev) => (answered.push(rev), rev));
+    // ... and the next batch has begun: its lock waits in the database for that commit.
+    let overlapped = false;
+    for (let i = 0; i < 2_000 && !overlapped; i++) {
+      const r = await sql.query<{ sleeping: number; waiting: number }>(
+        `SELECT count(*) FILTER (WHERE wait_event = 'PgSleep')::int AS sleeping, count(*) FILTER (WHERE wait_event_type = 'Lock')::int AS waiting FROM pg_stat_activity WHERE datname = current_database()`,
+      );
+      if (r.rows[0]!.sleeping === 0) break;
+      overlapped = r.rows[0]!.waiting > 0;
+    }
+    assert.ok(overlapped, 'the second batch waited for the lock while the first one committed');
+    assert.deepEqual([await first, await second], [2, 3]);
+    assert.deepEqual(answered, [2, 3], 'answered in batch order');
+    assert.equal(await store.atomic((tx) => tx.revision('f'), { family: 'f' }), 3);
+  } finally {
+    await sql.query(`DROP TRIGGER IF EXISTS slow_commit ON families`);
+  }
+});

@@ -10,9 +10,10 @@
  *   family's revision) are read through that cache and written behind: a
  *   step's writes are kept in its own overlay, merged into the batch when
  *   it returns and dropped when it throws (its all-or-nothing outcome,
- *   without a savepoint), and flushed with the COMMIT as one multi-row
- *   upsert and one multi-row delete per table, with the audit rows and the
- *   notifications, in one round trip.
+ *   without a savepoint), and flushed with the COMMIT as one upsert and
+ *   one delete per table, with the audit rows and the notifications, in one
+ *   round trip: prepared statements taking their rows as one jsonb array
+ *   each (pg-prepared.ts).
  * - Any other read (scans, due lists, counts) first writes what the batch
  *   holds, so it sees every earlier step. A step that also holds writes of
  *   its own, or writes anything uncached (waiter rows, policies, tokens,
@@ -33,70 +34,49 @@
 import type { PoolClient, QueryResult } from 'pg';
 import { millis, type Millis } from '../millis';
 import type { ChangeLogTx, ChangeRow, CheckpointRow, IdempotencyRow, LeaseRow, NewAuditRow, PolicyTx, SessionRow, SharedWaiters, StepScope } from '../types';
-import { AUDIT_COLS, CHECKPOINTS, CachedTable, IDEMPOTENCY, LEASES, SEP, SESSIONS, UnitOfWork, auditValues, idemKey, leaseKey, type Entries } from '../unit-of-work';
-import { CHANNEL, quoteLiteral } from './pg-connection';
-import { changeInsertSql } from './pg-change-log';
-import { LEASE_COLS, PgTx, SESSION_COLS } from './pg-tx';
+import { CHECKPOINTS, CachedTable, changeValues, IDEMPOTENCY, LEASES, SEP, SESSIONS, UnitOfWork, auditValues, idemKey, leaseKey, type Entries } from '../unit-of-work';
+import { quoteLiteral } from './pg-connection';
+import { PgTx } from './pg-tx';
+import { execute, PREPARE_RESULTS, prepareSql, preparedOn } from './pg-prepared';
 
 type Quote = (s: string) => string;
 type Prefetch = NonNullable<StepScope['prefetch']>;
 
-/** One value as an SQL literal (the flush goes in one simple-protocol query with the COMMIT). */
-function lit(v: unknown, quote: Quote): string {
-  if (v === null || v === undefined) return 'NULL';
-  if (typeof v === 'number') {
-    if (!Number.isFinite(v)) throw new Error(`not a storable number: ${v}`);
-    return String(v);
-  }
-  if (typeof v === 'boolean') return v ? 'TRUE' : 'FALSE';
-  return quote(String(v));
-}
-
-const tuple = (values: readonly unknown[], quote: Quote) => `(${values.map((v) => lit(v, quote)).join(',')})`;
-
 /** A cached table written by multi-row PostgreSQL statements sent with the batch's round trips. */
 class PgTable<V> extends CachedTable<V> {
   /** The statements writing the batch's pending rows (the cache stays valid). */
-  batchSql(quote: Quote): string {
+  batchSql(): string {
     const entries = this.takeBatch();
-    return entries ? this.sql(entries, quote) : '';
+    return entries ? this.sql(entries) : '';
   }
 
   /** The statements writing the step's rows (it writes through from here; the caches are dropped when it ends). */
-  stepSql(quote: Quote): string {
+  stepSql(): string {
     const entries = this.takeStep();
-    return entries ? this.sql(entries, quote) : '';
+    return entries ? this.sql(entries) : '';
   }
 
-  private sql(entries: Entries<V>, quote: Quote): string {
-    const { name, keyCols, cols } = this.spec;
-    const upserts: string[] = [];
-    const deletes: string[] = [];
+  /** Deletes, then upserts: one prepared statement each (pg-prepared.ts). */
+  private sql(entries: Entries<V>): string {
+    const name = this.spec.name;
+    const upserts: unknown[][] = [];
+    const deletes: string[][] = [];
     for (const [k, v] of entries) {
-      if (v === null) deletes.push(tuple(k.split(SEP), quote));
-      else upserts.push(tuple(this.spec.values(v), quote));
+      if (v === null) deletes.push(k.split(SEP));
+      else upserts.push(this.spec.values(v));
     }
-    let sql = '';
-    if (deletes.length > 0) sql += `DELETE FROM ${name} WHERE (${keyCols.join(',')}) IN (${deletes.join(',')}); `;
-    if (upserts.length > 0) {
-      const set = cols.filter((c) => !keyCols.includes(c)).map((c) => `${c} = EXCLUDED.${c}`);
-      sql += `INSERT INTO ${name} (${cols.join(',')}) VALUES ${upserts.join(',')} ON CONFLICT (${keyCols.join(',')}) DO UPDATE SET ${set.join(', ')}; `;
-    }
-    return sql;
+    return execute(`lh_del_${name}`, deletes) + execute(`lh_put_${name}`, upserts);
   }
 }
 
-function auditSql(rows: readonly NewAuditRow[], quote: Quote): string {
+function auditSql(rows: readonly NewAuditRow[]): string {
   if (rows.length === 0) return '';
   const perFamily = new Map<string, number>();
   for (const r of rows) perFamily.set(r.family, (perFamily.get(r.family) ?? 0) + 1);
   // The per-family counts first, families in order (as PgTx.insertAudit): their row locks order
   // two instances' audit writes, so seqs commit in the order they were taken.
-  const counts = [...perFamily.keys()].sort().map((f) => tuple([f, perFamily.get(f)], quote));
-  return (
-    `INSERT INTO audit_counts (family, rows) VALUES ${counts.join(',')} ON CONFLICT (family) DO UPDATE SET rows = audit_counts.rows + EXCLUDED.rows; ` +
-    `INSERT INTO audit (${AUDIT_COLS.join(',')}) VALUES ${rows.map((r) => tuple(auditValues(r, true), quote)).join(',')}; `
-  );
+  const counts = [...perFamily.keys()].sort().map((f) => [f, perFamily.get(f)]);
+  return execute('lh_audit_counts', counts) + execute('lh_audit', rows.map((r) => auditValues(r, true)));
 }
 
 /** What the runner learns from the first round trip. */
@@ -218,6 +198,31 @@ export class PgBatchTx extends UnitOfWork<PgTx> {
 
   // ---- the runner's side ----------------------------------------------------
 
+  /** The connection's PREPAREs were sent and whether they ran is not known yet (see `prepareSql`). */
+  private preparing = false;
+
+  /**
+   * What the first round trip sends before its `BEGIN`: the prepared
+   * statements this connection does not hold yet (pg-prepared.ts), and how
+   * many results they yield. `prepared` is called once that round trip
+   * succeeded; until then `mustDiscard` says the connection may hold some of
+   * them, and must not be reused.
+   */
+  prepareSql(): { sql: string; results: number } {
+    const sql = prepareSql(this.client);
+    this.preparing = sql !== '';
+    return { sql, results: sql === '' ? 0 : PREPARE_RESULTS };
+  }
+
+  prepared(): void {
+    if (this.preparing) preparedOn(this.client);
+    this.preparing = false;
+  }
+
+  get mustDiscard(): boolean {
+    return this.preparing;
+  }
+
   /**
    * The first round trip's statements after `BEGIN`: the family's row lock,
    * then (statements of their own, so they read after the lock is granted)
@@ -246,21 +251,17 @@ export class PgBatchTx extends UnitOfWork<PgTx> {
 
   /** The statements reading the steps' hinted rows, one per table (4 results, for `prefetched`). */
   prefetchSql(prefetches: ReadonlyArray<Prefetch | undefined>): string {
-    const q = this.quote;
-    const f = q(this.family);
+    const f = this.quote(this.family);
     const { idem, sessions, routes } = this.hinted(prefetches);
-    // A join on VALUES, not `(op, route, request_id) IN (…)`: the same index probes, but planned
-    // in a tenth of the time (an IN list of row values is planned as one OR branch per row).
-    const keys = [...idem.values()].map((k) => tuple([k.op, k.route, k.requestId], q)).join(',');
-    let sql = idem.size
-      ? `SELECT i.family, i.op, i.route, i.request_id AS "requestId", i.digest, i.status, i.answer, i.expires_at AS "expiresAt" FROM (VALUES ${keys}) v(op, route, request_id) JOIN idempotency i ON i.family = ${f} AND i.op = v.op AND i.route = v.route AND i.request_id = v.request_id; `
-      : 'SELECT 1 WHERE false; ';
-    sql += sessions.size ? `SELECT ${SESSION_COLS} FROM sessions WHERE id_hash IN (${[...sessions].map(q).join(',')}); ` : 'SELECT 1 WHERE false; ';
-    const inRoutes = `route IN (${[...routes].map(q).join(',')})`;
-    sql += routes.size ? `SELECT ${LEASE_COLS} FROM leases WHERE family = ${f} AND ${inRoutes}; ` : 'SELECT 1 WHERE false; ';
+    const none = 'SELECT 1 WHERE false; ';
+    const keys = [...idem.values()].map((k) => [k.op, k.route, k.requestId]);
     // An acquire asks whether its route is in lock-delay: read with the lease.
-    sql += routes.size ? `SELECT route, until FROM lock_delays WHERE family = ${f} AND ${inRoutes}; ` : 'SELECT 1 WHERE false; ';
-    return sql;
+    return (
+      (execute('lh_pf_idempotency', keys, f) || none) +
+      (execute('lh_pf_sessions', [...sessions]) || none) +
+      (execute('lh_pf_leases', [...routes], f) || none) +
+      (execute('lh_pf_delays', [...routes], f) || none)
+    );
   }
 
   /** The hinted rows, read under the lock before any step ran (a key already known stays as it is). */
@@ -359,10 +360,7 @@ export class PgBatchTx extends UnitOfWork<PgTx> {
       while (sent.has(m)) m += ' ';
       sent.add(m);
     }
-    if (sent.size > 0) {
-      const payloads = [...sent].map(this.quote).join(',');
-      notify = `SELECT count(*) FROM (SELECT pg_notify('${CHANNEL}', m) FROM unnest(ARRAY[${payloads}]::text[]) WITH ORDINALITY AS n(m, i) ORDER BY i) x; `;
-    }
+    if (sent.size > 0) notify = execute('lh_notify', [...sent]);
     st.messages = [];
     return sql + notify;
   }
@@ -392,10 +390,10 @@ export class PgBatchTx extends UnitOfWork<PgTx> {
       sql += `UPDATE families SET revision = ${st.revision} WHERE family = ${this.quote(this.family)}; `;
       st.revisionWritten = st.revision;
     }
-    for (const t of this.tables) sql += t.batchSql(this.quote);
-    sql += auditSql(st.audit, this.quote);
+    for (const t of this.tables) sql += t.batchSql();
+    sql += auditSql(st.audit);
     st.audit = [];
-    sql += changeInsertSql(st.changes, this.quote);
+    sql += execute('lh_changes', st.changes.map(changeValues));
     st.changes = [];
     return sql;
   }
@@ -418,8 +416,8 @@ export class PgBatchTx extends UnitOfWork<PgTx> {
     if (this.st.direct) return;
     if (this.st.poisoned !== undefined) throw this.st.poisoned;
     let sql = `${this.batchSql()}SAVEPOINT step; `;
-    for (const t of this.tables) sql += t.stepSql(this.quote);
-    sql += auditSql(this.st.stepAudit, this.quote);
+    for (const t of this.tables) sql += t.stepSql();
+    sql += auditSql(this.st.stepAudit);
     this.st.stepAudit = [];
     await this.exec(sql);
     this.st.direct = true;

@@ -87,6 +87,8 @@ export class PgStore implements Store {
   private readonly queued = new Map<string, Pending[]>();
   /** Families with a batch running (or about to), and the loop that runs them. */
   private readonly running = new Map<string, Promise<void>>();
+  /** Each family's last batch begun, until it has answered its steps (the next one answers after it). */
+  private readonly lastBatch = new Map<string, Promise<void>>();
   readonly batchStats: BatchStats = { batches: 0, steps: 0, roundTrips: 0 };
 
   private constructor(private readonly opts: PgStoreOptions) {
@@ -179,8 +181,15 @@ export class PgStore implements Store {
     p.reject(new StoreUnavailableError(`postgres: the step waited longer than ${this.stepTimeoutMs} ms`, false));
   }
 
-  /** Run a family's batches one after another while steps are waiting. */
+  /**
+   * Run a family's batches while steps are waiting, the next one begun as
+   * soon as the one before has sent its COMMIT (docs/design.md,
+   * "PostgreSQL: row locks, one batch per family"): its lock waits in the
+   * database for that commit, so the commit's round trip and the next
+   * batch's first one overlap. Answers still go out batch by batch, in order.
+   */
   private async drain(family: string): Promise<void> {
+    let previous = this.lastBatch.get(family) ?? Promise.resolve();
     try {
       for (;;) {
         const q = this.queued.get(family);
@@ -196,7 +205,15 @@ export class PgStore implements Store {
           }
           continue;
         }
-        await this.runBatch(family, batch);
+        let committing!: () => void;
+        const sent = new Promise<void>((r) => (committing = r));
+        const done = this.runBatch(family, batch, previous, committing).catch(() => undefined);
+        previous = done;
+        this.lastBatch.set(family, done);
+        void done.finally(() => {
+          if (this.lastBatch.get(family) === done) this.lastBatch.delete(family);
+        });
+        await sent;
       }
     } finally {
       this.running.delete(family);
@@ -208,10 +225,21 @@ export class PgStore implements Store {
    * lock + every step's hinted rows + the clock in one round trip, the steps
    * one after another (a cache miss, a scan or a write-through costs its own
    * round trip), then the rows, the revision, the notifications and COMMIT
-   * in one more. No step is answered before the COMMIT returns; if the batch
+   * in one more. No step is answered before the COMMIT returns, nor before
+   * the batch before it (`previous`) has answered its own; if the batch
    * cannot commit, every step in it fails with StoreUnavailableError.
+   * `committing` is called once the COMMIT is sent, or once the batch ended
+   * without one: the next batch may begin.
    */
-  private async runBatch(family: string, steps: Pending[]): Promise<void> {
+  private async runBatch(family: string, steps: Pending[], previous: Promise<void>, committing: () => void): Promise<void> {
+    try {
+      await this.runSteps(family, steps, previous, committing);
+    } finally {
+      committing();
+    }
+  }
+
+  private async runSteps(family: string, steps: Pending[], previous: Promise<void>, committing: () => void): Promise<void> {
     let client: pg.PoolClient | undefined;
     let commitSent = false;
     let timedOut = false;
@@ -239,6 +267,7 @@ export class PgStore implements Store {
       const err = timedOut
         ? new StoreUnavailableError(`postgres: the step took longer than ${this.stepTimeoutMs} ms`, false)
         : new StoreUnavailableError(`postgres: cannot get a connection: ${(e as Error).message}`, false);
+      await previous;
       for (const p of steps) {
         settle(p);
         p.reject(err);
@@ -251,7 +280,9 @@ export class PgStore implements Store {
     let failure: StoreUnavailableError | undefined;
     try {
       const prefetches = steps.map((p) => p.prefetch);
-      const results = await Promise.race([tx.exec(`BEGIN; ${tx.lockSql(prefetches)}${CLOCK}`), deadline]);
+      const prepare = tx.prepareSql();
+      const results = (await Promise.race([tx.exec(`${prepare.sql}BEGIN; ${tx.lockSql(prefetches)}${CLOCK}`), deadline])).slice(prepare.results);
+      tx.prepared();
       tx.locked(prefetches, results.slice(1, 1 + PgBatchTx.LOCK_RESULTS));
       const dbNow = Number(results[results.length - 1]!.rows[0].now);
       const received = performance.now();
@@ -288,7 +319,9 @@ export class PgStore implements Store {
       }
       const sql = tx.commitSql();
       commitSent = true;
-      await Promise.race([tx.exec(`${sql}COMMIT`), deadline]);
+      const commit = tx.exec(`${sql}COMMIT`);
+      committing();
+      await Promise.race([commit, deadline]);
       this.batchStats.batches++;
       this.batchStats.steps += steps.length;
       this.batchStats.roundTrips += 2 + tx.statements;
@@ -303,8 +336,9 @@ export class PgStore implements Store {
     }
     let broken = timedOut;
     if (failure && !timedOut) await Promise.race([client.query('ROLLBACK'), deadline]).catch(() => (broken = true));
-    // A connection that failed or timed out is discarded, never reused.
-    client.release(broken || timedOut ? true : undefined);
+    // A connection that failed or timed out is discarded, never reused; so is one that may hold some of the prepared statements.
+    client.release(broken || timedOut || tx.mustDiscard ? true : undefined);
+    await previous;
     for (let i = 0; i < steps.length; i++) {
       const p = steps[i]!;
       settle(p);
@@ -373,6 +407,7 @@ export class PgStore implements Store {
     this.closed = true;
     // Batches already running end first (each within the step limit); queued steps are refused.
     await Promise.all([...this.running.values()]);
+    await Promise.all([...this.lastBatch.values()]);
     await (this.bus as PgBus).close();
     await this.pool.end().catch(() => undefined);
   }

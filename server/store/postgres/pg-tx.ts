@@ -56,6 +56,17 @@ function tokenFromRaw(raw: RawToken | undefined): TokenRow | undefined {
   return { ...raw, grants: JSON.parse(raw.grants) as string[] };
 }
 
+/**
+ * Expired idempotency records, at most $2. SKIP LOCKED: two instances'
+ * sweeps prune different rows, never wait on each other. In expiry order,
+ * so the plan walks the expiry index and stops at the first live record:
+ * without the order, a generic plan may read the whole table to find that
+ * nothing has expired (it did, once a second, on every instance). The rows
+ * found are deleted by their ctids (a TID scan; `ctid IN (…)` was planned
+ * as a hash join over the whole table).
+ */
+export const PRUNE_IDEMPOTENCY = `DELETE FROM idempotency WHERE ctid = ANY (ARRAY(SELECT ctid FROM idempotency WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED))`;
+
 /** Due work and audit pruning, rendered once from the shared plans (server/store/plan/expiry.ts). */
 const PRUNE = auditPruneSql(postgres);
 const DUE = {
@@ -314,12 +325,7 @@ export class PgTx implements Tx {
     await this.q('idel', `DELETE FROM idempotency WHERE family = $1 AND op = $2 AND route = $3 AND request_id = $4`, [family, op, route, requestId]);
   }
   async pruneIdempotency(now: number, limit: number): Promise<number> {
-    // SKIP LOCKED: two instances' sweeps prune different rows, never wait on each other.
-    return this.changed(
-      'iprune',
-      `DELETE FROM idempotency WHERE ctid IN (SELECT ctid FROM idempotency WHERE expires_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED)`,
-      [now, limit],
-    );
+    return this.changed('iprune', PRUNE_IDEMPOTENCY, [now, limit]);
   }
 
   async getTokenByHash(secretHash: string): Promise<TokenRow | undefined> {

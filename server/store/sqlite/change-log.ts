@@ -3,6 +3,7 @@
 import type Database from 'better-sqlite3';
 import type { ChangeLogStats, ChangeLogTx, ChangeRow } from '../types';
 import { pruneUpTo, type PruneCandidate } from '../change-log';
+import { changeValues } from '../unit-of-work';
 
 export const CHANGE_LOG_MIGRATION = `
   -- Every change of a family, by revision, as the feed sends it: a resuming
@@ -21,9 +22,6 @@ export const CHANGE_LOG_MIGRATION = `
   INSERT INTO change_horizon (family, revision) SELECT family, revision FROM families;
 `;
 
-export const CHANGE_COLS = ['family', 'revision', 'route', 'time', 'data'] as const;
-
-export const changeValues = (r: ChangeRow): unknown[] => [r.family, r.revision, r.route, r.time, r.data];
 
 export class SqliteChangeLog implements ChangeLogTx {
   private readonly s;

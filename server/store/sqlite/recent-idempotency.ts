@@ -1,10 +1,12 @@
 /**
- * Idempotency records written behind in two tiers (docs/design.md, "SQLite:
- * group commit"). Every acquire, renew, release and checkpoint writes one
- * record, keyed by a request id the client chose; inserting it straight into
- * the keyed index dirtied about one index page per record, and each commit
- * wrote each of those pages to the WAL again (half the store's cost per
- * cycle). So a record is first appended to `idempotency_recent`, a table
+ * The second tier of idempotency records (docs/design.md, "SQLite: group
+ * commit"): the records of steps that write through. (The hot path's
+ * records wait in the write-behind cache and are written in key order at
+ * the commit, write-behind.ts; before anything is written there, this tier
+ * is moved into the keyed table.) Every acquire, renew, release and
+ * checkpoint writes one record, keyed by a request id the client chose;
+ * inserting it straight into the keyed index dirties about one index page
+ * per record. So a record written through is first appended to `idempotency_recent`, a table
  * without an index whose rows this process also keeps in memory (it is the
  * database's only writer), and the recent rows are moved into the keyed
  * table in one sorted statement once MERGE_AT of them have gathered: each

@@ -60,7 +60,7 @@ import {
 } from '../types';
 
 /** A transaction holding journaled batches commits after at most this long (docs/design.md, "SQLite: the batch journal"). */
-export const COMMIT_EVERY_MS = 50;
+export const COMMIT_EVERY_MS = 200;
 
 export interface SqliteStoreOptions {
   dataDir: string;

@@ -25,21 +25,24 @@
  * dropped whenever the database may differ from them: a batch that did not
  * commit, a step that wrote through, or a cache grown past `KEEP_ROWS`.
  * Idempotency records are keyed by request ids, which are rarely read
- * twice: that cache lasts one batch.
+ * twice: that cache keeps only the records still pending, and is dropped
+ * at every commit once they are written.
  */
 
 import type Database from 'better-sqlite3';
 import type { ChangeLogTx, ChangeRow, CheckpointRow, IdempotencyRow, LeaseRow, NewAuditRow, PolicyTx, SessionRow, Tx } from '../types';
 import { millis, type Millis } from '../millis';
-import { AUDIT_COLS, CHECKPOINTS, CachedTable, IDEMPOTENCY, LEASES, SEP, SESSIONS, UnitOfWork, auditValues, type Entries, type TableSpec } from '../unit-of-work';
+import { AUDIT_COLS, CHANGE_COLS, CHECKPOINTS, CachedTable, changeValues, IDEMPOTENCY, LEASES, SEP, SESSIONS, UnitOfWork, auditValues, type Entries, type TableSpec } from '../unit-of-work';
 import { MERGE_AT, type RecentIdempotency } from './recent-idempotency';
-import { CHANGE_COLS, changeValues } from './change-log';
 import type { WriteLog } from './journal';
 
 /** Rows per multi-row statement (SQLite allows 32,766 parameters; the widest table has 19 columns). */
 const CHUNK = 128;
 /** A kept cache holding more rows than this at the end of a batch is dropped (memory bound). */
 const KEEP_ROWS = 50_000;
+
+/** A statement run and reported to the write log (`both`), only run (`run`: the journal has it), or only reported (`log`: run later). */
+type WriteMode = 'both' | 'run' | 'log';
 
 /** Where a table's pending rows go instead of its own multi-row statements. */
 interface Sink<V> {
@@ -71,17 +74,26 @@ class Statements {
    * it (`run`: rows the journal holds already), or only report it (`log`:
    * rows kept for the commit, see `SqliteTable.logBatch`).
    */
-  runChunked(id: string, rows: readonly unknown[][], width: number, build: (n: number) => string, mode: 'both' | 'run' | 'log' = 'both'): void {
+  runChunked(id: string, rows: readonly unknown[][], width: number, build: (n: number) => string, mode: WriteMode = 'both'): void {
     for (let i = 0; i < rows.length; i += CHUNK) {
       const part = rows.slice(i, i + CHUNK);
       const flat: unknown[] = new Array(part.length * width);
       let j = 0;
       for (const r of part) for (const v of r) flat[j++] = v;
       const stmt = this.get(id, part.length, build);
+      // Rows only reported now are written at the commit, after the batch was
+      // answered: a value SQLite would refuse must fail this batch, not that commit.
+      if (mode === 'log') for (const v of flat) if (!bindable(v)) throw new TypeError(`SQLite3 can only bind numbers, strings, bigints, buffers, and null (${id})`);
       if (mode !== 'run') this.log.add(stmt, flat);
       if (mode !== 'log') stmt.run(flat);
     }
   }
+}
+
+/** What better-sqlite3 binds: anything else throws when the statement runs. */
+function bindable(v: unknown): boolean {
+  const t = typeof v;
+  return v === null || t === 'string' || t === 'number' || t === 'bigint' || Buffer.isBuffer(v);
 }
 
 function tuples(n: number, width: number): string {
@@ -89,14 +101,31 @@ function tuples(n: number, width: number): string {
   return new Array(n).fill(one).join(',');
 }
 
+/** How a cached SQLite table keeps and writes its rows. */
+interface TableOptions<V> {
+  /** Where its rows go instead of its own multi-row statements. */
+  sink?: Sink<V>;
+  /** Rows its cache may keep once nothing is pending (default KEEP_ROWS; 0: dropped at every commit). */
+  keepRows?: number;
+  /** Upserts are written in key order (a table whose keys arrive scattered: each index page is touched once per statement). */
+  sorted?: boolean;
+  /** Runs before any of its rows are written or reported. */
+  beforeWrite?: () => void;
+}
+
 /** A cached table written by multi-row SQLite statements (or handed to a sink). */
 class SqliteTable<V> extends CachedTable<V> {
+  private readonly sink: Sink<V> | undefined;
+  private readonly keepRows: number;
+
   constructor(
     spec: TableSpec<V>,
     private readonly sql: Statements,
-    private readonly sink?: Sink<V>,
+    private readonly opts: TableOptions<V> = {},
   ) {
     super(spec);
+    this.sink = opts.sink;
+    this.keepRows = opts.keepRows ?? KEEP_ROWS;
   }
 
   /** Keys the current batch wrote: its journal line (`logBatch`). */
@@ -151,7 +180,7 @@ class SqliteTable<V> extends CachedTable<V> {
   keep(): void {
     this.step.clear();
     this.batchKeys.clear();
-    if (this.dirty.size === 0 && this.known.size > KEEP_ROWS) this.known.clear();
+    if (this.dirty.size === 0 && this.known.size > this.keepRows) this.known.clear();
   }
 
   override reset(): void {
@@ -160,6 +189,7 @@ class SqliteTable<V> extends CachedTable<V> {
   }
 
   private flush(entries: Entries<V>, mode: 'both' | 'run' | 'log'): void {
+    this.opts.beforeWrite?.();
     if (this.sink) {
       const puts: V[] = [];
       for (const [k, v] of entries) {
@@ -172,6 +202,8 @@ class SqliteTable<V> extends CachedTable<V> {
     const { name, keyCols, cols } = this.spec;
     const upserts: unknown[][] = [];
     const deletes: unknown[][] = [];
+    // Keys joined with SEP (U+0000) order as their column tuples do.
+    if (this.opts.sorted) entries = [...entries].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
     for (const [k, v] of entries) {
       if (v === null) deletes.push(k.split(SEP));
       else upserts.push(this.spec.values(v));
@@ -240,11 +272,19 @@ export class BatchTx extends UnitOfWork<DirectTx> {
     /** Change-log rows, kept like audit rows: per step, then per batch, appended at commit in one multi-row insert. */
     changes: ChangeRow[];
     stepChanges: ChangeRow[];
+    /**
+     * Audit and change-log rows of journaled batches: in their journal lines
+     * already, written to the transaction at the commit (or before a read
+     * or a step writing through needs the database to hold them), after
+     * which `audit` and `changes` (this batch's, not journaled yet) follow.
+     */
+    loggedAudit: NewAuditRow[];
+    loggedChanges: ChangeRow[];
     /** A step of this batch changed rows writing through: those statements were not reported to the write log. */
     through: boolean;
     /** `total_changes()` once the writing-through step's own written-behind rows were flushed (logged). */
     changesAtThrough: number;
-  } = { direct: false, stale: false, poisoned: undefined, noDelays: undefined, audit: [], stepAudit: [], changes: [], stepChanges: [], through: false, changesAtThrough: 0 };
+  } = { direct: false, stale: false, poisoned: undefined, noDelays: undefined, audit: [], stepAudit: [], changes: [], stepChanges: [], loggedAudit: [], loggedChanges: [], through: false, changesAtThrough: 0 };
   private readonly sql: Statements;
   protected readonly leases: SqliteTable<LeaseRow>;
   protected readonly sessions: SqliteTable<SessionRow>;
@@ -271,12 +311,17 @@ export class BatchTx extends UnitOfWork<DirectTx> {
     this.sql = new Statements(db, log);
     this.leases = new SqliteTable(LEASES, this.sql);
     this.sessions = new SqliteTable(SESSIONS, this.sql);
+    // Idempotency records wait in the cache like the other keyed rows (in
+    // the journal lines of their batches) and are written in key order at the
+    // commit, a few hundred to a few thousand at once. Records a step wrote
+    // through (the recent tier, see recent-idempotency.ts) are moved into the
+    // keyed table first, so no older record there shadows a newer one here.
     const recent = base.recentIdempotency;
     this.idem = new SqliteTable(IDEMPOTENCY, this.sql, {
-      put: (rows) => recent.put(rows),
-      delete: (key) => {
-        const [family, op, route, requestId] = key.split(SEP) as [string, string, string, string];
-        void base.deleteIdempotency(family, op, route, requestId);
+      keepRows: 0,
+      sorted: true,
+      beforeWrite: () => {
+        if (recent.size > 0) recent.merge();
       },
     });
     this.checkpoints = new SqliteTable(CHECKPOINTS, this.sql);
@@ -350,39 +395,57 @@ export class BatchTx extends UnitOfWork<DirectTx> {
 
   /**
    * The end of a batch made durable by the batch journal: report its rows to
-   * the write log (the keyed tables' rows stay pending until the commit),
-   * write its idempotency records, audit and change-log rows; throws if the
-   * batch cannot be kept.
+   * the write log and write its idempotency records (a table with a sink).
+   * The keyed tables' rows, and the audit and change-log rows, stay pending
+   * (in the caches and in `loggedAudit` / `loggedChanges`) until the commit
+   * or a read that needs the database to hold them. Throws if the batch
+   * cannot be kept.
    */
   journalBatch(): void {
+    this.guarded(() => {
+      for (const t of this.tables) t.logBatch();
+      this.mergeIdempotencyIfDue();
+      const { audit, changes } = this.st;
+      this.st.audit = [];
+      this.st.changes = [];
+      this.insertAuditRows(audit, 'log');
+      this.insertChangeRows(changes, 'log');
+      for (const r of audit) this.st.loggedAudit.push(r);
+      for (const r of changes) this.st.loggedChanges.push(r);
+    });
+  }
+
+  /** Write everything pending (this batch's steps, and journaled batches' rows); throws if the batch cannot commit. */
+  flushBatch(): void {
+    this.guarded(() => {
+      for (const t of this.tables) t.flushBatch();
+      this.mergeIdempotencyIfDue();
+      const { loggedAudit, audit, loggedChanges, changes } = this.st;
+      this.st.loggedAudit = [];
+      this.st.audit = [];
+      this.st.loggedChanges = [];
+      this.st.changes = [];
+      // Journaled batches' rows first (their journal lines have them), then this batch's.
+      this.insertAuditRows(loggedAudit, 'run');
+      this.insertAuditRows(audit);
+      this.insertChangeRows(loggedChanges, 'run');
+      this.insertChangeRows(changes);
+    });
+  }
+
+  /** Run a batch-end write; a failure poisons the batch (it cannot commit) and is thrown. */
+  private guarded(write: () => void): void {
     if (this.st.poisoned !== undefined) throw this.st.poisoned;
     try {
-      for (const t of this.tables) t.logBatch();
-      this.flushBatch();
+      write();
     } catch (e) {
       this.st.poisoned = e;
       throw e;
     }
   }
 
-  /** Write everything pending (this batch's steps, and journaled batches' rows); throws if the batch cannot commit. */
-  flushBatch(): void {
-    if (this.st.poisoned !== undefined) throw this.st.poisoned;
-    try {
-      for (const t of this.tables) t.flushBatch();
-      if (this.base.recentIdempotency.size >= MERGE_AT) this.base.recentIdempotency.merge();
-      if (this.st.audit.length > 0) {
-        this.insertAuditRows(this.st.audit);
-        this.st.audit = [];
-      }
-      if (this.st.changes.length > 0) {
-        this.insertChangeRows(this.st.changes);
-        this.st.changes = [];
-      }
-    } catch (e) {
-      this.st.poisoned = e;
-      throw e;
-    }
+  private mergeIdempotencyIfDue(): void {
+    if (this.base.recentIdempotency.size >= MERGE_AT) this.base.recentIdempotency.merge();
   }
 
   /**
@@ -391,13 +454,16 @@ export class BatchTx extends UnitOfWork<DirectTx> {
    */
   endBatch(committed = false): void {
     for (const t of this.tables) {
-      if (committed && this.st.poisoned === undefined && (t as unknown) !== this.idem) t.keep();
+      if (committed && this.st.poisoned === undefined) t.keep();
       else t.reset();
     }
     if (committed && this.st.poisoned === undefined) this.base.recentIdempotency.committed();
     else {
       this.base.recentIdempotency.rolledBack();
       this.st.noDelays = undefined;
+      // The rollback undid the journaled batches too; recovery applies their lines again.
+      this.st.loggedAudit = [];
+      this.st.loggedChanges = [];
     }
     this.st.audit = [];
     this.st.stepAudit = [];
@@ -419,12 +485,18 @@ export class BatchTx extends UnitOfWork<DirectTx> {
     return !this.st.through;
   }
 
-  private insertChangeRows(rows: readonly ChangeRow[]): void {
-    this.sql.runChunked('change-add', rows.map(changeValues), CHANGE_COLS.length, (n) => `INSERT INTO change_log (${CHANGE_COLS.join(',')}) VALUES ${tuples(n, CHANGE_COLS.length)}`);
+  protected override heldChanges(): ChangeRow[] {
+    return [...this.st.loggedChanges, ...this.st.changes, ...this.st.stepChanges];
   }
 
-  private insertAuditRows(rows: readonly NewAuditRow[]): void {
-    this.sql.runChunked('audit-add', rows.map((r) => auditValues(r, 1)), AUDIT_COLS.length, (n) => `INSERT INTO audit (${AUDIT_COLS.join(',')}) VALUES ${tuples(n, AUDIT_COLS.length)}`);
+  private insertChangeRows(rows: readonly ChangeRow[], mode: WriteMode = 'both'): void {
+    if (rows.length === 0) return;
+    this.sql.runChunked('change-add', rows.map(changeValues), CHANGE_COLS.length, (n) => `INSERT INTO change_log (${CHANGE_COLS.join(',')}) VALUES ${tuples(n, CHANGE_COLS.length)}`, mode);
+  }
+
+  private insertAuditRows(rows: readonly NewAuditRow[], mode: WriteMode = 'both'): void {
+    if (rows.length === 0) return;
+    this.sql.runChunked('audit-add', rows.map((r) => auditValues(r, 1)), AUDIT_COLS.length, (n) => `INSERT INTO audit (${AUDIT_COLS.join(',')}) VALUES ${tuples(n, AUDIT_COLS.length)}`, mode);
     // The per-family row counts the audit quotas read (docs/operations.md "Threat model") move with the rows.
     const perFamily = new Map<string, number>();
     for (const r of rows) perFamily.set(r.family, (perFamily.get(r.family) ?? 0) + 1);
@@ -433,6 +505,7 @@ export class BatchTx extends UnitOfWork<DirectTx> {
       [...perFamily].map(([family, n]) => [family, n]),
       2,
       (n) => `INSERT INTO audit_counts (family, rows) VALUES ${tuples(n, 2)} ON CONFLICT (family) DO UPDATE SET rows = rows + excluded.rows`,
+      mode,
     );
   }
 
