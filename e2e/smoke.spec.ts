@@ -40,3 +40,21 @@ test('pages refuse framing and send no referrer', async ({ request }) => {
   expect(res.headers()['referrer-policy']).toBe('no-referrer');
   expect(res.headers()['x-content-type-options']).toBe('nosniff');
 });
+
+test('the icons a browser asks for exist: /favicon.ico and every icon the page declares', async ({ page, request }) => {
+  // A browser that has not seen a <link rel="icon"> yet (or ignores it) asks for
+  // /favicon.ico; a 404 there is a console error on every page of the console.
+  const ico = await request.get('/favicon.ico');
+  expect(ico.status()).toBe(200);
+  expect(ico.headers()['content-type']).toMatch(/^image\/(x-icon|vnd\.microsoft\.icon)/);
+  expect((await ico.body()).subarray(0, 4), 'an ICO header (reserved 0, type 1)').toEqual(Buffer.from([0, 0, 1, 0]));
+
+  await page.goto('/login');
+  const hrefs = await page.locator('link[rel~="icon"]').evaluateAll((links) => links.map((l) => (l as HTMLLinkElement).href));
+  expect(hrefs.length).toBeGreaterThan(0);
+  for (const href of hrefs) {
+    const res = await request.get(href);
+    expect(res.status(), href).toBe(200);
+    expect(res.headers()['content-type'], href).toMatch(/^image\//);
+  }
+});

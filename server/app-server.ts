@@ -12,7 +12,7 @@ import { createApiHandler } from './http/api';
 import { AccessLog } from './http/access-log';
 import type { DrainState } from './http/health';
 import { silentLogger, type Logger } from './engine/logger';
-import { isOriginForm, refuseRawRequest, refuseRequestTarget } from './http/request-target';
+import { isApiPath, isOriginForm, refuseRawRequest, refuseRequestTarget } from './http/request-target';
 import { MetricsCollector, type CollectorOptions } from './metrics/collector';
 import { PgStore } from './store/postgres/pg-store';
 import { SqliteStore } from './store/sqlite/sqlite-store';
@@ -148,7 +148,7 @@ export async function startAppServer(opts: AppServerOptions): Promise<AppServer>
       // Draining: each answer asks its client to reconnect (to another instance, through the balancer).
       if (drain.draining) res.shouldKeepAlive = false;
       if (!isOriginForm(req.url)) refuseRequestTarget(req, res);
-      else if (req.url === '/api' || req.url?.startsWith('/api/')) {
+      else if (isApiPath(req.url)) {
         inFlight++;
         // 'close' is emitted once (a plain listener costs less than `once`'s wrapper).
         res.on('close', () => {

@@ -51,7 +51,7 @@ const Env = z.object({
   /** `full` fsyncs every commit: survives power loss, costs throughput (docs/benchmarks.md). */
   LEASEHOLD_SYNC: z.enum(['normal', 'full']).default('normal'),
   /** SQLite: batches made durable by the batch journal commit to the database within this many ms (docs/operations.md "Durability"). */
-  LEASEHOLD_SQLITE_COMMIT_MS: int(0, 3_600_000).default(50),
+  LEASEHOLD_SQLITE_COMMIT_MS: int(0, 3_600_000).default(200),
   /** At most this many open client connections (SSE streams included); more are closed at once (docs/operations.md). */
   LEASEHOLD_MAX_CONNECTIONS: int(1, 1_000_000).default(10_000),
   /** A client must send its whole request head within this many ms (slow-header clients are cut off with 408). */

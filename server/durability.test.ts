@@ -5,8 +5,13 @@
  * committed step). Needs dist/server.mjs (built here if missing).
  *
  * A stream of acquisitions (64 concurrent loops, distinct routes, lease
- * TTL 600 s) with checkpoints on some of them is cut by SIGKILL ~1.5 s in;
- * after the restart:
+ * TTL 600 s) with checkpoints on some of them is cut by SIGKILL ~1.5 s in
+ * (later on a loaded machine, once many answers were acknowledged). The
+ * server is frozen first (SIGSTOP): the loops read the answers it wrote
+ * before, and each sends its next request, which it can no longer answer; so
+ * the kill always finds requests in flight, whichever of client and server
+ * was ahead. To the server a stop then a kill is one crash at the stop.
+ * After the restart:
  * - every acknowledged lease is held with the acknowledged fencing token;
  * - every acknowledged checkpoint reads back with its value, token and version;
  * - replaying every acknowledged acquire (same request_id and body) answers
@@ -25,7 +30,7 @@
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { call, leasePath, rid, TEST_STORE, type Reply } from './testing/harness';
@@ -38,6 +43,33 @@ const LOOPS = 64;
 // PostgreSQL steps are network round trips: a longer run before the kill, and a lower bar for "many".
 const KILL_AFTER_MS = TEST_STORE === 'postgres' ? 3_000 : 1_500;
 const MANY = TEST_STORE === 'postgres' ? 30 : 100;
+/** A loaded machine acknowledges fewer in KILL_AFTER_MS: the stream runs on until MANY, for at most this long. */
+const MANY_WITHIN_MS = 60_000;
+/**
+ * After the stop, the kill waits until no answer was read for this long (at most STOP_MAX_MS). Its
+ * timer ticks mean the client polled its sockets meanwhile: every answer written before the stop
+ * was in them (loopback), so it was read, and its loop's next request sent to the stopped server.
+ */
+const STOP_QUIET_MS = 200;
+const STOP_MAX_MS = 30_000;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Linux: wait (bounded) until the process is in the stopped state, so nothing it does comes after the stop. */
+async function stopped(pid: number): Promise<void> {
+  for (const deadline = Date.now() + 5_000; Date.now() < deadline; await sleep(1)) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    } catch {
+      return; // no procfs: the signal is delivered at once all the same
+    }
+    // `pid (comm) state …`: T is stopped.
+    const state = stat.charAt(stat.lastIndexOf(')') + 2);
+    if (state === 'T' || state === 't') return;
+  }
+  throw new Error(`server ${pid} not stopped 5 s after SIGSTOP`);
+}
 
 interface Acked {
   route: string;
@@ -68,6 +100,14 @@ let maxTokenBeforeKill = 0;
 let connectionErrors = 0;
 /** Requests sent before the kill whose answer the client read only after it (the server answered just before dying). */
 let answeredAfterKill = 0;
+/** Answers read after the stop (the server wrote them before it): acknowledged like any other. */
+let answeredAfterStop = 0;
+/** Requests sent to the stopped server, and how many of those got an answer (none can). */
+let sentAfterStop = 0;
+let answeredSentAfterStop = 0;
+/** How long the stream ran before the stop, and the stop before the kill. */
+let ranMs = 0;
+let stopMs = 0;
 let sessionId = '';
 let url2 = '';
 let restartLog = '';
@@ -82,15 +122,22 @@ before(async () => {
   assert.equal(s.status, 201, s.text);
   sessionId = s.body.session.session_id;
 
+  let isStopped = false;
   let killed = false;
+  let lastAnswerAt = 0;
   const seen = (token: unknown) => {
     if (typeof token === 'number' && token > maxTokenBeforeKill) maxTokenBeforeKill = token;
   };
   /** One request; a connection error (the kill) ends the loop, and so does the kill itself. */
   const attempt = async (method: string, path: string, body: unknown): Promise<Reply | undefined> => {
     if (killed) return undefined; // nothing new is sent after the kill
+    const afterStop = isStopped;
+    if (afterStop) sentAfterStop++;
     try {
       const r = await api(first.url, method, path, body);
+      lastAnswerAt = performance.now();
+      if (afterStop) answeredSentAfterStop++;
+      if (isStopped) answeredAfterStop++;
       if (killed) answeredAfterKill++;
       return r;
     } catch {
@@ -134,9 +181,23 @@ before(async () => {
   };
 
   const loops = Promise.all(Array.from({ length: LOOPS }, (_, l) => loop(l)));
-  loops.catch(() => {}); // awaited below, after the kill
-  await new Promise((r) => setTimeout(r, KILL_AFTER_MS));
+  let failed = false;
+  loops.catch(() => (failed = true)); // awaited below, after the kill
+  const started = performance.now();
+  await sleep(KILL_AFTER_MS);
+  while (!failed && acked.length < MANY && performance.now() - started < MANY_WITHIN_MS) await sleep(20);
+  ranMs = performance.now() - started;
   const exited = new Promise<void>((r) => first.proc.once('exit', () => r()));
+  // Freeze the server, then let the loops read what it answered before and send what it never will.
+  first.proc.kill('SIGSTOP');
+  isStopped = true;
+  await stopped(first.proc.pid!);
+  lastAnswerAt = performance.now();
+  const stopAt = lastAnswerAt;
+  do {
+    await sleep(20);
+  } while (!failed && performance.now() - lastAnswerAt < STOP_QUIET_MS && performance.now() - stopAt < STOP_MAX_MS);
+  stopMs = performance.now() - stopAt;
   first.proc.kill('SIGKILL');
   killed = true;
   await loops;
@@ -155,16 +216,20 @@ after(async () => {
 
 test('the stream was cut by the kill, after many acknowledged answers', (t) => {
   const cps = [...checkpoints.values()].flat().filter((w) => w.version !== undefined).length;
-  t.diagnostic(`${acked.length} acquires and ${cps} checkpoint writes acknowledged before the kill; ${connectionErrors} requests cut; max token ${maxTokenBeforeKill}`);
-  assert.ok(acked.length >= MANY, `only ${acked.length} acquires acknowledged before the kill`);
-  assert.ok([...checkpoints.values()].some((w) => w.some((x) => x.version !== undefined)), 'no checkpoint acknowledged before the kill');
-  assert.ok(connectionErrors > 0, 'no request was in flight when the server was killed');
-  // Closed loops: every one had a request in flight at the kill, so the batches being answered then were
-  // large. Some of those requests the server answered just before it died, and the client read the answer
-  // only after the kill: answers come in group-commit bursts, and under load the client reads them late,
-  // so how the 64 split between cut and answered varies from run to run; their sum does not.
-  t.diagnostic(`${connectionErrors} cut and ${answeredAfterKill} answered after the kill, of ${LOOPS} in flight`);
-  assert.equal(connectionErrors + answeredAfterKill, LOOPS, 'not every loop had a request in flight at the kill');
+  const what =
+    `${acked.length} acquires and ${cps} checkpoint writes acknowledged in ${ranMs.toFixed(0)} ms before the stop; max token ${maxTokenBeforeKill}; ` +
+    `stopped ${stopMs.toFixed(0)} ms: ${answeredAfterStop} answers written before the stop read after it, ${sentAfterStop} requests sent to the stopped server ` +
+    `(${answeredSentAfterStop} answered); at the kill ${connectionErrors} cut and ${answeredAfterKill} answered after it, of ${LOOPS} loops`;
+  t.diagnostic(what);
+  assert.ok(acked.length >= MANY, `fewer than ${MANY} acquires acknowledged before the kill: ${what}`);
+  assert.ok([...checkpoints.values()].some((w) => w.some((x) => x.version !== undefined)), `no checkpoint acknowledged before the kill: ${what}`);
+  // A stopped server answers nothing: a request it answered after the stop means the kill cut nothing real.
+  assert.equal(answeredSentAfterStop, 0, `the stopped server answered: ${what}`);
+  assert.ok(connectionErrors > 0, `no request was in flight when the server was killed: ${what}`);
+  // Closed loops: every one had one request out at the kill. Most were cut; a loop whose answer (written
+  // before the stop) it had not yet read reads it after the kill, and sends nothing more. The split varies
+  // with how far behind the client is; the sum does not.
+  assert.equal(connectionErrors + answeredAfterKill, LOOPS, `not every loop had a request in flight at the kill: ${what}`);
 });
 
 // PostgreSQL commits every batch (no journal), so this one is SQLite's alone.

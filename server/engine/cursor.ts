@@ -54,7 +54,8 @@ export class CursorCodec {
   decode(cursor: string, binding: CursorBinding): unknown {
     if (cursor.length > MAX_CURSOR_CHARS || !/^[A-Za-z0-9_-]+$/.test(cursor)) fail('cursor_invalid', 'cursor is malformed');
     const bytes = Buffer.from(cursor, 'base64url');
-    if (bytes.length <= IV_BYTES + TAG_BYTES) fail('cursor_invalid', 'cursor is malformed');
+    // One spelling per cursor: base64's unused low bits of the last character (or a character too many) would pass the tag unseen.
+    if (bytes.length <= IV_BYTES + TAG_BYTES || bytes.toString('base64url') !== cursor) fail('cursor_invalid', 'cursor is malformed');
     let text: string;
     try {
       const decipher = createDecipheriv('aes-256-gcm', this.key, bytes.subarray(0, IV_BYTES), { authTagLength: TAG_BYTES });

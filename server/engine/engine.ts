@@ -544,10 +544,15 @@ export class LeaseEngine {
         };
         const a = await forceEndStep(this.ctx, step, p.family, route, { ...input, kind, closeSession, mayEnd });
         replayed = step.facts.replayed === true;
+        if (!replayed && 'sessions_closed' in a && a.sessions_closed === 1) {
+          // The operator closed the holder's session too: that is a change of its own, audited in the same step.
+          const closed = this.spec(p, 'session_close', null, 'session_closed', { reason: `${input.reason} [revoke of ${route}]` });
+          await step.tx.insertAudit([this.audit.row(closed, 'session_closed', { ownerId: step.facts.ownerId, incarnation: step.facts.incarnation })]);
+        }
         return a;
       },
-      // The operator's lock-delay choice is recorded with the reason.
-      this.spec(p, type, route, success, { inTx: true, reason: input.lockDelayMs === undefined ? input.reason : `${input.reason} [lock_delay_ms=${input.lockDelayMs}]` }),
+      // The operator's choices (closing the session, the lock-delay) are recorded with the reason.
+      this.spec(p, type, route, success, { inTx: true, reason: `${input.reason}${closeSession ? ' [close_session]' : ''}${input.lockDelayMs === undefined ? '' : ` [lock_delay_ms=${input.lockDelayMs}]`}` }),
     );
     return { answer, replayed };
   }

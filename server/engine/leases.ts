@@ -77,7 +77,9 @@ export async function endSession(ctx: EngineContext, step: Step, s: SessionRow, 
   let released = 0;
   for (const l of leases) {
     const kind = l.expiresAt < endedAt ? 'expired' : 'session_closed';
-    if ((await endLease(ctx, step, l, kind, kind === 'session_closed' && consent)) && kind === 'session_closed') released++;
+    // An expired session's leases ended at its deadline, however late this step noticed it (their lock-delay runs from then).
+    const at = kind === 'session_closed' && why === 'session_expired' ? s.expiresAt : undefined;
+    if ((await endLease(ctx, step, l, kind, kind === 'session_closed' && consent, at)) && kind === 'session_closed') released++;
   }
   const taken = await ctx.waiters.takeSession(step, s.idHash);
   for (const row of taken.remote) step.notices.push({ kind: 'refuse', to: row.instance, family: row.family, route: row.route, requestId: row.requestId });
@@ -98,13 +100,14 @@ export function sessionGone(): LeaseholdError {
 /**
  * End one lease (compare-and-delete), publish its change and grant the route
  * to its next waiter, unless the end starts a lock-delay (`consent`: the
- * holder closed its own session). Returns false if the lease was no longer there.
+ * holder closed its own session; `endedAt`: when it ended, if not now).
+ * Returns false if the lease was no longer there.
  */
-export async function endLease(ctx: EngineContext, step: Step, l: LeaseRow, kind: LeaseEnd, consent = false): Promise<boolean> {
+export async function endLease(ctx: EngineContext, step: Step, l: LeaseRow, kind: LeaseEnd, consent = false, endedAt?: number): Promise<boolean> {
   if (!(await step.tx.deleteLease(l.family, l.route, l.leaseId, l.fencingToken))) return false;
   const revision = await step.tx.bumpRevision(l.family);
   step.events.push(leaseTransition(l, { type: kind, revision }, step.now).event);
-  if ((await beginLockDelay(ctx, step, l, kind, consent)) === undefined) await grantNext(ctx, step, l.family, l.route);
+  if ((await beginLockDelay(ctx, step, l, kind, consent, endedAt)) === undefined) await grantNext(ctx, step, l.family, l.route);
   return true;
 }
 

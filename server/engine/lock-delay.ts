@@ -18,19 +18,20 @@ const CONSENTED: ReadonlySet<ChangeKind> = new Set<ChangeKind>(['released', 'rol
 
 /**
  * Start the route's delay if this end calls for one. `consent`: the holder
- * itself ended it (closing its own session). Returns the delay's deadline,
- * or undefined when the route is free at once.
+ * itself ended it (closing its own session). `endedAt`: when the lease
+ * ended, if not now (its holder session's deadline, for a session that
+ * expired before anything noticed); an expiry's own end is its deadline.
+ * Returns the delay's deadline, or undefined when the route is free at once.
  */
-export async function beginLockDelay(ctx: EngineContext, step: Step, l: LeaseRow, kind: ChangeKind, consent: boolean): Promise<number | undefined> {
+export async function beginLockDelay(ctx: EngineContext, step: Step, l: LeaseRow, kind: ChangeKind, consent: boolean, endedAt?: number): Promise<number | undefined> {
   if (consent || CONSENTED.has(kind) || !ctx.policies) return undefined;
   const policy = await ctx.policies.policyFor(step.tx, l.family, l.route);
   let ms = boundsOf(policy, ctx.limits).lockDelayMs;
   // An operator may shorten (never lengthen) it.
   if (step.delayCapMs !== undefined) ms = Math.min(ms, step.delayCapMs);
   if (ms <= 0) return undefined;
-  // An expiry's delay runs from its deadline.
-  const endedAt = kind === 'expired' ? Math.min(l.expiresAt, step.now) : step.now;
-  const until = endedAt + ms;
+  // The delay runs from the moment the lease ended (for an expiry, its deadline), never from the future.
+  const until = Math.min(endedAt ?? (kind === 'expired' ? l.expiresAt : step.now), step.now) + ms;
   if (until <= step.now) return undefined;
   await step.tx.policies.setLockDelay({ family: l.family, route: l.route, until });
   return until;

@@ -201,6 +201,19 @@ for (const backend of BACKENDS) {
       }
     });
 
+    test('a session that expired unnoticed starts the delay from its own deadline, not from when the expiry is processed', async () => {
+      await set('lease://db/**', { lockDelayMs: 4_000 });
+      // The session's deadline (2 s) comes before the lease's (5 s); nothing looks at the route until 3.5 s later.
+      const s = await f.open('holder', 2_000);
+      await f.acquire(R, s, { ttlMs: 5_000 });
+      const sessionDeadline = f.clock.now() + 2_000;
+      f.clock.advance(3_500);
+      const until = await refusedUntil();
+      assert.equal(until, sessionDeadline + 4_000);
+      f.clock.advance(until - f.clock.now());
+      await acquirable();
+    });
+
     test('revoke with close_session delays the session’s other routes too', async () => {
       await set('lease://db/**', { lockDelayMs: 2_000 });
       const s = await f.open('holder');

@@ -251,24 +251,25 @@ export interface CreateTokenInput {
 
 /** Validate a token request against its creator; returns the row to insert (without secret hash). */
 export function planToken(creator: Principal, input: CreateTokenInput, now: number): Omit<TokenRow, 'secretHash'> {
-  if ((input.family !== undefined || input.root !== undefined) && !creator.root) {
-    fail('access_denied', 'only a root token may set family or root');
-  }
+  // The body decides the permission, so all of it is judged before any permission check (docs/semantics.md, order of checks).
   if (input.family !== undefined && !FAMILY_RE.test(input.family)) fail('invalid_request', 'family must match [a-z0-9][a-z0-9-]{0,62}');
   if (input.grants.length === 0) fail('invalid_request', 'grants must not be empty');
-  const grants: string[] = [];
-  for (const text of input.grants) {
+  const parsed = input.grants.map((text) => {
     const g = parseGrant(text);
     if (!g.ok) fail('invalid_request', `grant ${JSON.stringify(text)}: ${g.reason}`);
-    if (!allowingGrant(creator.grants, g.value.triple, 'admin')) {
-      fail('access_denied', `no admin grant of yours contains ${text}`);
-    }
-    grants.push(text);
-  }
+    return { text, triple: g.value.triple };
+  });
   if (input.expiresAt !== undefined && input.expiresAt <= now) fail('invalid_request', 'expires_at must be in the future');
   if (creator.expiresAt !== null && (input.expiresAt === undefined || input.expiresAt > creator.expiresAt)) {
     fail('invalid_request', 'a token cannot outlive its creator: set expires_at no later than yours');
   }
+  if ((input.family !== undefined || input.root !== undefined) && !creator.root) {
+    fail('access_denied', 'only a root token may set family or root');
+  }
+  for (const g of parsed) {
+    if (!allowingGrant(creator.grants, g.triple, 'admin')) fail('access_denied', `no admin grant of yours contains ${g.text}`);
+  }
+  const grants = parsed.map((g) => g.text);
   return {
     id: randomId('tk_', 12),
     name: input.name,

@@ -117,8 +117,8 @@ export interface WaitQueue {
   takeSession(step: Step, sessionHash: string): Promise<SessionWaiters>;
   /** A waiting waiter leaves (deadline, disconnect, shutdown, failed step): false if it was not waiting. */
   remove(w: Waiter): boolean;
-  /** Inside a step, after `remove`: take a waiter that left off the store's queue too (shared). */
-  forget(step: Step, w: Waiter): Promise<void>;
+  /** Inside a step: take a waiter that left off the store's queue too (shared); false if its row was gone (another step claimed it). */
+  forget(step: Step, w: Waiter): Promise<boolean>;
   /** Another instance granted or refused this instance's waiter (shared): claim it, if still waiting. */
   claimRequest(family: string, route: string, requestId: string): Waiter | undefined;
   /** Put a claimed waiter back at the head (its step failed). */
@@ -290,7 +290,9 @@ export class MemoryWaitQueue extends Queues implements WaitQueue {
   async takeSession(_step: Step, sessionHash: string): Promise<SessionWaiters> {
     return { local: this.takeLocal(sessionHash), remote: [] };
   }
-  async forget(): Promise<void> {}
+  async forget(): Promise<boolean> {
+    return true;
+  }
   async leave(): Promise<void> {}
 }
 
@@ -340,8 +342,8 @@ export class SharedWaitQueue extends Queues implements WaitQueue {
     const remote = (await this.rows(step).takeSessionWaiters(sessionHash)).filter((r) => r.instance !== this.instanceId);
     return { local: this.takeLocal(sessionHash), remote };
   }
-  async forget(step: Step, w: Waiter): Promise<void> {
-    await this.rows(step).deleteWaiter(w.family, w.route, w.requestId);
+  forget(step: Step, w: Waiter): Promise<boolean> {
+    return this.rows(step).deleteWaiter(w.family, w.route, w.requestId);
   }
   async leave(store: Store): Promise<void> {
     await store.atomic((tx) => tx.waiters!.deleteInstanceWaiters(this.instanceId));

@@ -10,8 +10,8 @@
 
 import type { LeaseRow } from '../store/types';
 import { LeaseholdError } from './errors';
-import { forgetAnswer } from './idempotency';
-import { endLease, sessionGone, settleRoute } from './leases';
+import { findReplay, forgetAnswer } from './idempotency';
+import { endLease, sessionGone, settleRoute, type AcquireResult } from './leases';
 import type { Scheduler } from './scheduler';
 import type { EngineContext, QueuedGrant, Step, WaiterNotice } from './step';
 import { transitionWaiter, type Waiter } from './waiters';
@@ -53,7 +53,8 @@ export class Waiting {
    */
   arm(w: Waiter, waitMs: number, signal: AbortSignal | undefined): void {
     w.timer = this.scheduler.after(waitMs, () => {
-      if (this.ctx.waiters.remove(w)) void this.refuseTimedOut(w, w.reject);
+      if (this.ctx.waiters.inStore) void this.timeOutShared(w);
+      else if (this.ctx.waiters.remove(w)) void this.refuseTimedOut(w, w.reject);
     });
     const left = () => {
       if (this.ctx.waiters.remove(w)) {
@@ -123,8 +124,52 @@ export class Waiting {
     reject(new LeaseholdError('lease_conflict', 'waited and timed out: the lease is still held', { retryAfterMs }));
   }
 
+  /**
+   * A shared queue's waiter reached its deadline. Another instance may have
+   * granted it already, with the notice still on its way (or lost with a
+   * notification channel): so the store decides, not the local queue. Its
+   * row still queued: it leaves and is refused `lease_conflict`. Its row
+   * claimed and its grant recorded: the grant is delivered (or rolled back
+   * if the client left), never refused while the lease stays taken. The
+   * store unreachable: `outcome_unknown`, and a retry with the same
+   * request_id learns which (docs/design.md "Waiters").
+   */
+  private async timeOutShared(w: Waiter): Promise<void> {
+    const { family, route, requestId } = w;
+    let fate: { queued: true; retryAfterMs: number } | { queued: false; grant?: { answer: AcquireResult; lease?: LeaseRow } };
+    try {
+      fate = await this.run(async (step) => {
+        if (await this.forget(step, w)) {
+          const l = await settleRoute(this.ctx, step, family, route);
+          return { queued: true as const, retryAfterMs: Math.max(50, l ? l.expiresAt - step.now : 50) };
+        }
+        const answer = await findReplay<AcquireResult>(step, { family, op: 'acquire', route, requestId }, w.digest);
+        if (!answer) return { queued: false as const };
+        const lease = await step.tx.getLease(family, route);
+        return { queued: false as const, grant: { answer, lease: lease?.leaseId === answer.lease.lease_id ? lease : undefined } };
+      }, family);
+    } catch {
+      if (this.ctx.waiters.remove(w)) w.reject(new LeaseholdError('outcome_unknown', 'the wait ended while the store was unreachable: retry with the same request_id to learn whether it was granted'));
+      return;
+    }
+    if (fate.queued || !fate.grant) {
+      // Refused by another instance (its session ended) if no grant was recorded: its notice may still come first.
+      if (this.ctx.waiters.remove(w)) w.reject(new LeaseholdError('lease_conflict', 'waited and timed out: the lease is still held', { retryAfterMs: fate.queued ? fate.retryAfterMs : 50 }));
+      return;
+    }
+    // Granted elsewhere: answer it here unless its notice got here first.
+    const claimed = this.ctx.waiters.claimRequest(family, route, requestId);
+    if (!claimed) return;
+    if (fate.grant.lease) this.deliver({ waiter: claimed, lease: fate.grant.lease, answer: fate.grant.answer });
+    else {
+      // The lease has ended since (expired, released by its session): the answer still stands, as a replay's would.
+      transitionWaiter(claimed, 'done');
+      claimed.resolve(fate.grant.answer);
+    }
+  }
+
   /** Remove a waiter that left (deadline, disconnect) from the shared queue too. */
-  private forget(step: Step, w: Waiter): Promise<void> {
+  private forget(step: Step, w: Waiter): Promise<boolean> {
     return this.ctx.waiters.forget(step, w);
   }
 }

@@ -32,7 +32,7 @@ import { AccessLog, CLIENT_CLOSED } from './access-log';
 import { LIVE_PATH, probe, READY_PATH, type DrainState } from './health';
 import { silentLogger } from '../engine/logger';
 import { compile, decodeSegment, matchPath, parseQuery, pathRoute, validate, type Match } from './router';
-import { authenticate, bearer, LOGIN_COOKIE, NO_PRINCIPAL, onHttps, readCookie, SAFE_METHODS, sameOrigin } from './credentials';
+import { authenticate, bearer, fromAnotherOrigin, LOGIN_COOKIE, NO_PRINCIPAL, onHttps, readCookie, SAFE_METHODS, sameOrigin } from './credentials';
 import { Cors } from './cors';
 import { Responder } from './respond';
 
@@ -172,6 +172,10 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
     // Every refusal from here to the permission check is an audited access_denied.
     if (viaCookie && !SAFE_METHODS.has(req.method ?? 'GET') && !sameOrigin(req, opts.publicOrigin)) {
       deny(engine, principal, route, 'a cookie-authenticated change must come from the console’s own origin');
+    }
+    // Login sets the console's cookie: no page of another origin may log its visitor in (login CSRF).
+    if (def.operation === 'login' && fromAnotherOrigin(req, opts.publicOrigin)) {
+      deny(engine, principal, route, 'a console login must come from the console’s own origin');
     }
     if (principal.kind === 'embed' && !def.embed) deny(engine, principal, route, 'an embed token may only read the inventory');
 
@@ -314,8 +318,19 @@ class HttpRequest implements ApiRequest {
       if (this.trace) this.trace.waits = true;
       const controller = (this.ac = new AbortController());
       const res = this.res;
-      if (res.destroyed || res.writableFinished) controller.abort();
-      else res.on('close', () => res.writableFinished || controller.abort());
+      const socket = this.req.socket;
+      if (res.destroyed || res.writableFinished || socket.readableEnded) controller.abort();
+      else {
+        // The client's FIN ('end' on the socket, which Node answers by aborting
+        // the request) comes a loop turn before the response's 'close': a grant
+        // decided in between would go to nobody and not be rolled back.
+        const gone = () => controller.abort();
+        socket.once('end', gone);
+        res.on('close', () => {
+          socket.removeListener('end', gone);
+          if (!res.writableFinished) controller.abort();
+        });
+      }
     }
     return this.ac.signal;
   }

@@ -40,6 +40,26 @@ describe('console login cookie', () => {
     assert.match(String(tls.headers['set-cookie']), /; Secure/);
   });
 
+  test('a page of another origin cannot log its visitor in (login CSRF); the console, curl and the SDK can', async () => {
+    const foreign: Array<Record<string, string>> = [
+      { Origin: 'https://evil.example' },
+      { Origin: 'null' },
+      { 'Sec-Fetch-Site': 'cross-site' },
+      { 'Sec-Fetch-Site': 'same-site', Origin: s.url },
+    ];
+    for (const headers of foreign) {
+      const r = await s.call('POST', '/api/v1/auth/login', { token: s.token }, { token: null, headers });
+      assert.deepEqual([r.status, r.body.code], [403, 'access_denied'], JSON.stringify(headers));
+      assert.equal(r.headers['set-cookie'], undefined, 'no cookie is set');
+    }
+    const own: Array<Record<string, string>> = [{ Origin: s.url }, { 'Sec-Fetch-Site': 'same-origin', Origin: s.url }, {}];
+    for (const headers of own) {
+      const r = await s.call('POST', '/api/v1/auth/login', { token: s.token }, { token: null, headers });
+      assert.equal(r.status, 200, `${JSON.stringify(headers)}: ${r.text}`);
+      assert.match(String(r.headers['set-cookie']), /^leasehold_login=/);
+    }
+  });
+
   test('a bad token cannot log in', async () => {
     const r = await s.call('POST', '/api/v1/auth/login', { token: 'lh_nope' }, { token: null });
     assert.deepEqual([r.status, r.body.code], [401, 'invalid_credential']);

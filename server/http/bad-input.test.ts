@@ -406,6 +406,35 @@ const ROWS: Row[] = [
     status: 403,
     code: 'access_denied',
   },
+  // ---- names a plain object would swallow, and paths a router would normalize ----
+  { name: 'a __proto__ query parameter on list', req: () => ({ method: 'GET', path: list('lease://**', '&__proto__=1') }), status: 400, code: 'invalid_request', message: /__proto__/ },
+  { name: 'a __proto__ query parameter on acquire', req: (c) => ({ ...acquire(c), path: `${leasePath(c.free, 'acquire')}?__proto__=1` }), status: 400, code: 'invalid_request' },
+  { name: 'an encoded, repeated __proto__ query parameter on session open', req: () => ({ method: 'POST', path: '/api/v1/sessions?%5F%5Fproto%5F%5F=1&__proto__=2', body: { owner_id: 'proto-probe' } }), status: 400, code: 'invalid_request' },
+  { name: 'an API path with a doubled leading slash', req: () => ({ method: 'POST', path: '//api/v1/sessions', body: { owner_id: 'slash-probe' } }), status: 404, code: 'not_found' },
+  { name: 'an API path with a backslash', req: () => ({ method: 'POST', path: '/api\\v1/sessions', body: { owner_id: 'slash-probe' } }), status: 404, code: 'not_found' },
+  // ---- bodies judged before a permission that depends on them ---------------
+  {
+    name: 'a policy whose ttl_min_ms is below the global floor, from a token without admin',
+    req: (c) => ({ method: 'PUT', path: '/api/v1/policies', body: { selector: 'lease://acme/renderers/*', reason: 'a valid operator reason', ttl_min_ms: 5 }, token: c.readToken }),
+    status: 400,
+    code: 'invalid_request',
+    message: /ttl_min_ms/,
+  },
+  {
+    name: 'a policy whose ttl_min_ms is above its ttl_max_ms, from a token without admin',
+    req: (c) => ({ method: 'PUT', path: '/api/v1/policies', body: { selector: 'lease://acme/renderers/*', reason: 'a valid operator reason', ttl_min_ms: 20_000, ttl_max_ms: 10_000 }, token: c.readToken }),
+    status: 400,
+    code: 'invalid_request',
+  },
+  {
+    name: 'a token that expires in the past, from a token without admin',
+    req: (c) => ({ method: 'POST', path: '/api/v1/tokens', body: { name: 'past', grants: ['lease://acme/renderers/*#read'], expires_at: '2001-01-01T00:00:00.000Z' }, token: c.readToken }),
+    status: 400,
+    code: 'invalid_request',
+    message: /future/,
+  },
+  { name: 'a token list for a family that is not a family name', req: () => ({ method: 'GET', path: '/api/v1/tokens?family=BAD!!' }), status: 400, code: 'invalid_request' },
+  { name: 'a token list for a 64-character family', req: () => ({ method: 'GET', path: `/api/v1/tokens?family=${'f'.repeat(64)}` }), status: 400, code: 'invalid_request' },
   { name: 'unregister on an unknown stream', req: () => ({ method: 'DELETE', path: '/api/v1/inventory/streams/st_none/subscriptions/sb_none' }), status: 404, code: 'not_found' },
 ];
 

@@ -49,6 +49,18 @@ export function sameOrigin(req: IncomingMessage, publicOrigin: string | undefine
   return host !== undefined && (origin === `http://${host}` || origin === `https://${host}`);
 }
 
+/**
+ * A browser says this request comes from a page of another origin: its
+ * `Sec-Fetch-Site` is neither `same-origin` nor `none` (typed by the user),
+ * or, without that header, it sends an `Origin` other than the console's.
+ * A request with neither header (curl, the SDK, the CLI) is not a browser's.
+ */
+export function fromAnotherOrigin(req: IncomingMessage, publicOrigin: string | undefined): boolean {
+  const site = req.headers['sec-fetch-site'];
+  if (site !== undefined) return site !== 'same-origin' && site !== 'none';
+  return req.headers.origin !== undefined && !sameOrigin(req, publicOrigin);
+}
+
 export const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /** The caller of a call that needs no token (login, logout): no family, no grants. */

@@ -177,6 +177,50 @@ describe('live feed: stream and registrations', () => {
     c.close();
   });
 
+  test('a waiter whose client hangs up just as the route frees is never left holding it (20 tries, no gap)', async () => {
+    const { request } = await import('node:http');
+    const { c } = await openStream(['lease://kinds/hangup/*']);
+    const waiter = await s.openSession('hangs-up');
+    const next = await s.openSession('next-in-line');
+    for (let i = 0; i < 20; i++) {
+      const route = `lease://kinds/hangup/r${i}`;
+      const h = await hold(route);
+      // The first waiter on a connection of its own, so that it can hang up.
+      const body = JSON.stringify({ session_id: waiter.sessionId, request_id: rid(), wait_ms: 10_000 });
+      const rq = request(new URL(leasePath(route, 'acquire'), s.url), {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${s.token}`, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) },
+      });
+      let answered = false;
+      rq.on('error', () => undefined);
+      rq.on('response', (res) => {
+        answered = true;
+        res.resume();
+      });
+      rq.end(body);
+      await waitUntil(async () => (await s.call('GET', leasePath(route))).body.lease?.waiters === 1);
+      const second = s.call('POST', leasePath(route, 'acquire'), { session_id: next.sessionId, request_id: rid(), wait_ms: 5_000 });
+      await waitUntil(async () => (await s.call('GET', leasePath(route))).body.lease?.waiters === 2);
+      rq.destroy();
+      const freed = await s.call('POST', leasePath(route, 'release'), proof(h));
+      assert.equal(freed.status, 200, freed.text);
+      const got = await second;
+      assert.equal(got.status, 200, `try ${i}: the next waiter gets the route: ${got.text}`);
+      assert.equal(got.body.lease.owner_id, 'next-in-line');
+      assert.equal(answered, false);
+      // If the gone waiter was granted at all, the grant was rolled back before the next waiter's.
+      const kinds = (await changesOf(c, route, 3)).map((e) => `${e.data.change}${e.data.queued ? ':queued' : ''}`);
+      assert.ok(
+        JSON.stringify(kinds) === JSON.stringify(['acquired', 'released', 'acquired:queued']) ||
+          JSON.stringify(kinds.slice(0, 4)) === JSON.stringify(['acquired', 'released', 'acquired:queued', 'rolled_back']),
+        `try ${i}: ${kinds.join(', ')}`,
+      );
+      const release = await s.call('POST', leasePath(route, 'release'), { session_id: next.sessionId, lease_id: got.body.lease.lease_id, fencing_token: got.body.lease.fencing_token, request_id: rid() });
+      assert.equal(release.status, 200, release.text);
+    }
+    c.close();
+  });
+
   test('no event for a renewal, a failed acquire or a queued acquire', async () => {
     const { c } = await openStream(['lease://quiet/**']);
     const route = 'lease://quiet/a/x';
@@ -429,9 +473,9 @@ describe('live feed: stream caps', () => {
   });
 });
 
-async function waitUntil(cond: () => boolean, timeoutMs = 3_000): Promise<void> {
+async function waitUntil(cond: () => boolean | Promise<boolean>, timeoutMs = 3_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
+  while (!(await cond())) {
     if (Date.now() > deadline) throw new Error('condition not reached');
     await new Promise((r) => setTimeout(r, 10));
   }

@@ -16,8 +16,23 @@ import { errorBody } from './envelope';
 const TARGET_MESSAGE = 'the request target must be a path starting with "/"';
 
 /** Is this request target origin-form (starts with `/`)? */
-export function isOriginForm(target: string | undefined): boolean {
+export function isOriginForm(target: string | undefined): target is string {
   return typeof target === 'string' && target.startsWith('/');
+}
+
+/**
+ * Does this origin-form target belong to the API? `/api` and `/api/…`, and
+ * also every path that a router collapsing `//` and `\` would turn into one
+ * (`//api/v1/sessions`, `/api\v1/sessions`): those reach the API's router,
+ * which answers 404 `not_found`, instead of the console's, which would
+ * redirect them onto the API path (a client following the redirect would
+ * replay its call on a route it never named).
+ */
+export function isApiPath(target: string): boolean {
+  if (target.startsWith('/api/') || target === '/api') return true;
+  const q = target.indexOf('?');
+  const path = (q < 0 ? target : target.slice(0, q)).replace(/[\\/]+/g, '/');
+  return path === '/api' || path.startsWith('/api/');
 }
 
 /** Answer a request whose target is not origin-form: 400 with the error envelope, then close the connection. */

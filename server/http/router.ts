@@ -93,7 +93,9 @@ export function pathRoute(params: Record<string, string>): string {
 
 /** Query string → object; a repeated parameter is refused unless `repeatable` (those are always arrays). */
 export function parseQuery(qs: string, repeatable: readonly string[] = []): Record<string, string | string[]> {
-  const out: Record<string, string | string[]> = {};
+  // No prototype: `__proto__` (or `constructor`) is then a parameter like any
+  // other, refused as unknown or repeated, never a setter that swallows it.
+  const out = Object.create(null) as Record<string, string | string[]>;
   for (const k of repeatable) out[k] = [];
   if (qs === '') return out;
   let params: URLSearchParams;

@@ -11,7 +11,7 @@ import type { LeaseEngine, Outcome } from '../engine/engine';
 import { fail, type ErrorCode } from '../engine/errors';
 import { requestDigest } from '../engine/ids';
 import { ALL, authorize, authorizeAnyWrite } from '../engine/tokens';
-import type { PolicyFields } from '../engine/policies';
+import { checkFields, type PolicyFields } from '../engine/policies';
 import type { Permission } from '@/lib/grants';
 import { routeSegments, parseSelector } from '@/lib/selector';
 import type { Answers, Operation } from './answers';
@@ -195,8 +195,11 @@ const POLICY_ROUTES: AnyRoute[] = [
     success: { status: 200, code: 'policy_set' },
     errors: ['invalid_selector'],
     handle: (req, e) => {
+      // The body decides the permission, so it is judged whole first (docs/api.md, order of checks).
+      const fields = policyFields(req.body);
+      checkFields(fields, e.limits);
       req.authorize(querySelector({ selector: req.body.selector }).triple, 'admin');
-      return e.setPolicy(req.principal, req.body.selector as string, policyFields(req.body), req.body.reason as string);
+      return e.setPolicy(req.principal, req.body.selector as string, fields, req.body.reason as string);
     },
   },
   {
@@ -420,7 +423,7 @@ export const ROUTES: AnyRoute[] = [
     body: S.LoginBody,
     query: S.NoQuery,
     success: { status: 200, code: 'logged_in' },
-    errors: ['invalid_credential'],
+    errors: ['invalid_credential', 'access_denied'],
     handle: async (req, e) => {
       const { cookieSecret, expiresAt, principal } = await e.tokens.login(req.body.token as string);
       req.setHeader('Set-Cookie', cookie(req, cookieSecret, Math.max(1, Math.floor((expiresAt - e.store.now()) / 1000))));

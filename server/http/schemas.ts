@@ -177,7 +177,7 @@ export const MetricsSummaryQuery = z.strictObject({
     .optional(),
 });
 
-export const ListTokensQuery = z.strictObject({ family: z.string().optional() });
+export const ListTokensQuery = z.strictObject({ family: z.string().regex(FAMILY_RE, 'must match [a-z0-9][a-z0-9-]{0,62}').optional() });
 export const NoQuery = z.strictObject({});
 
 /** `renewals` as a query flag. */

@@ -28,6 +28,14 @@ async function embed(by: string, selector: string): Promise<{ id: string; secret
 }
 
 const whoami = async (secret: string) => (await s.call('GET', '/api/v1/auth/whoami', undefined, { token: secret })).status;
+/**
+ * The status once a revoke has reached the instance answering: at once on
+ * SQLite; on PostgreSQL the other instance stops accepting the token when the
+ * revoke's notification reaches it (at the latest after its token cache's
+ * 1 s), docs/design.md "Testing on both stores".
+ */
+const settledWhoami = async (secret: string) =>
+  (await s.settledCall('GET', '/api/v1/auth/whoami', undefined, { token: secret }, (r) => r.status === 401)).status;
 
 test('revoking a token revokes, at once, every token and embed token it minted, transitively, and ends their streams', async () => {
   const leaked = await mint(s.token, ['lease://lin/**#admin'], 'leaked ops token');
@@ -42,7 +50,7 @@ test('revoking a token revokes, at once, every token and embed token it minted, 
 
   const r = await s.call('DELETE', `/api/v1/tokens/${leaked.id}`);
   assert.deepEqual([r.status, r.body.code], [200, 'token_revoked'], r.text);
-  for (const t of all) assert.equal(await whoami(t.secret), 401, `${t.id} is refused at once`);
+  for (const t of all) assert.equal(await settledWhoami(t.secret), 401, `${t.id} is refused (at once on one instance)`);
   assert.equal(await whoami(bystander.secret), 200, 'a token minted by someone else is untouched');
   const closed = await stream.waitFor((e) => e.event === 'closed', 3_000, 'closed');
   assert.equal(closed.data.reason, 'token_revoked');
@@ -63,7 +71,7 @@ test('embed tokens are listed with kind embed and their creator, and DELETE revo
   assert.equal(items.find((t) => t.token_id === reader.id)?.kind, 'api');
   const r = await s.call('DELETE', `/api/v1/tokens/${e.id}`);
   assert.equal(r.status, 200, r.text);
-  assert.equal(await whoami(e.secret), 401);
+  assert.equal(await settledWhoami(e.secret), 401);
   assert.equal(await whoami(reader.secret), 200, 'revoking a child leaves its creator alone');
 });
 
@@ -76,8 +84,8 @@ test('root tokens a revoked token minted are anchors of their own and stay, so t
   const boot = (await s.call('GET', '/api/v1/auth/whoami')).body.token_id as string;
   const r = await s.call('DELETE', `/api/v1/tokens/${boot}`, undefined, { token: nextRoot.secret });
   assert.equal(r.status, 200, r.text);
-  assert.equal(await whoami(s.token), 401);
-  assert.equal(await whoami(fromBoot.secret), 401, 'what the bootstrap token minted goes with it');
+  assert.equal(await settledWhoami(s.token), 401);
+  assert.equal(await settledWhoami(fromBoot.secret), 401, 'what the bootstrap token minted goes with it');
   assert.equal(await whoami(nextRoot.secret), 200, 'the root it minted stays');
   assert.equal(await whoami(fromNext.secret), 200, 'and so does what that root minted');
 });
