@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { call, leasePath, rid, tempDir } from './testing/harness';
 import { killServers, runServerToExit, spawnServer, stopServer } from './testing/process';
 import { SseClient } from './testing/sse';
+import { waitFor } from './testing/wait';
 import { createTestDatabase } from './testing/pg';
 
 const dirs: string[] = [];
@@ -126,7 +127,7 @@ test('SIGTERM answers a waiting acquire, closes connections and exits 0; the nex
   const held = await api('POST', leasePath(route, 'acquire'), { session_id: a, request_id: rid(), ttl_ms: 600_000 });
   assert.equal(held.status, 200);
   const waiting = api('POST', leasePath(route, 'acquire'), { session_id: b, request_id: rid(), wait_ms: 30_000 });
-  for (let i = 0; i < 100 && (await api('GET', leasePath(route))).body.lease.waiters !== 1; i++) await new Promise((r) => setTimeout(r, 10));
+  await waitFor('the second acquire to wait', async () => (await api('GET', leasePath(route))).body.lease?.waiters, (n) => n === 1);
   const started = Date.now();
   const code = await stopServer(s.proc);
   assert.equal(code, 0);

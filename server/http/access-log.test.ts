@@ -10,6 +10,7 @@ import { leasePath, rid, startTestServer, type TestServer } from '../testing/har
 import { createLog } from '../log';
 import { StoreUnavailableError, type Store } from '../store/types';
 import { AccessLog } from './access-log';
+import { waitFor } from '../testing/wait';
 import type { LogFields, Logger } from '../engine/logger';
 
 type Line = Record<string, any>;
@@ -121,14 +122,10 @@ test('a waiting acquire whose client leaves is one line: status 499, client_clos
   assert.equal((await s.call('POST', leasePath(route, 'acquire'), { session_id: a.sessionId, request_id: rid() })).status, 200);
   const ac = new AbortController();
   const waiting = s.call('POST', leasePath(route, 'acquire'), { session_id: b.sessionId, request_id: rid(), wait_ms: 30_000 }, { signal: ac.signal }).catch(() => 'aborted');
-  for (let i = 0; i < 200 && (await s.call('GET', leasePath(route))).body.lease.waiters !== 1; i++) await new Promise((r) => setTimeout(r, 10));
+  await waitFor('the second acquire to wait', async () => (await s.call('GET', leasePath(route))).body.lease?.waiters, (n) => n === 1);
   ac.abort();
   assert.equal(await waiting, 'aborted');
-  let line: Line | undefined;
-  for (let i = 0; i < 200 && !line; i++) {
-    line = log.lines.find((l) => l.code === 'client_closed');
-    if (!line) await new Promise((r) => setTimeout(r, 10));
-  }
+  const line = await waitFor('a client_closed request line', () => log.lines.find((l) => l.code === 'client_closed'));
   assert.deepEqual([line?.level, line?.operation, line?.route, line?.status], ['info', 'lease_acquire', route, 499]);
   assert.equal(log.withCid(line!.correlation_id).length, 1);
 });

@@ -58,7 +58,8 @@ export interface ApiOptions {
 type Health = z.output<typeof HealthOk> | z.output<typeof HealthUnavailable>;
 
 /** What dispatch learns about a request, for its metrics and its log line; `code` stays '' until it is answered. */
-type Trace = RequestOutcome & { route: string; waits: boolean; error: unknown };
+/** `left`: the client went away while its request waited (reported as client_closed, whatever was answered after). */
+type Trace = RequestOutcome & { route: string; waits: boolean; left: boolean; error: unknown };
 
 /** The `Last-Event-ID` header, when present and not empty (a repeated header is joined, so it is not a revision). */
 function lastEventId(req: IncomingMessage): string | undefined {
@@ -227,7 +228,7 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
   function api(req: IncomingMessage, res: ServerResponse): void {
     const cid = correlationId();
     const t0 = performance.now();
-    const trace: Trace = { operation: '', family: undefined, code: '', ok: false, replayed: false, queued: false, cursor: false, seconds: 0, route: '', waits: false, error: undefined };
+    const trace: Trace = { operation: '', family: undefined, code: '', ok: false, replayed: false, queued: false, cursor: false, seconds: 0, route: '', waits: false, left: false, error: undefined };
     let reported = false;
     const report = (code: string, ok: boolean) => {
       if (reported) return;
@@ -246,11 +247,11 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
       if (!res.writableFinished && trace.code === '') report('client_closed', false);
     });
     dispatch(req, res, cid, trace).then(
-      () => report(trace.code || 'ok', true),
+      () => (trace.left ? report('client_closed', false) : report(trace.code || 'ok', true)),
       (e: unknown) => {
         respond.error(req, res, e, cid);
         if (!(e instanceof LeaseholdError)) trace.error = e;
-        report(e instanceof LeaseholdError ? e.code : 'internal_error', false);
+        report(trace.left ? 'client_closed' : e instanceof LeaseholdError ? e.code : 'internal_error', false);
       },
     );
   }
@@ -324,11 +325,14 @@ class HttpRequest implements ApiRequest {
         // The client's FIN ('end' on the socket, which Node answers by aborting
         // the request) comes a loop turn before the response's 'close': a grant
         // decided in between would go to nobody and not be rolled back.
-        const gone = () => controller.abort();
+        const gone = () => {
+          if (this.trace) this.trace.left = true;
+          controller.abort();
+        };
         socket.once('end', gone);
         res.on('close', () => {
           socket.removeListener('end', gone);
-          if (!res.writableFinished) controller.abort();
+          if (!res.writableFinished) gone();
         });
       }
     }

@@ -14,6 +14,7 @@ import { call, leasePath, rid, tempDir, type Reply } from '../../server/testing/
 import { killServers, spawnServer, stopServer, type ServerProcess } from '../../server/testing/process';
 import { startInstances, type Instances } from '../../server/testing/instances';
 import { SseClient } from '../../server/testing/sse';
+import { waitFor } from '../../server/testing/wait';
 
 const DRAIN_MS = 1_500;
 const dirs: string[] = [];
@@ -48,7 +49,7 @@ async function drainSequence(p: ServerProcess, token: string, other?: { url: str
   assert.equal(held.status, 200);
   let waitingAnswered = false;
   const waiting = api('POST', leasePath(route, 'acquire'), { session_id: b, request_id: rid(), wait_ms: 30_000 }).finally(() => (waitingAnswered = true));
-  for (let i = 0; i < 200 && (await api('GET', leasePath(route))).body.lease.waiters !== 1; i++) await new Promise((r) => setTimeout(r, 10));
+  await waitFor('the second acquire to wait', async () => (await api('GET', leasePath(route))).body.lease?.waiters, (n) => n === 1);
   const stream = await SseClient.open(p.url, '/api/v1/inventory/stream?selector=lease://acme/**', { token });
   await stream.waitFor((e) => e.event === 'subscribed');
   assert.equal((await call(p.url, 'GET', '/api/v1/health/ready')).status, 200);

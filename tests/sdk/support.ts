@@ -9,6 +9,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { after, before } from 'node:test';
 import { LeaseholdClient } from '@/lib/client';
 import { leasePath, rid, startTestServer, type TestServer } from '../../server/testing/harness';
+import { waitFor } from '../../server/testing/wait';
 
 type Fetch = typeof fetch;
 
@@ -70,14 +71,9 @@ export class ControlledFetch {
   }
 }
 
-/** Poll `check` until it returns true, or fail with `what` after `timeoutMs`. */
+/** Poll `check` until it returns true, or fail with `what` after `timeoutMs` (× the CI factor, server/testing/wait.ts). */
 export async function eventually(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > deadline) assert.fail(`timed out waiting for: ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  await waitFor(what, check, (ok) => ok, timeoutMs);
 }
 
 /** The true held set for `selector`, straight from LIST: route → fencing token. */
