@@ -33,8 +33,12 @@ export function policyTable(items: readonly Policy[]): string {
 }
 
 function explainTable(route: string, e: EffectivePolicy): string {
-  const from = (wire: keyof EffectivePolicy['limits']): string => (e.policy === null || e.policy[wire] === null ? 'global' : 'policy');
-  const rows = [...FIELDS.map((f) => [f.wire, cell(e.limits[f.wire]), from(f.wire)]), ['max_waiters', String(e.limits.max_waiters), from('max_waiters')]];
+  const from = (wire: (typeof FIELDS)[number]['wire'] | 'max_waiters'): string => (e.policy === null || e.policy[wire] === null ? 'global' : 'policy');
+  const rows = [
+    ...FIELDS.map((f) => [f.wire, cell(e.limits[f.wire]), from(f.wire)]),
+    ['max_lifetime_default_ms', cell(e.limits.max_lifetime_default_ms), from('max_lifetime_ms')],
+    ['max_waiters', String(e.limits.max_waiters), from('max_waiters')],
+  ];
   const head = e.policy === null ? `${route}: no policy applies; the global limits do.\n` : `${route}: policy ${e.policy.selector} applies (set ${relative(e.policy.updated_at)} by ${e.policy.updated_by}).\n`;
   return head + table(['FIELD', 'VALUE', 'FROM'], rows, styleFor(process.stdout));
 }

@@ -227,7 +227,9 @@ function RouteBox() {
             {q.data.limits.ttl_min_ms}–{q.data.limits.ttl_max_ms} ms, default {q.data.limits.ttl_default_ms} ms
           </dd>
           <dt className="text-zinc-500">Max lifetime</dt>
-          <dd className="tabular-nums">{q.data.limits.max_lifetime_ms} ms</dd>
+          <dd className="tabular-nums">
+            up to {q.data.limits.max_lifetime_ms} ms, default {q.data.limits.max_lifetime_default_ms} ms
+          </dd>
           <dt className="text-zinc-500">Lock-delay</dt>
           <dd className="tabular-nums">{q.data.limits.lock_delay_ms} ms</dd>
           <dt className="text-zinc-500">Max waiters</dt>

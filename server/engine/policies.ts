@@ -15,16 +15,15 @@
  * after at most `maxAgeMs` whatever happens to the channel).
  */
 
+import { LIMITS } from '@/lib/limits';
 import { parseSelector, routeSegments, type ParsedSelector } from '@/lib/selector';
 import type { PolicyRow, Tx } from '../store/types';
 import { fail } from './errors';
 import type { Limits } from './step';
 
-/** Global lease bounds (a policy's fields live inside them). */
-export const LEASE_TTL = { min: 1_000, max: 600_000, default: 30_000 } as const;
-export const LIFETIME = { min: 1_000, default: 3_600_000 } as const;
-export const LOCK_DELAY_MAX_MS = 60_000;
-export const MAX_WAITERS_MAX = 1_024;
+/** Global lease bounds (a policy's fields live inside them): lib/limits.ts, one row per limit. */
+const LEASE_TTL = LIMITS.leaseTtlMs;
+const LIFETIME = LIMITS.maxLifetimeMs;
 export const POLICIES_PER_FAMILY = 1_000;
 
 /** One selector position's kind, in order of specificity. */
@@ -104,8 +103,10 @@ export interface Bounds {
   ttlMinMs: number;
   ttlMaxMs: number;
   ttlDefaultMs: number;
-  /** Default and cap of max_lifetime_ms. */
+  /** Cap of max_lifetime_ms: the policy's value, else the server maximum. */
   maxLifetimeMs: number;
+  /** What an acquire without max_lifetime_ms gets: the policy's value, else the global default (never above the cap). */
+  maxLifetimeDefaultMs: number;
   lockDelayMs: number;
   maxWaiters: number;
 }
@@ -114,12 +115,14 @@ export function boundsOf(policy: PolicyRow | undefined, limits: Limits): Bounds 
   const ttlMinMs = policy?.ttlMinMs ?? LEASE_TTL.min;
   const ttlMaxMs = policy?.ttlMaxMs ?? LEASE_TTL.max;
   const ttlDefaultMs = clamp(policy?.ttlDefaultMs ?? LEASE_TTL.default, ttlMinMs, ttlMaxMs);
+  const maxLifetimeMs = Math.min(policy?.maxLifetimeMs ?? limits.maxLifetimeMs, limits.maxLifetimeMs);
   return {
     ttlMinMs,
     ttlMaxMs,
     ttlDefaultMs,
-    maxLifetimeMs: policy?.maxLifetimeMs ?? Math.min(LIFETIME.default, limits.maxLifetimeMs),
-    lockDelayMs: policy?.lockDelayMs ?? 0,
+    maxLifetimeMs,
+    maxLifetimeDefaultMs: Math.min(policy?.maxLifetimeMs ?? LIFETIME.default, maxLifetimeMs),
+    lockDelayMs: policy?.lockDelayMs ?? LIMITS.lockDelayMs.default,
     maxWaiters: Math.min(policy?.maxWaiters ?? limits.waitersPerRoute, limits.waitersPerRoute),
   };
 }
@@ -132,7 +135,7 @@ export function clamp(v: number, min: number, max: number): number {
 export function grantedTerms(b: Bounds, ttlMs: number | undefined, maxLifetimeMs: number | undefined): { ttlMs: number; maxLifetimeMs: number } {
   return {
     ttlMs: ttlMs === undefined ? b.ttlDefaultMs : clamp(ttlMs, b.ttlMinMs, b.ttlMaxMs),
-    maxLifetimeMs: maxLifetimeMs === undefined ? b.maxLifetimeMs : Math.min(maxLifetimeMs, b.maxLifetimeMs),
+    maxLifetimeMs: maxLifetimeMs === undefined ? b.maxLifetimeDefaultMs : Math.min(maxLifetimeMs, b.maxLifetimeMs),
   };
 }
 
@@ -197,7 +200,10 @@ export interface LimitsView {
   ttl_min_ms: number;
   ttl_max_ms: number;
   ttl_default_ms: number;
+  /** The cap a requested max_lifetime_ms is clamped to. */
   max_lifetime_ms: number;
+  /** What an acquire without max_lifetime_ms gets. */
+  max_lifetime_default_ms: number;
   lock_delay_ms: number;
   max_waiters: number;
 }
@@ -208,6 +214,7 @@ export function limitsView(b: Bounds): LimitsView {
     ttl_max_ms: b.ttlMaxMs,
     ttl_default_ms: b.ttlDefaultMs,
     max_lifetime_ms: b.maxLifetimeMs,
+    max_lifetime_default_ms: b.maxLifetimeDefaultMs,
     lock_delay_ms: b.lockDelayMs,
     max_waiters: b.maxWaiters,
   };
@@ -224,8 +231,8 @@ export function checkFields(f: PolicyFields, limits: Limits): void {
   range('ttl_max_ms', f.ttlMaxMs, LEASE_TTL.min, LEASE_TTL.max);
   range('ttl_default_ms', f.ttlDefaultMs, LEASE_TTL.min, LEASE_TTL.max);
   range('max_lifetime_ms', f.maxLifetimeMs, LIFETIME.min, limits.maxLifetimeMs);
-  range('lock_delay_ms', f.lockDelayMs, 0, LOCK_DELAY_MAX_MS);
-  range('max_waiters', f.maxWaiters, 0, Math.min(MAX_WAITERS_MAX, limits.waitersPerRoute));
+  range('lock_delay_ms', f.lockDelayMs, LIMITS.lockDelayMs.min, LIMITS.lockDelayMs.max);
+  range('max_waiters', f.maxWaiters, LIMITS.waitersPerRoute.min, Math.min(LIMITS.waitersPerRoute.max, limits.waitersPerRoute));
   const min = f.ttlMinMs ?? LEASE_TTL.min;
   const max = f.ttlMaxMs ?? LEASE_TTL.max;
   if (min > max) fail('invalid_request', 'ttl_min_ms is above ttl_max_ms');

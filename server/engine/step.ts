@@ -7,6 +7,7 @@
  * only after it commits.
  */
 
+import { LIMITS } from '@/lib/limits';
 import type { Millis } from '../store/millis';
 import type { Store, Tx } from '../store/types';
 import type { AuditFacts } from './audit';
@@ -34,8 +35,8 @@ export interface Limits {
 export const DEFAULT_LIMITS: Limits = {
   listBudget: 10_000,
   idempotencyTtlMs: 3_600_000,
-  maxLifetimeMs: 86_400_000,
-  waitersPerRoute: 1_024,
+  maxLifetimeMs: LIMITS.maxLifetimeMs.max,
+  waitersPerRoute: LIMITS.waitersPerRoute.max,
   changeLogChanges: 100_000,
   changeLogMs: 600_000,
 };

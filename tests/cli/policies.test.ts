@@ -103,6 +103,7 @@ test('policies explain names the most specific policy and the limits a route get
   const none = await cli.run(['policies', 'explain', 'lease://pol-none/a/b', '--json']);
   assert.equal(none.code, 0, none.stderr);
   assert.equal(JSON.parse(none.stdout).policy, null);
+  assert.deepEqual([JSON.parse(none.stdout).limits.max_lifetime_ms, JSON.parse(none.stdout).limits.max_lifetime_default_ms], [86_400_000, 3_600_000], 'the default is not the cap');
 
   const bad = await cli.run(['policies', 'explain', 'lease://polex/eu/primary/extra']);
   assert.equal(bad.code, 2, 'a route with four segments is a usage error');

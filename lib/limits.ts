@@ -1,0 +1,38 @@
+/**
+ * The numeric limits of a request, one row each, as docs/semantics.md
+ * "Limits" lists them. Every range check and every default in the server
+ * (the request schemas, the engine's bounds, the policy checks) reads them
+ * from here, so a default can never act as a cap by accident:
+ * `default` is what an absent field gets, `min`..`max` what a present one
+ * may be (outside: `invalid_request`, never clamped).
+ */
+
+export interface LimitRow {
+  readonly min: number;
+  readonly max: number;
+  readonly default: number;
+}
+
+export const LIMITS = {
+  /** A lease's ttl_ms (a policy may narrow the range and move the default inside it). */
+  leaseTtlMs: { min: 1_000, max: 600_000, default: 30_000 },
+  /** A session's ttl_ms. */
+  sessionTtlMs: { min: 2_000, max: 300_000, default: 15_000 },
+  /** A lease's max_lifetime_ms; a policy's value is both its default and its cap. */
+  maxLifetimeMs: { min: 1_000, max: 86_400_000, default: 3_600_000 },
+  /** How long an acquire may wait in the queue. */
+  waitMs: { min: 0, max: 30_000, default: 0 },
+  /** Waiters queued on one route (a policy may lower it). */
+  waitersPerRoute: { min: 0, max: 1_024, default: 1_024 },
+  /** A policy's lock-delay, and an operator's cap on it. */
+  lockDelayMs: { min: 0, max: 60_000, default: 0 },
+  /** An embed token's lifetime. */
+  embedTokenTtlMs: { min: 60_000, max: 86_400_000, default: 86_400_000 },
+} as const satisfies Record<string, LimitRow>;
+
+export type LimitName = keyof typeof LIMITS;
+
+/** True when `v` is an integer inside the row's range. */
+export function inRange(row: LimitRow, v: unknown): v is number {
+  return typeof v === 'number' && Number.isInteger(v) && v >= row.min && v <= row.max;
+}
