@@ -151,6 +151,8 @@ export interface AuditEvent {
   readonly latency_ms: number;
   /** The token a token event is about (an extension of AuditEvent; see docs/design.md). */
   readonly subject_token_id?: string | null;
+  /** What the event recorded besides the reason: a policy's values, an operator's choices (`close_session`, `lock_delay_ms`), the route a session was closed for (`revoke_of`). */
+  readonly details?: Readonly<Record<string, unknown>>;
 }
 
 export interface AuditPage {
@@ -217,7 +219,10 @@ export interface EffectivePolicy {
     readonly ttl_min_ms: number;
     readonly ttl_max_ms: number;
     readonly ttl_default_ms: number;
+    /** The cap a requested max_lifetime_ms is clamped to. */
     readonly max_lifetime_ms: number;
+    /** What an acquire without max_lifetime_ms gets. */
+    readonly max_lifetime_default_ms: number;
     readonly lock_delay_ms: number;
     readonly max_waiters: number;
   };

@@ -23,7 +23,7 @@
 import { addMs } from '../store/millis';
 import { correlationId } from './ids';
 import { RARE_AUDIT_EVENT_TYPES, type AuditRow, type NewAuditRow, type Store } from '../store/types';
-import { iso } from './views';
+import { iso, type Json } from './views';
 import type { Principal } from './tokens';
 import type { Logger } from './logger';
 
@@ -57,6 +57,8 @@ export interface AuditEvent {
   reason: string | null;
   correlation_id: string;
   latency_ms: number;
+  /** What the event recorded besides its reason (a policy's values); absent when nothing. */
+  details?: Record<string, Json>;
 }
 
 export function auditView(r: AuditRow): AuditEvent {
@@ -75,6 +77,7 @@ export function auditView(r: AuditRow): AuditEvent {
     reason: r.reason,
     correlation_id: r.correlationId,
     latency_ms: r.latencyMs,
+    ...(typeof r.details === 'string' ? { details: JSON.parse(r.details) as Record<string, Json> } : {}),
   };
 }
 
@@ -93,6 +96,8 @@ export interface AuditFacts {
   incarnation?: string;
   fencingToken?: number;
   subjectTokenId?: string;
+  /** Values the event records (the `details` object: a policy's fields, an operator's choices): never a secret or a metadata value. */
+  details?: Record<string, Json>;
   /** The answer was an idempotent replay: nothing happened, nothing is audited. */
   replayed?: boolean;
   /** The answer is not known yet (an acquire waiting in its queue). */
@@ -108,6 +113,7 @@ export interface AuditSpec {
   success: string;
   /** Write the success event inside the step itself (admin actions). */
   inTx?: boolean;
+  /** The caller's reason, verbatim: what the operation chose goes in the route or `details`, never here. */
   reason?: string;
 }
 
@@ -199,6 +205,7 @@ export class AuditLog {
       reason: spec.reason ?? null,
       correlationId: req?.correlationId ?? correlationId(),
       latencyMs: req ? Math.max(0, Math.round(now - req.startedAt)) : 0,
+      details: facts.details ? JSON.stringify(facts.details) : null,
     };
   }
 

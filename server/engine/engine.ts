@@ -14,7 +14,7 @@ import { randomBytes } from 'node:crypto';
 import { contains, routeSegments, selectorOrThrow, type ParsedSelector } from '@/lib/selector';
 import { allowingGrant } from '@/lib/grants';
 import { AuditLog, auditView, type AuditEvent, type AuditEventType, type AuditFacts, type AuditOptions, type AuditSpec, type Caller } from './audit';
-import type { ChangeLogStats, StepScope, Store, Tx } from '../store/types';
+import type { ChangeLogStats, PolicyRow, StepScope, Store, Tx } from '../store/types';
 import { Cluster, type ClusterOptions } from './cluster';
 import { bindCursor, CursorCodec, type BoundCursor, type CursorBinding } from './cursor';
 import { LeaseholdError, fail, fromStoreError } from './errors';
@@ -55,12 +55,18 @@ import { Waiting } from './waiting';
 import { newStep, DEFAULT_LIMITS, type EngineContext, type Limits, type Step } from './step';
 import { forceEndStep, type ForceReleased, type Revoked } from './operators';
 import { releaseRequestStep, withReleaseRequests, type PendingReleaseRequest, type ReleaseRequested, type ReleaseRequestInput } from './release-requests';
-import { newSecret, planEmbedToken, planToken, TokenAuthority, tokenInfo, type CreateTokenInput, type Principal, type TokenInfo } from './tokens';
+import { assertLiveChain, newSecret, planEmbedToken, planToken, TokenAuthority, tokenInfo, type CreateTokenInput, type Principal, type TokenInfo } from './tokens';
 import { leaseView, type Json, type LeaseView, type Metadata, type SessionView } from './views';
 import { listQueryKey, listStep, type ListPage, type ListQuery } from './inventory';
 import { closeSessionStep, keepAliveStep, listSessionsStep, newSessionId, openSessionStep, type SessionPage } from './sessions';
 
 export type { ListPage, ListQuery };
+
+/** A policy's values as its audit events record them (`details`): the fields of its view, without the selector and the update stamp. */
+function policyValues(r: PolicyRow): Record<string, Json> {
+  const { selector: _selector, updated_at: _at, updated_by: _by, ...values } = policyView(r);
+  return values;
+}
 
 /** The caller of system events (expiry): no token, no request. */
 const SYSTEM: Principal = { tokenId: '', name: 'system', family: '', grants: [], root: false, kind: 'api', expiresAt: null };
@@ -538,21 +544,24 @@ export class LeaseEngine {
     let replayed = false;
     const answer = await this.run(
       async (step) => {
+        await assertLiveChain(step.tx, p, step.now);
         const mayEnd = (r: string) => {
           const [a, b, c] = routeSegments(r);
           if (!allowingGrant(p.grants, [a, b, c], 'admin')) fail('access_denied', 'closing the session would end leases on routes you may not administer; revoke without close_session, or ask an admin of lease://**');
         };
         const a = await forceEndStep(this.ctx, step, p.family, route, { ...input, kind, closeSession, mayEnd });
+        const choices = { ...(closeSession ? { close_session: true } : {}), ...(input.lockDelayMs === undefined ? {} : { lock_delay_ms: input.lockDelayMs }) };
+        if (Object.keys(choices).length > 0) step.facts.details = choices;
         replayed = step.facts.replayed === true;
         if (!replayed && 'sessions_closed' in a && a.sessions_closed === 1) {
           // The operator closed the holder's session too: that is a change of its own, audited in the same step.
-          const closed = this.spec(p, 'session_close', null, 'session_closed', { reason: `${input.reason} [revoke of ${route}]` });
-          await step.tx.insertAudit([this.audit.row(closed, 'session_closed', { ownerId: step.facts.ownerId, incarnation: step.facts.incarnation })]);
+          const closed = this.spec(p, 'session_close', null, 'session_closed', { reason: input.reason });
+          await step.tx.insertAudit([this.audit.row(closed, 'session_closed', { ownerId: step.facts.ownerId, incarnation: step.facts.incarnation, details: { revoke_of: route } })]);
         }
         return a;
       },
-      // The operator's choices (closing the session, the lock-delay) are recorded with the reason.
-      this.spec(p, type, route, success, { inTx: true, reason: `${input.reason}${closeSession ? ' [close_session]' : ''}${input.lockDelayMs === undefined ? '' : ` [lock_delay_ms=${input.lockDelayMs}]`}` }),
+      // The reason is the operator's, verbatim; their choices (closing the session, the lock-delay) are the event's details.
+      this.spec(p, type, route, success, { inTx: true, reason: input.reason }),
     );
     return { answer, replayed };
   }
@@ -565,6 +574,7 @@ export class LeaseEngine {
     checkFields(fields, this.ctx.limits);
     return this.run(
       async (step) => {
+        await assertLiveChain(step.tx, p, step.now);
         const existing = (await step.tx.policies.listPolicies(p.family)).some((r) => r.selector === sel.selector);
         if (!existing && (await step.tx.policies.countPolicies(p.family)) >= POLICIES_PER_FAMILY) {
           fail('rate_limited', `a family has at most ${POLICIES_PER_FAMILY} policies`, { retryable: false });
@@ -572,9 +582,11 @@ export class LeaseEngine {
         const row = { family: p.family, selector: sel.selector, ...fields, updatedAt: step.now, updatedBy: p.tokenId };
         await step.tx.policies.putPolicy(row);
         step.events.push({ type: 'policy_changed', family: p.family });
+        step.facts.details = policyValues(row);
         return { policy: policyView(row) };
       },
-      this.spec(p, 'policy_set', null, 'policy_set', { inTx: true, reason: `${reason} [selector=${sel.selector}]` }),
+      // The audit event's route is the selector and its details the values set; the reason is the caller's, verbatim.
+      this.spec(p, 'policy_set', sel.selector, 'policy_set', { inTx: true, reason }),
     );
   }
 
@@ -583,11 +595,15 @@ export class LeaseEngine {
     const sel = policySelector(selector);
     return this.run(
       async (step) => {
-        if (!(await step.tx.policies.deletePolicy(p.family, sel.selector))) fail('not_found', 'no policy has exactly this selector');
+        await assertLiveChain(step.tx, p, step.now);
+        const existing = (await step.tx.policies.listPolicies(p.family)).find((r) => r.selector === sel.selector);
+        if (!existing || !(await step.tx.policies.deletePolicy(p.family, sel.selector))) fail('not_found', 'no policy has exactly this selector');
         step.events.push({ type: 'policy_changed', family: p.family });
+        step.facts.details = policyValues(existing);
         return {};
       },
-      this.spec(p, 'policy_delete', null, 'policy_deleted', { inTx: true, reason: `${reason} [selector=${sel.selector}]` }),
+      // Like set: the selector is the route, the values the deleted policy had are the details.
+      this.spec(p, 'policy_delete', sel.selector, 'policy_deleted', { inTx: true, reason }),
     );
   }
 
@@ -621,6 +637,7 @@ export class LeaseEngine {
     let replayed = false;
     const answer = await this.run(
       async (step) => {
+        await assertLiveChain(step.tx, p, step.now);
         const a = await releaseRequestStep(this.ctx, step, p.family, route, p.tokenId, input);
         replayed = step.facts.replayed === true;
         return a;
@@ -654,6 +671,7 @@ export class LeaseEngine {
       step.tx.scanAudit({
         family: p.family,
         triple,
+        selector: q.selector.selector,
         routeless,
         eventType: q.eventType,
         since: q.since === undefined ? undefined : millis(q.since),
@@ -678,6 +696,7 @@ export class LeaseEngine {
   async createToken(p: Caller, input: CreateTokenInput): Promise<{ token_id: string; token: string; family: string }> {
     const secret = newSecret();
     return this.run(async (step) => {
+      await assertLiveChain(step.tx, p, step.now, true);
       const row = planToken(p, input, step.now);
       await step.tx.insertToken({ ...row, secretHash: hashSecret(secret) });
       step.facts.subjectTokenId = row.id;
@@ -693,6 +712,7 @@ export class LeaseEngine {
   async createEmbedToken(p: Caller, selector: string, ttlMs: number): Promise<{ token_id: string; token: string; expires_at: string }> {
     const secret = newSecret();
     return this.run(async (step) => {
+      await assertLiveChain(step.tx, p, step.now, true);
       const row = planEmbedToken(p, selector, ttlMs, step.now);
       const cap = this.opts.embedTokensPerCreator ?? DEFAULT_EMBED_TOKENS_PER_CREATOR;
       if ((await step.tx.countLiveEmbedTokens(p.tokenId, step.now)) >= cap) {
@@ -730,6 +750,7 @@ export class LeaseEngine {
    */
   async revokeToken(p: Caller, tokenId: string): Promise<Record<string, never>> {
     const revoked = await this.run(async (step) => {
+      await assertLiveChain(step.tx, p, step.now);
       const lineage = await step.tx.tokenLineage(tokenId);
       const t = lineage.find((r) => r.id === tokenId);
       if (!t || t.revokedAt !== null || (t.family !== p.family && !p.root)) fail('not_found', 'no such token');

@@ -6,6 +6,7 @@
 
 import { millis } from '../store/millis';
 import { allowingGrant, parseGrant, type Grant, type Permission } from '@/lib/grants';
+import { LIMITS } from '@/lib/limits';
 import { parseSelector, type Triple } from '@/lib/selector';
 import type { LoginRow, Store, TokenRow, Tx } from '../store/types';
 import type { ClosedReason, StreamOwner } from './feed';
@@ -284,8 +285,33 @@ export function planToken(creator: Principal, input: CreateTokenInput, now: numb
   };
 }
 
+/** How many tokens deep a mint may be (the caller's chain, up to the nearest root, is walked in the step). */
+export const MAX_TOKEN_CHAIN = 32;
+
+/**
+ * Refuse (`invalid_credential`) unless the caller's token and every token
+ * above it, up to the nearest root, is live at `now`: read in the step that
+ * acts, not from the credential cache (docs/operations.md "Revocation").
+ * `minting` (the step inserts a token): on PostgreSQL the chain is locked
+ * against a concurrent revoke until the step ends, and a chain already
+ * `MAX_TOKEN_CHAIN` deep is `invalid_request`.
+ */
+export async function assertLiveChain(tx: Tx, p: Principal, now: number, minting = false): Promise<void> {
+  const chain = await tx.tokenChain(p.tokenId, MAX_TOKEN_CHAIN, minting);
+  const self = chain[chain.length - 1];
+  if (!self || self.id !== p.tokenId) fail('invalid_credential', 'unknown token');
+  for (const t of chain) {
+    if (t.revokedAt !== null) fail('invalid_credential', t.id === p.tokenId ? 'token revoked' : 'token revoked: a token above it was revoked');
+    if (t.expiresAt !== null && t.expiresAt <= now) fail('invalid_credential', 'token expired');
+  }
+  const top = chain[0]!;
+  if (minting && chain.length >= MAX_TOKEN_CHAIN && !top.root && top.createdBy !== null) {
+    fail('invalid_request', `a token may mint only ${MAX_TOKEN_CHAIN} tokens deep; mint from a token nearer its root`);
+  }
+}
+
 /** Embed tokens live at most this long (and never past their creator). */
-export const EMBED_MAX_TTL_MS = 86_400_000;
+export const EMBED_MAX_TTL_MS = LIMITS.embedTokenTtlMs.max;
 
 /**
  * Plan a read-only embed token for one selector, which one grant of the

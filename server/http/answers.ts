@@ -90,7 +90,7 @@ export const AuditEvent = z
     time,
     event_type: z.enum(AUDIT_EVENT_TYPES),
     family: z.string(),
-    route: z.string().nullable(),
+    route: z.string().nullable().describe('The route; for policy_set and policy_delete, the policy’s selector'),
     token_id: z.string().nullable(),
     subject_token_id: z.string().nullable().optional().describe('The token a token event is about'),
     owner_id: z.string().nullable(),
@@ -100,6 +100,10 @@ export const AuditEvent = z
     reason: z.string().nullable(),
     correlation_id: z.string(),
     latency_ms: z.number().min(0),
+    details: z
+      .record(z.string(), JsonValue)
+      .optional()
+      .describe('What the event recorded besides its reason, when anything: for policy_set the policy’s values as set, for policy_delete the values it had (null: unset); for lease_force_release and lease_revoke the operator’s choices (close_session, lock_delay_ms); for the session_close a revoke made, revoke_of (the route)'),
   })
   .meta({ id: 'AuditEvent' });
 
@@ -136,7 +140,8 @@ export const PolicyLimits = z
     ttl_min_ms: count,
     ttl_max_ms: count,
     ttl_default_ms: count,
-    max_lifetime_ms: count.describe('Default and cap of max_lifetime_ms'),
+    max_lifetime_ms: count.describe('The cap a requested max_lifetime_ms is clamped to'),
+    max_lifetime_default_ms: count.describe('What an acquire without max_lifetime_ms gets'),
     lock_delay_ms: count,
     max_waiters: count,
   })

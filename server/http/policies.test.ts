@@ -41,6 +41,55 @@ describe('policies over HTTP', () => {
     assert.deepEqual([again.status, again.body.code], [404, 'not_found']);
   });
 
+  test('a policy change is audited with the reason verbatim, the selector as route and the values in details; GET /audit?route=<selector> finds only its events', async () => {
+    type Ev = { event_type: string; route: string | null; reason: string | null; result: string; details?: Record<string, unknown> };
+    const why = 'acme/a: tighten the bounds [not a selector=tag], verbatim';
+    const values = (v: Record<string, number>) => ({ ttl_min_ms: null, ttl_max_ms: null, ttl_default_ms: null, max_lifetime_ms: null, lock_delay_ms: null, max_waiters: null, ...v });
+    const a = await put({ selector: 'lease://acme/a/*', lock_delay_ms: 5_000, ttl_max_ms: 20_000, reason: why });
+    assert.equal(a.status, 200, a.text);
+    assert.equal((await put({ selector: 'lease://acme/**', lock_delay_ms: 1_000 })).status, 200);
+    assert.equal((await put({ selector: 'lease://acme/*/*', max_waiters: 3 })).status, 200);
+    const del = await s.call('DELETE', `/api/v1/policies?selector=${encodeURIComponent('lease://acme/a/*')}&reason=${encodeURIComponent(why)}`);
+    assert.equal(del.body.code, 'policy_deleted', del.text);
+    await hold('lease://acme/a/x');
+    await s.flushAudit(); // the acquire's event is buffered on the instance that answered it
+    const audit = async (q: string) => {
+      const r = await s.call('GET', `/api/v1/audit?${q}`);
+      assert.equal(r.status, 200, r.text);
+      return r.body.items as Ev[];
+    };
+    const policyEvents = (items: Ev[]) => items.filter((e) => e.event_type.startsWith('policy_'));
+
+    const mine = await audit(`route=${encodeURIComponent('lease://acme/a/*')}`);
+    assert.deepEqual(
+      policyEvents(mine).map((e) => [e.event_type, e.route, e.reason, e.details]),
+      [
+        ['policy_delete', 'lease://acme/a/*', why, values({ lock_delay_ms: 5_000, ttl_max_ms: 20_000 })],
+        ['policy_set', 'lease://acme/a/*', why, values({ lock_delay_ms: 5_000, ttl_max_ms: 20_000 })],
+      ],
+    );
+    assert.ok(mine.some((e) => e.event_type === 'lease_acquire' && e.route === 'lease://acme/a/x'), 'the route’s lease events still match the selector');
+    assert.deepEqual(
+      (await audit(`route=${encodeURIComponent('lease://acme/a/*')}&event_type=policy_set`)).map((e) => [e.route, e.reason]),
+      [['lease://acme/a/*', why]],
+      'by selector and type: that policy’s set only',
+    );
+    // `lease://acme/**` and `lease://acme/*/*` are two policies with one triple: each selector finds its own.
+    assert.deepEqual(policyEvents(await audit(`route=${encodeURIComponent('lease://acme/**')}`)).map((e) => [e.route, e.reason, e.details]), [['lease://acme/**', reason, values({ lock_delay_ms: 1_000 })]]);
+    assert.deepEqual(policyEvents(await audit(`route=${encodeURIComponent('lease://acme/*/*')}`)).map((e) => [e.route, e.details]), [['lease://acme/*/*', values({ max_waiters: 3 })]]);
+    assert.deepEqual(policyEvents(await audit(`route=${encodeURIComponent('lease://acme/a/x')}`)), [], 'a route the selector covers does not find it');
+    // Every route (the default) finds them all; other events have no details.
+    const every = await audit('event_type=policy_set');
+    assert.deepEqual(every.filter((e) => e.route?.startsWith('lease://acme/')).map((e) => e.route), ['lease://acme/*/*', 'lease://acme/**', 'lease://acme/a/*']);
+    assert.ok(mine.filter((e) => !e.event_type.startsWith('policy_')).every((e) => !('details' in e)));
+    // Reading by selector needs admin on it, not on lease://**.
+    const scoped = await s.createToken(['lease://acme/a/*#admin']);
+    const narrow = await s.call('GET', `/api/v1/audit?route=${encodeURIComponent('lease://acme/a/*')}&event_type=policy_delete`, undefined, { token: scoped });
+    assert.deepEqual(narrow.body.items.map((e: Ev) => [e.route, e.reason]), [['lease://acme/a/*', why]], narrow.text);
+    const wide = await s.call('GET', `/api/v1/audit?route=${encodeURIComponent('lease://acme/**')}`, undefined, { token: scoped });
+    assert.equal(wide.body.code, 'access_denied');
+  });
+
   test('bad bounds, selectors and missing reasons are refused and store nothing', async () => {
     for (const [body, code] of [
       [{ selector: 'lease://hb/**', ttl_min_ms: 9_000, ttl_max_ms: 8_000 }, 'invalid_request'],
@@ -100,6 +149,6 @@ describe('policies over HTTP', () => {
     assert.equal(fr.status, 200, fr.text);
     await hold(route, 'successor');
     const audit = await s.call('GET', `/api/v1/audit?route=${encodeURIComponent(route)}&event_type=lease_force_release`);
-    assert.ok(audit.body.items.some((e: { reason: string }) => e.reason.endsWith('[lock_delay_ms=0]')), audit.text);
+    assert.ok(audit.body.items.some((e: { reason: string; details?: { lock_delay_ms?: number } }) => e.reason === reason && e.details?.lock_delay_ms === 0), audit.text);
   });
 });

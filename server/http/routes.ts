@@ -6,6 +6,7 @@
 
 import type { z } from 'zod';
 import type { ParsedSelector, Triple } from '@/lib/selector';
+import { LIMITS } from '@/lib/limits';
 import type { AuditEventType, Caller } from '../engine/audit';
 import type { LeaseEngine, Outcome } from '../engine/engine';
 import { fail, type ErrorCode } from '../engine/errors';
@@ -254,7 +255,7 @@ export const ROUTES: AnyRoute[] = [
     query: S.NoQuery,
     success: { status: 201, code: 'session_opened' },
     permit: (req) => authorizeAnyWrite(req.principal),
-    handle: (req, e) => e.openSession(req.principal, req.body.owner_id as string, (req.body.ttl_ms as number | undefined) ?? 15_000),
+    handle: (req, e) => e.openSession(req.principal, req.body.owner_id as string, (req.body.ttl_ms as number | undefined) ?? LIMITS.sessionTtlMs.default),
   },
   {
     method: 'POST',
@@ -555,7 +556,7 @@ export const ROUTES: AnyRoute[] = [
     query: S.NoQuery,
     success: { status: 201, code: 'embed_token_created' },
     errors: ['invalid_selector'],
-    handle: (req, e) => e.createEmbedToken(req.principal, req.body.selector as string, (req.body.ttl_ms as number | undefined) ?? 86_400_000),
+    handle: (req, e) => e.createEmbedToken(req.principal, req.body.selector as string, (req.body.ttl_ms as number | undefined) ?? LIMITS.embedTokenTtlMs.default),
   },
   {
     method: 'GET',

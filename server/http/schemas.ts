@@ -7,6 +7,7 @@
 import { z } from 'zod';
 import { parseGrant } from '@/lib/grants';
 import { codePoints, identifierProblem } from '@/lib/identifiers';
+import { inRange, LIMITS, type LimitRow } from '@/lib/limits';
 import { AUDIT_EVENT_TYPES } from '../engine/audit';
 import { FAMILY_RE } from '../engine/tokens';
 import { JsonValue } from './answers';
@@ -26,10 +27,12 @@ export const displayName = z
 export const requestId = z.string().regex(/^[!-~]{1,128}$/, 'must be 1 to 128 visible ASCII characters');
 export const sessionId = z.string().min(1).max(256);
 export const fencingToken = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
-export const leaseTtl = z.number().int().min(1_000).max(600_000);
-export const sessionTtl = z.number().int().min(2_000).max(300_000);
-export const maxLifetime = z.number().int().min(1_000).max(86_400_000);
-export const waitMs = z.number().int().min(0).max(30_000);
+/** An integer inside one row of lib/limits.ts. */
+const limited = (row: LimitRow) => z.number().int().min(row.min).max(row.max);
+export const leaseTtl = limited(LIMITS.leaseTtlMs);
+export const sessionTtl = limited(LIMITS.sessionTtlMs);
+export const maxLifetime = limited(LIMITS.maxLifetimeMs);
+export const waitMs = limited(LIMITS.waitMs);
 
 const METADATA_KEY = /^[A-Za-z0-9_.-]{1,64}$/;
 export const metadata = z
@@ -99,7 +102,7 @@ export const reason = z
   .refine((s) => !/[^\P{Cc}\n\t]/u.test(s), 'must not contain control characters other than line breaks and tabs');
 
 /** An operator's cap on the lock-delay the end starts (0 skips it; it never lengthens it). */
-const lockDelayMs = z.number().int().min(0).max(60_000);
+const lockDelayMs = limited(LIMITS.lockDelayMs);
 export const ForceReleaseBody = z.strictObject({ request_id: requestId, reason, expected_fencing_token: fencingToken, lock_delay_ms: lockDelayMs.optional() });
 export const ReleaseRequestBody = z.strictObject({ request_id: requestId, reason, expected_fencing_token: fencingToken });
 export const RevokeBody = z.strictObject({
@@ -120,7 +123,7 @@ export const PolicyBody = z.strictObject({
   ttl_default_ms: ms.nullable().optional(),
   max_lifetime_ms: ms.nullable().optional(),
   lock_delay_ms: ms.nullable().optional(),
-  max_waiters: z.number().int().min(0).max(1_024).nullable().optional(),
+  max_waiters: z.number().int().min(0).max(LIMITS.waitersPerRoute.max).nullable().optional(),
 });
 export const PolicyDeleteQuery = z.strictObject({ selector: z.string().max(1_024), reason });
 export const PolicyListQuery = z.strictObject({ selector: z.string().max(1_024).optional() });
@@ -128,7 +131,7 @@ export const PolicyListQuery = z.strictObject({ selector: z.string().max(1_024).
 /** The selector is checked against the grammar (`invalid_selector`) by the engine, with the permission. */
 export const EmbedTokenBody = z.strictObject({
   selector: z.string().max(1_024),
-  ttl_ms: z.number().int().min(60_000).max(86_400_000).optional(),
+  ttl_ms: limited(LIMITS.embedTokenTtlMs).optional(),
 });
 
 export const LoginBody = z.strictObject({ token: z.string().min(1).max(512) });
@@ -157,6 +160,7 @@ export const ListSessionsQuery = z.strictObject({
 });
 
 export const AuditQuery = z.strictObject({
+  /** A route or selector (default every route). A policy event's route is its selector: only that exact selector string (or every route) finds it. */
   route: z.string().optional(),
   event_type: z.enum(AUDIT_EVENT_TYPES).optional(),
   since: z.iso.datetime({ offset: true }).optional(),
@@ -242,12 +246,12 @@ export const FAST_PATHS: ReadonlyMap<z.ZodType, (v: unknown) => boolean> = new M
       str(v.session_id, 1, 256) &&
       typeof v.request_id === 'string' &&
       REQUEST_ID_RE.test(v.request_id) &&
-      (v.ttl_ms === undefined || int(v.ttl_ms, 1_000, 600_000)) &&
-      (v.max_lifetime_ms === undefined || int(v.max_lifetime_ms, 1_000, 86_400_000)) &&
-      (v.wait_ms === undefined || int(v.wait_ms, 0, 30_000)),
+      (v.ttl_ms === undefined || inRange(LIMITS.leaseTtlMs, v.ttl_ms)) &&
+      (v.max_lifetime_ms === undefined || inRange(LIMITS.maxLifetimeMs, v.max_lifetime_ms)) &&
+      (v.wait_ms === undefined || inRange(LIMITS.waitMs, v.wait_ms)),
   ],
   [ReleaseBody, (v) => isRecord(v) && onlyKeys(v, PROOF_KEYS) && proofOk(v)],
-  [RenewBody, (v) => isRecord(v) && onlyKeys(v, RENEW_KEYS) && proofOk(v) && (v.ttl_ms === undefined || int(v.ttl_ms, 1_000, 600_000))],
+  [RenewBody, (v) => isRecord(v) && onlyKeys(v, RENEW_KEYS) && proofOk(v) && (v.ttl_ms === undefined || inRange(LIMITS.leaseTtlMs, v.ttl_ms))],
   [NoQuery, (v) => isRecord(v) && onlyKeys(v, NO_KEYS)],
   [EmptyBody, (v) => isRecord(v) && onlyKeys(v, NO_KEYS)],
 ]);

@@ -223,6 +223,22 @@ for (const backend of BACKENDS) {
       assert.equal(await store.atomic((tx) => tx.initMeta('secret', 'two')), 'one');
     });
 
+    test('token chains: a token and its creators up to the nearest root, oldest first, at most max; lineages do not descend into roots', async () => {
+      const tok = (id: string, createdBy: string | null, root = false) => ({ id, secretHash: `h_${id}`, name: id, family: 'default', grants: [], root, kind: 'api' as const, createdAt: millis(1), expiresAt: null, revokedAt: null, createdBy });
+      await store.atomic(async (tx) => {
+        for (const t of [tok('c_boot', null, true), tok('c_a', 'c_boot'), tok('c_b', 'c_a'), tok('c_root2', 'c_b', true), tok('c_d', 'c_root2'), tok('c_e', 'c_d')]) await tx.insertToken(t);
+      });
+      const ids = (rows: { id: string }[]) => rows.map((r) => r.id);
+      for (const lock of [false, true]) {
+        assert.deepEqual(ids(await store.atomic((tx) => tx.tokenChain('c_b', 32, lock))), ['c_boot', 'c_a', 'c_b']);
+        assert.deepEqual(ids(await store.atomic((tx) => tx.tokenChain('c_e', 32, lock))), ['c_root2', 'c_d', 'c_e'], 'a root is its own anchor');
+        assert.deepEqual(ids(await store.atomic((tx) => tx.tokenChain('c_root2', 32, lock))), ['c_root2']);
+        assert.deepEqual(ids(await store.atomic((tx) => tx.tokenChain('c_b', 2, lock))), ['c_a', 'c_b'], 'at most max');
+        assert.deepEqual(await store.atomic((tx) => tx.tokenChain('c_none', 32, lock)), []);
+      }
+      assert.deepEqual(ids(await store.atomic((tx) => tx.tokenLineage('c_a'))).sort(), ['c_a', 'c_b']);
+    });
+
     test('idempotency records: many at once, replaced, forgotten, undone with a failed step, kept across reopening', async () => {
       const rec = (i: number, digest = 'd') => ({ family: 'default', op: 'acquire', route: `lease://i/r/${i % 7}`, requestId: `q${i}`, digest, status: 0, answer: `{"i":${i}}`, expiresAt: millis(1_000_000) });
       // More records than one sorted run (4,096 on SQLite), in batches of 64 steps.

@@ -110,9 +110,16 @@ export interface AuditRow {
   /** The answer's code. */
   result: string;
   fencingToken: number | null;
+  /** The caller's reason, verbatim. */
   reason: string | null;
   correlationId: string;
   latencyMs: number;
+  /**
+   * The values the event recorded, as JSON text of an object (a policy's
+   * fields for `policy_set` / `policy_delete`), or null. Optional when
+   * written: rows without it store null.
+   */
+  details?: string | null;
 }
 
 export type NewAuditRow = Omit<AuditRow, 'seq'>;
@@ -136,6 +143,12 @@ export interface AuditScan {
   family: string;
   /** Routes matching this triple; events without a route only if `routeless`. */
   triple: Triple;
+  /**
+   * The selector as given. An event whose route is a selector (a policy's,
+   * with a wildcard) matches only this exact string, or a triple matching
+   * every route; never the routes its wildcards stand for.
+   */
+  selector?: string;
   routeless: boolean;
   eventType?: string;
   /** Inclusive lower bound on time. */
@@ -250,6 +263,16 @@ export interface Tx {
    * the way is an anchor of its own: the lineage does not descend into it.
    */
   tokenLineage(id: string): Promise<TokenRow[]>;
+  /**
+   * The token and the tokens that minted it, up to and including the nearest
+   * root token (a root is its own anchor), at most `max` of them, the
+   * oldest ancestor first; empty when the token does not exist. With
+   * `lock` (a mint), PostgreSQL locks them FOR SHARE, in that order, until
+   * the step ends: a concurrent revoke of any of them either committed first
+   * (and is seen here) or waits for this step, and its lineage then holds
+   * what this step inserted (docs/operations.md "Revocation").
+   */
+  tokenChain(id: string, max: number, lock: boolean): Promise<TokenRow[]>;
   /** Embed tokens minted by this token that are neither revoked nor expired at `now`. */
   countLiveEmbedTokens(createdBy: string, now: Millis): Promise<number>;
   listTokens(family: string | null): Promise<TokenRow[]>;

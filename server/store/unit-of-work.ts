@@ -82,14 +82,14 @@ export const CHECKPOINTS: TableSpec<CheckpointRow> = {
 
 export const AUDIT_COLS = [
   'time', 'family', 'event_type', 'route', 'token_id', 'subject_token_id', 'owner_id', 'incarnation',
-  'result', 'fencing_token', 'reason', 'correlation_id', 'latency_ms', 'rare',
+  'result', 'fencing_token', 'reason', 'correlation_id', 'latency_ms', 'rare', 'details',
 ] as const;
 
 /** An audit row's values in `AUDIT_COLS` order; `rare` is the dialect's true (the column is true or null). */
 export function auditValues(r: NewAuditRow, rare: unknown): unknown[] {
   return [
     r.time, r.family, r.eventType, r.route, r.tokenId, r.subjectTokenId, r.ownerId, r.incarnation,
-    r.result, r.fencingToken, r.reason, r.correlationId, r.latencyMs, RARE_AUDIT_TYPES.has(r.eventType) ? rare : null,
+    r.result, r.fencingToken, r.reason, r.correlationId, r.latencyMs, RARE_AUDIT_TYPES.has(r.eventType) ? rare : null, r.details ?? null,
   ];
 }
 
@@ -432,6 +432,9 @@ export abstract class UnitOfWork<B extends Tx = Tx> implements Tx {
   }
   tokenLineage(id: string): Promise<TokenRow[]> {
     return this.base.tokenLineage(id);
+  }
+  tokenChain(id: string, max: number, lock: boolean): Promise<TokenRow[]> {
+    return this.base.tokenChain(id, max, lock);
   }
   getLogin(idHash: string): Promise<LoginRow | undefined> {
     return this.base.getLogin(idHash);

@@ -9,6 +9,10 @@
  * | a rare event type | audit_rare | family, type, time window, keyset | selector |
  * | anything else | audit_by_time | family, time window, keyset, **at most `budget` rows** | selector, event type, routeless |
  *
+ * A route with a wildcard (a policy event's: its selector) is matched by
+ * the same selector string only (or by a query for every route): `*` is
+ * not a route segment, so the segment tests must not read it as one.
+ *
  * Only the last is bounded: it examines at most `budget` events, and when
  * its page comes back short, one more read (`edge`) says whether the budget
  * or the range ended it, and where to resume.
@@ -58,8 +62,12 @@ export function renderAuditScan(d: Dialect, scan: AuditScan, plan: AuditScanPlan
   };
   const filter = (p: Params): string[] => {
     const f: string[] = [];
-    if (!all) f.push(...d.routeMatches(scan.triple, p.bind));
-    else if (!scan.routeless) f.push('route IS NOT NULL');
+    if (!all) {
+      const segments = d.routeMatches(scan.triple, p.bind);
+      if (scan.selector === undefined) f.push(...segments);
+      // A policy event's route is its selector (docs/policies.md): matched by that exact string only, never by its segments.
+      else f.push(`((${[...segments, `route NOT LIKE '%*%'`].join(' AND ')}) OR route = ${p.bind(scan.selector)})`);
+    } else if (!scan.routeless) f.push('route IS NOT NULL');
     if (scan.eventType !== undefined && plan.index !== 'audit_rare') f.push(`event_type = ${p.bind(scan.eventType)}`);
     return f;
   };

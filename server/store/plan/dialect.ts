@@ -72,6 +72,7 @@ export const AUDIT_FIELDS = [
   ['seq', 'seq'], ['time', 'time'], ['event_type', 'eventType'], ['family', 'family'], ['route', 'route'], ['token_id', 'tokenId'],
   ['subject_token_id', 'subjectTokenId'], ['owner_id', 'ownerId'], ['incarnation', 'incarnation'], ['result', 'result'],
   ['fencing_token', 'fencingToken'], ['reason', 'reason'], ['correlation_id', 'correlationId'], ['latency_ms', 'latencyMs'],
+  ['details', 'details'],
 ] as const;
 
 export const SESSION_FIELDS = [

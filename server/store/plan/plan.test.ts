@@ -42,7 +42,7 @@ function cases(d: Dialect): Array<{ name: string; sql: string; params: unknown[]
   const audit = (text: string, eventType: string | undefined, index: string) => {
     const sel = parseSelector(text);
     assert.ok(sel.ok, text);
-    const s = { family: 'default', triple: sel.value.triple, routeless: false, eventType, before: null, limit: 100, budget: 10_000 };
+    const s = { family: 'default', triple: sel.value.triple, selector: text, routeless: false, eventType, before: null, limit: 100, budget: 10_000 };
     const q = renderAuditScan(d, s, planAuditScan(s));
     return { name: `audit ${text} ${eventType ?? ''}`, sql: q.sql, params: q.params, index };
   };

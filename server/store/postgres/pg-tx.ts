@@ -346,11 +346,30 @@ export class PgTx implements Tx {
     await this.q('trev', `UPDATE tokens SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL`, [at, id]);
   }
   async tokenLineage(id: string): Promise<TokenRow[]> {
+    // The token first, in a statement of its own: a mint as any of the lineage
+    // that locked its chain before this waits here, and once it commits the
+    // walk below (a new snapshot under READ COMMITTED) sees what it minted.
+    // A mint that comes later waits on this lock and then sees the revoke.
+    await this.q('trevlock', `SELECT id FROM tokens WHERE id = $1 FOR UPDATE`, [id]);
     const rows = await this.q<RawToken>(
       'tlineage',
       `WITH RECURSIVE tree(id) AS (SELECT id FROM tokens WHERE id = $1 UNION SELECT t.id FROM tokens t JOIN tree ON t.created_by = tree.id WHERE NOT t.root)
        SELECT ${TOKEN_COLS} FROM tokens WHERE id IN (SELECT id FROM tree) ORDER BY created_at, id FOR UPDATE`,
       [id],
+    );
+    return rows.map((r) => tokenFromRaw(r)!);
+  }
+  async tokenChain(id: string, max: number, lock: boolean): Promise<TokenRow[]> {
+    // Locked oldest first (the locking happens after the sort), the order a
+    // revoke locks a lineage in, so a mint and a revoke never deadlock.
+    const rows = await this.q<RawToken>(
+      lock ? 'tchainl' : 'tchain',
+      `WITH RECURSIVE chain(cid, parent, anchor, depth) AS (
+         SELECT id, created_by, root, 1 FROM tokens WHERE id = $1
+         UNION ALL
+         SELECT t.id, t.created_by, t.root, c.depth + 1 FROM tokens t JOIN chain c ON t.id = c.parent WHERE NOT c.anchor AND c.depth < $2)
+       SELECT ${TOKEN_COLS} FROM tokens JOIN chain ON tokens.id = chain.cid ORDER BY chain.depth DESC${lock ? ' FOR SHARE OF tokens' : ''}`,
+      [id, max],
     );
     return rows.map((r) => tokenFromRaw(r)!);
   }
@@ -414,17 +433,17 @@ export class PgTx implements Tx {
     // seqs (taken by the INSERT below) commit in the order they were taken.
     await this.addAuditCounts(tally(rows));
     // One statement for the whole batch: columns as arrays, unnested.
-    const cols: unknown[][] = Array.from({ length: 14 }, () => []);
+    const cols: unknown[][] = Array.from({ length: 15 }, () => []);
     for (const r of rows) {
-      const v = [r.time, r.family, r.eventType, r.route, r.tokenId, r.subjectTokenId, r.ownerId, r.incarnation, r.result, r.fencingToken, r.reason, r.correlationId, r.latencyMs, RARE_AUDIT_TYPES.has(r.eventType) ? true : null];
+      const v = [r.time, r.family, r.eventType, r.route, r.tokenId, r.subjectTokenId, r.ownerId, r.incarnation, r.result, r.fencingToken, r.reason, r.correlationId, r.latencyMs, RARE_AUDIT_TYPES.has(r.eventType) ? true : null, r.details ?? null];
       v.forEach((x, i) => cols[i]!.push(x));
     }
     await this.q(
       'ains',
       `INSERT INTO audit (time, family, event_type, route, token_id, subject_token_id, owner_id, incarnation, result, fencing_token,
-         reason, correlation_id, latency_ms, rare)
+         reason, correlation_id, latency_ms, rare, details)
        SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
-         $10::int8[], $11::text[], $12::text[], $13::int8[], $14::bool[])`,
+         $10::int8[], $11::text[], $12::text[], $13::int8[], $14::bool[], $15::text[])`,
       cols,
     );
   }

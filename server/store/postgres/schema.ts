@@ -154,4 +154,9 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE leases ADD COLUMN release_request text;
   `,
   PG_CHANGE_LOG_MIGRATION,
+  `
+  -- What an audit event recorded besides its reason, JSON text (a policy's
+  -- values for policy_set and policy_delete); null for other events.
+  ALTER TABLE audit ADD COLUMN details text;
+  `,
 ];

@@ -161,4 +161,9 @@ export const MIGRATIONS: readonly string[] = [
     expires_at INTEGER NOT NULL
   );
   `,
+  `
+  -- What an audit event recorded besides its reason, JSON text (a policy's
+  -- values for policy_set and policy_delete); null for other events.
+  ALTER TABLE audit ADD COLUMN details TEXT;
+  `,
 ];

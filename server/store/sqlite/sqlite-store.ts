@@ -503,8 +503,8 @@ class SqliteTx implements DirectTx {
       ),
       insertAudit: p(
         `INSERT INTO audit (time, family, event_type, route, token_id, subject_token_id, owner_id, incarnation,
-           result, fencing_token, reason, correlation_id, latency_ms, rare)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+           result, fencing_token, reason, correlation_id, latency_ms, rare, details)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
       auditOldest: p(prune.oldest),
       auditMaxSeq: p(prune.maxSeq).pluck(),
@@ -515,6 +515,13 @@ class SqliteTx implements DirectTx {
       tokenLineage: p(
         `WITH RECURSIVE tree(id) AS (SELECT id FROM tokens WHERE id = ? UNION SELECT t.id FROM tokens t JOIN tree ON t.created_by = tree.id WHERE t.root = 0)
          SELECT ${TOKEN_COLS} FROM tokens WHERE id IN (SELECT id FROM tree) ORDER BY created_at, id`,
+      ),
+      tokenChain: p(
+        `WITH RECURSIVE chain(cid, parent, anchor, depth) AS (
+           SELECT id, created_by, root, 1 FROM tokens WHERE id = ?
+           UNION ALL
+           SELECT t.id, t.created_by, t.root, c.depth + 1 FROM tokens t JOIN chain c ON t.id = c.parent WHERE c.anchor = 0 AND c.depth < ?)
+         SELECT ${TOKEN_COLS} FROM tokens JOIN chain ON tokens.id = chain.cid ORDER BY chain.depth DESC`,
       ),
       countLiveEmbed: p(`SELECT count(*) FROM tokens WHERE created_by = ? AND kind = 'embed' AND revoked_at IS NULL AND expires_at > ?`).pluck(),
       getMeta: p(`SELECT value FROM meta WHERE key = ?`).pluck(),
@@ -700,7 +707,7 @@ class SqliteTx implements DirectTx {
     for (const r of rows) {
       st.run(
         r.time, r.family, r.eventType, r.route, r.tokenId, r.subjectTokenId, r.ownerId, r.incarnation,
-        r.result, r.fencingToken, r.reason, r.correlationId, r.latencyMs, RARE_AUDIT_TYPES.has(r.eventType) ? 1 : null,
+        r.result, r.fencingToken, r.reason, r.correlationId, r.latencyMs, RARE_AUDIT_TYPES.has(r.eventType) ? 1 : null, r.details ?? null,
       );
       perFamily.set(r.family, (perFamily.get(r.family) ?? 0) + 1);
     }
@@ -723,6 +730,10 @@ class SqliteTx implements DirectTx {
 
   async tokenLineage(id: string): Promise<TokenRow[]> {
     return (this.s.tokenLineage.all(id) as RawToken[]).map((r) => tokenFromRaw(r)!);
+  }
+  /** Steps are serialized on SQLite: a plain read is current for the whole step. */
+  async tokenChain(id: string, max: number, _lock: boolean): Promise<TokenRow[]> {
+    return (this.s.tokenChain.all(id, max) as RawToken[]).map((r) => tokenFromRaw(r)!);
   }
 
   async countLiveEmbedTokens(createdBy: string, now: number): Promise<number> {
