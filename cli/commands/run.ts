@@ -2,8 +2,11 @@
  * `run <route> -- <command…>`: hold a lease while a command runs, like
  * `consul lock` and `etcdctl lock`, so a cron job becomes a singleton.
  *
- * - The child gets LEASEHOLD_ROUTE and LEASEHOLD_FENCING_TOKEN (pass the
- *   token to whatever the job writes to, and have that store check it).
+ * - The child gets LEASEHOLD_ROUTE, LEASEHOLD_FENCING_TOKEN (pass it to
+ *   whatever the job writes to, and have that store check it) and
+ *   LEASEHOLD_LEASE_ID, besides `run`'s own environment less the credential:
+ *   LEASEHOLD_TOKEN is removed unless `--pass-token`, which sets it (and
+ *   LEASEHOLD_URL) to the token and server `run` itself uses.
  * - When the lease is lost (a force-release, a revoke, expiry after a
  *   partition) the child gets SIGTERM, then SIGKILL after `--grace`, and
  *   `run` exits 4. Loss is noticed at the next renewal (a third of the TTL)
@@ -26,6 +29,7 @@ import { isLeaseholdError, type LeaseHandle, type LeaseholdClient, type Session 
 import { CliError, EXIT } from '../errors';
 import { shortDuration } from '../format';
 import { clientFor, durationArg, example, note, withConnection, type CommonOptions } from '../common';
+import { resolveConnection } from '../connection';
 
 interface RunOptions extends CommonOptions {
   ttl?: number;
@@ -33,30 +37,42 @@ interface RunOptions extends CommonOptions {
   owner?: string;
   grace?: number;
   ignoreReleaseRequests?: boolean;
+  passToken?: boolean;
 }
 
 /** The server holds a waiting acquire at most this long; longer waits queue again. */
 const MAX_SERVER_WAIT_MS = 30_000;
 const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'] as const;
+/**
+ * The environment variables the command line takes its credential from
+ * (cli/connection.ts): never passed to the command without `--pass-token`.
+ * `--token-file` is an argument, so its path is not in the environment; the
+ * saved login is a file, which the command, as the same user, can read.
+ */
+const CREDENTIAL_VARS: ReadonlySet<string> = new Set(['LEASEHOLD_TOKEN']);
 
 export function registerRun(program: Command): void {
   example(
     withConnection(
       program
         .command('run')
-        .description('hold a lease while a command runs; the child gets LEASEHOLD_ROUTE and LEASEHOLD_FENCING_TOKEN, and is stopped if the lease is lost (exit 4)')
+        .description(
+          'hold a lease while a command runs; the child gets LEASEHOLD_ROUTE, LEASEHOLD_FENCING_TOKEN and LEASEHOLD_LEASE_ID, but not LEASEHOLD_TOKEN (unless --pass-token), and is stopped if the lease is lost (exit 4)',
+        )
         .argument('<route>', 'the lease to hold, e.g. lease://acme/cron/nightly-report')
         .argument('<command...>', 'the command and its arguments, after --')
         .option('--ttl <duration>', 'lease TTL, renewed at a third of it (default 30s)', durationArg)
         .option('--wait <duration>', 'wait this long in the route\'s queue if it is held (default: exit 3 at once)', durationArg)
         .option('--owner <owner>', 'owner id shown to others (default: host:pid)')
         .option('--grace <duration>', 'after SIGTERM on loss, SIGKILL this much later (default 10s)', durationArg)
-        .option('--ignore-release-requests', 'keep the command running when someone asks the holder to release (default: SIGTERM it)'),
+        .option('--ignore-release-requests', 'keep the command running when someone asks the holder to release (default: SIGTERM it)')
+        .option('--pass-token', "give the command run's own token and server as LEASEHOLD_TOKEN and LEASEHOLD_URL, for a job that calls the API itself (default: LEASEHOLD_TOKEN is removed from its environment)"),
     ).action(async (route: string, command: string[], opts: RunOptions) => {
       process.exitCode = await run(clientFor(opts), route, command, opts);
     }),
     "leasehold run lease://acme/cron/nightly-report --ttl 30s -- ./nightly-report.sh --since yesterday",
     'leasehold run lease://acme/cron/backup --wait 5m -- sh -c \'pg_dump app > "/backups/$LEASEHOLD_FENCING_TOKEN.sql"\'',
+    'leasehold run lease://acme/cron/sync --pass-token -- ./sync.sh   # sync.sh calls the API with $LEASEHOLD_TOKEN',
   );
 }
 
@@ -64,13 +80,16 @@ async function run(client: LeaseholdClient, route: string, command: string[], op
   const ttlMs = opts.ttl ?? 30_000;
   const graceMs = opts.grace ?? 10_000;
   const ownerId = opts.owner ?? `${hostname()}:${process.pid}`;
+  // Read before acquiring: with --pass-token, the token and server the client was made with.
+  const pass = opts.passToken === true ? resolveConnection(opts) : undefined;
   // The session lives as long as the lease would without it, within the
   // server's bounds (2 s to 300 s): losing it loses the lease too.
   const session = await client.openSession({ ownerId, ttlMs: Math.min(300_000, Math.max(2_000, ttlMs)) });
   try {
     const lease = await acquire(client, session, route, ttlMs, opts.wait ?? 0);
     if (lease === undefined) return 128 + constants.signals.SIGINT;
-    return await supervise(client, lease, command, graceMs, opts.ignoreReleaseRequests === true);
+    const env = childEnv(process.env, lease, pass);
+    return await supervise(client, lease, command, env, graceMs, opts.ignoreReleaseRequests === true);
   } finally {
     await session.close().catch(() => {});
   }
@@ -118,14 +137,31 @@ async function announceQueued(client: LeaseholdClient, session: Session, route: 
   note(`leasehold: ${what}, waiting up to ${shortDuration(waitMs)}`);
 }
 
+/**
+ * The command's environment: `run`'s own without the credential variables,
+ * plus the lease's route, fencing token and id; with `pass` (`--pass-token`),
+ * the token and server `run` uses, wherever it found them.
+ */
+function childEnv(parent: NodeJS.ProcessEnv, lease: Pick<LeaseHandle, 'route' | 'fencingToken' | 'leaseId'>, pass?: { url: string; token: string | undefined }): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...parent };
+  // Windows names environment variables without regard to case.
+  const fold = process.platform === 'win32' ? (k: string): string => k.toUpperCase() : (k: string): string => k;
+  for (const k of Object.keys(env)) if (CREDENTIAL_VARS.has(fold(k))) delete env[k];
+  if (pass !== undefined) {
+    env.LEASEHOLD_URL = pass.url;
+    if (pass.token !== undefined) env.LEASEHOLD_TOKEN = pass.token;
+  }
+  env.LEASEHOLD_ROUTE = lease.route;
+  env.LEASEHOLD_FENCING_TOKEN = String(lease.fencingToken);
+  env.LEASEHOLD_LEASE_ID = lease.leaseId;
+  return env;
+}
+
 /** Runs the child under the lease; resolves with `run`'s exit code. */
-async function supervise(client: LeaseholdClient, lease: LeaseHandle, command: string[], graceMs: number, ignoreReleaseRequests: boolean): Promise<number> {
+async function supervise(client: LeaseholdClient, lease: LeaseHandle, command: string[], env: NodeJS.ProcessEnv, graceMs: number, ignoreReleaseRequests: boolean): Promise<number> {
   const [file, ...args] = command;
   if (file === undefined) throw new CliError('no command given after --', EXIT.usage);
-  const child = spawn(file, args, {
-    stdio: 'inherit',
-    env: { ...process.env, LEASEHOLD_ROUTE: lease.route, LEASEHOLD_FENCING_TOKEN: String(lease.fencingToken) },
-  });
+  const child = spawn(file, args, { stdio: 'inherit', env });
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; error?: Error }>((resolve) => {
     child.once('exit', (code, signal) => resolve({ code, signal }));
     child.once('error', (error) => resolve({ code: null, signal: null, error }));

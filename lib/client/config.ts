@@ -39,7 +39,37 @@ export function assertPageOrigin(): void {
   if (!hasPageOrigin()) throw configError("baseUrl is required outside a browser: give the server's origin, such as 'http://127.0.0.1:3000'");
 }
 
-/** Checks `baseUrl`, `token` and `fetch`; throws `invalid_config` naming the option and what is wrong. */
+/**
+ * Userinfo (`user:password@`) at the start of a URL-ish string: after an
+ * optional `scheme://`, anything up to the last `@` before the first `/`, `?`
+ * or `#` (what a URL parser takes as userinfo, and also `user:secret@host`
+ * with no scheme, which a parser reads as a scheme and a path).
+ */
+const USERINFO = /^(\s*(?:[a-z][a-z\d+.-]*:)?\/\/)?[^/?#]*@/i;
+
+/** Anything shaped like a Leasehold secret (`lh_` bearer token, `lc_` console cookie). */
+const SECRET_SHAPED = /\bl[hc]_[A-Za-z0-9_-]{8,}/g;
+
+/**
+ * A baseUrl as a configuration error may show it, with no credential left:
+ * userinfo becomes `***@`, a query or fragment (which may carry a token, e.g.
+ * `?access_token=…`) becomes `?…` or `#…`, and the configured token, or
+ * anything shaped like one (a token passed as the baseUrl by mistake),
+ * becomes `***`.
+ */
+function redactUrl(raw: string, token: unknown): string {
+  let shown = raw.trim().replace(USERINFO, (_m, scheme: string | undefined) => `${scheme?.trimStart() ?? ''}***@`);
+  shown = shown.replace(/[?#][\s\S]*$/, (m) => `${m[0]}…`);
+  if (typeof token === 'string' && token !== '') shown = shown.split(token).join('***');
+  return shown.replace(SECRET_SHAPED, '***');
+}
+
+/**
+ * Checks `baseUrl`, `token` and `fetch`; throws `invalid_config` naming the
+ * option and what is wrong. No message carries a credential: a baseUrl is
+ * shown redacted (`redactUrl`), a token's value never, and no error keeps
+ * the URL parser's own error (whose message echoes the input) as its cause.
+ */
 export function validateConfig(opts: RawConfig): CheckedConfig {
   const { baseUrl: rawUrl, token, fetch: rawFetch } = opts;
   let baseUrl = '';
@@ -47,17 +77,29 @@ export function validateConfig(opts: RawConfig): CheckedConfig {
     throw configError(`baseUrl must be a string such as 'http://127.0.0.1:3000', not ${typeof rawUrl}`);
   }
   if (rawUrl !== undefined && rawUrl.trim() !== '') {
+    const shown = redactUrl(rawUrl, token);
+    // Before parsing: `user:secret@host` parses as the scheme `user:`, and an
+    // error about the scheme would name the user.
+    if (USERINFO.test(rawUrl)) {
+      throw configError(
+        `baseUrl '${shown}' carries credentials (user:password@), which are not allowed: give the server's origin without credentials, such as 'http://127.0.0.1:3000', and the bearer token as options.token`,
+      );
+    }
     let url: URL;
     try {
       url = new URL(rawUrl);
     } catch {
-      throw configError(`baseUrl '${rawUrl}' is not an absolute URL: give the server's origin, such as 'http://127.0.0.1:3000'`);
+      throw configError(`baseUrl '${shown}' is not an absolute URL: give the server's origin, such as 'http://127.0.0.1:3000'`);
     }
     if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-      throw configError(`baseUrl '${rawUrl}' must use http: or https:, not ${url.protocol}`);
+      throw configError(`baseUrl '${shown}' must use http: or https:, not ${redactUrl(url.protocol, token)}`);
     }
-    if (url.search !== '' || url.hash !== '' || url.username !== '' || url.password !== '') {
-      throw configError(`baseUrl '${rawUrl}' must be an origin (and optional path prefix) without credentials, query or fragment`);
+    if (url.username !== '' || url.password !== '') {
+      // A form USERINFO missed (the parser is more lenient): still never echoed.
+      throw configError(`baseUrl must be an origin (and optional path prefix) without credentials: give the server's origin, such as 'http://127.0.0.1:3000', and the bearer token as options.token`);
+    }
+    if (url.search !== '' || url.hash !== '') {
+      throw configError(`baseUrl '${shown}' must be an origin (and optional path prefix) without credentials, query or fragment`);
     }
     baseUrl = rawUrl.trim().replace(/\/+$/, '');
   } else if (rawUrl !== undefined && rawUrl !== '') {

@@ -1,11 +1,14 @@
 /**
  * `leasehold run <route> -- <command>` against a real server: the child's
- * environment, its exit code, the release on exit, SIGTERM then SIGKILL
+ * environment (the lease's variables in, the credential out unless
+ * `--pass-token`), its exit code, the release on exit, SIGTERM then SIGKILL
  * after the grace when the lease is force-released (exit 4), a held route
  * (exit 3), and `--wait` queueing behind a holder.
  */
 
 import assert from 'node:assert/strict';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { leasePath, rid, type TestServer } from '../../server/testing/harness';
 import { startCli, type CliHarness } from './support';
@@ -28,19 +31,21 @@ async function inspect(route: string): Promise<{ owner_id: string; fencing_token
   return r.body.lease;
 }
 
-test('run gives the child LEASEHOLD_ROUTE and LEASEHOLD_FENCING_TOKEN while it holds the lease, exits with its code and releases', async () => {
+test('run gives the child LEASEHOLD_ROUTE, LEASEHOLD_FENCING_TOKEN and LEASEHOLD_LEASE_ID while it holds the lease, exits with its code and releases', async () => {
   const route = 'lease://run/env/job';
+  // The child has no LEASEHOLD_TOKEN (no --pass-token): the probe gets the token another way.
   const probe = `
-    const r = process.env.LEASEHOLD_ROUTE, t = process.env.LEASEHOLD_FENCING_TOKEN;
-    fetch(process.env.LEASEHOLD_URL + '/api/v1/leases/run/env/job', { headers: { authorization: 'Bearer ' + process.env.LEASEHOLD_TOKEN } })
+    const r = process.env.LEASEHOLD_ROUTE, t = process.env.LEASEHOLD_FENCING_TOKEN, id = process.env.LEASEHOLD_LEASE_ID;
+    fetch(process.env.LEASEHOLD_URL + '/api/v1/leases/run/env/job', { headers: { authorization: 'Bearer ' + process.env.PROBE_TOKEN } })
       .then((res) => res.json())
-      .then((b) => { console.log(JSON.stringify({ r, t, holder: b.lease.owner_id, token: b.lease.fencing_token })); process.exit(7); });`;
-  const r = await cli.run(['run', route, '--owner', 'cron-1', '--ttl', '5s', '--', ...node(probe)]);
+      .then((b) => { console.log(JSON.stringify({ r, t, id, holder: b.lease.owner_id, token: b.lease.fencing_token })); process.exit(7); });`;
+  const r = await cli.run(['run', route, '--owner', 'cron-1', '--ttl', '5s', '--', ...node(probe)], { env: { PROBE_TOKEN: s.token } });
   assert.equal(r.code, 7, r.stderr);
   const seen = JSON.parse(r.stdout);
   assert.equal(seen.r, route);
   assert.equal(seen.holder, 'cron-1', 'the lease is held while the child runs');
   assert.equal(seen.t, String(seen.token));
+  assert.match(seen.id, /^ls_[\w-]+$/, 'the lease id (the API shows it to the holder only; checked against the store below)');
   assert.equal(await inspect(route), undefined, 'released when the child exited');
   await s.flushAudit(); // on PostgreSQL the other instance may still buffer the event
   const audit = await s.call('GET', `/api/v1/audit?route=${encodeURIComponent(route)}&limit=5`);
@@ -179,4 +184,109 @@ test('run --ignore-release-requests keeps the child running after a release requ
   assert.equal(await run.exited, 0, run.stderr);
   assert.match(run.stdout, /done/);
   assert.doesNotMatch(run.stdout, /got SIGTERM/);
+});
+
+/** The `env` a shell under `run` prints, read while `run` still holds the lease, and that lease's fencing token and id. */
+async function childEnvironment(route: string, args: readonly string[], env: Record<string, string | undefined> = {}): Promise<{ vars: Map<string, string>; stdout: string; held: { fencing_token: number; lease_id: string } }> {
+  // `cat` keeps the command (and so the lease) alive until the test closes run's stdin.
+  const run = cli.start(['run', route, ...args, '--', 'sh', '-c', 'env; echo ENV-DONE; cat > /dev/null'], { env, keepStdin: true });
+  await run.waitFor(/^ENV-DONE$/m);
+  const view = await inspect(route);
+  // The lease id is the holder's: no API view shows it, so read it from the store.
+  const row = await s.app.store.atomic((tx) => tx.getLease('default', route));
+  run.child.stdin!.end();
+  assert.equal(await run.exited, 0, run.stderr);
+  assert.ok(view && row, 'held while the command ran');
+  assert.equal(row.fencingToken, view.fencing_token);
+  const held = { fencing_token: view.fencing_token, lease_id: row.leaseId };
+  const vars = new Map<string, string>();
+  for (const line of run.stdout.split('\n')) {
+    const eq = line.indexOf('=');
+    if (/^[A-Za-z_][A-Za-z0-9_]*=/.test(line)) vars.set(line.slice(0, eq), line.slice(eq + 1));
+  }
+  return { vars, stdout: run.stdout, held };
+}
+
+function assertLeaseVars(vars: Map<string, string>, route: string, held: { fencing_token: number; lease_id: string }): void {
+  assert.equal(vars.get('LEASEHOLD_ROUTE'), route);
+  assert.equal(vars.get('LEASEHOLD_FENCING_TOKEN'), String(held.fencing_token));
+  assert.equal(vars.get('LEASEHOLD_LEASE_ID'), held.lease_id);
+  assert.equal(vars.get('LEASEHOLD_URL'), s.url, 'the rest of run\'s environment is passed on');
+}
+
+/** A token file in the harness's folder, and the saved login `leasehold login` would write. */
+function tokenFile(token: string): string {
+  const file = join(cli.dir, 'run-token');
+  writeFileSync(file, `${token}\n`, { mode: 0o600 });
+  return file;
+}
+
+function saveLogin(token: string): () => void {
+  const folder = join(cli.configHome, 'leasehold');
+  mkdirSync(folder, { recursive: true, mode: 0o700 });
+  writeFileSync(join(folder, 'config.json'), JSON.stringify({ url: s.url, token }), { mode: 0o600 });
+  return () => rmSync(join(folder, 'config.json'), { force: true });
+}
+
+test('run keeps LEASEHOLD_TOKEN out of the command\'s environment when the token comes from it', async () => {
+  const route = 'lease://run/env/no-token';
+  const { vars, stdout, held } = await childEnvironment(route, []);
+  assertLeaseVars(vars, route, held);
+  assert.equal(vars.has('LEASEHOLD_TOKEN'), false, 'no LEASEHOLD_TOKEN');
+  assert.ok(!stdout.includes(s.token), 'the token appears nowhere in the environment');
+});
+
+test('run gives the command no token when it comes from --token-file (even with LEASEHOLD_TOKEN set too) or from the saved login', async () => {
+  const file = tokenFile(s.token);
+  // --token-file alone: the path is an argument, the token in no variable.
+  let seen = await childEnvironment('lease://run/env/file', ['--token-file', file], { LEASEHOLD_TOKEN: undefined });
+  assertLeaseVars(seen.vars, 'lease://run/env/file', seen.held);
+  assert.equal(seen.vars.has('LEASEHOLD_TOKEN'), false);
+  assert.ok(!seen.stdout.includes(s.token));
+  assert.ok(![...seen.vars.values()].includes(file), 'the token file\'s path is in no variable');
+  // --token-file wins over LEASEHOLD_TOKEN, which is removed all the same.
+  seen = await childEnvironment('lease://run/env/file-and-env', ['--token-file', file], { LEASEHOLD_TOKEN: 'lh_other_token_in_the_environment' });
+  assertLeaseVars(seen.vars, 'lease://run/env/file-and-env', seen.held);
+  assert.equal(seen.vars.has('LEASEHOLD_TOKEN'), false);
+  assert.ok(!seen.stdout.includes('lh_other_token_in_the_environment') && !seen.stdout.includes(s.token));
+  // The saved login: nothing in the environment either.
+  const forget = saveLogin(s.token);
+  try {
+    const { vars, stdout, held } = await childEnvironment('lease://run/env/login', [], { LEASEHOLD_URL: undefined, LEASEHOLD_TOKEN: undefined });
+    assert.equal(vars.get('LEASEHOLD_ROUTE'), 'lease://run/env/login');
+    assert.equal(vars.get('LEASEHOLD_FENCING_TOKEN'), String(held.fencing_token));
+    assert.equal(vars.get('LEASEHOLD_LEASE_ID'), held.lease_id);
+    assert.equal(vars.has('LEASEHOLD_TOKEN'), false);
+    assert.ok(!stdout.includes(s.token));
+  } finally {
+    forget();
+  }
+});
+
+test('run --pass-token gives the command the token and server run uses, wherever it found them', async () => {
+  // From LEASEHOLD_TOKEN.
+  let seen = await childEnvironment('lease://run/pass/env', ['--pass-token']);
+  assertLeaseVars(seen.vars, 'lease://run/pass/env', seen.held);
+  assert.equal(seen.vars.get('LEASEHOLD_TOKEN'), s.token);
+  // From --token-file, over a different LEASEHOLD_TOKEN: the one run used.
+  seen = await childEnvironment('lease://run/pass/file', ['--pass-token', '--token-file', tokenFile(s.token)], { LEASEHOLD_TOKEN: 'lh_other_token_in_the_environment' });
+  assertLeaseVars(seen.vars, 'lease://run/pass/file', seen.held);
+  assert.equal(seen.vars.get('LEASEHOLD_TOKEN'), s.token);
+  // From the saved login, with the server too.
+  const forget = saveLogin(s.token);
+  try {
+    seen = await childEnvironment('lease://run/pass/login', ['--pass-token'], { LEASEHOLD_URL: undefined, LEASEHOLD_TOKEN: undefined });
+    assertLeaseVars(seen.vars, 'lease://run/pass/login', seen.held);
+    assert.equal(seen.vars.get('LEASEHOLD_TOKEN'), s.token);
+  } finally {
+    forget();
+  }
+});
+
+test('run --help names the lease variables, the token left out, and --pass-token', async () => {
+  const r = await cli.run(['run', '--help']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /LEASEHOLD_LEASE_ID/);
+  assert.match(r.stdout, /not LEASEHOLD_TOKEN\s+\(unless\s+--pass-token\)/);
+  assert.match(r.stdout, /--pass-token/);
 });
