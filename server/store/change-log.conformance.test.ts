@@ -19,6 +19,7 @@ import { storeEachTest } from '../testing/store-each-test';
 import { tempDir } from '../testing/harness';
 import { MIGRATIONS as SQLITE_MIGRATIONS } from './sqlite/schema';
 import { CHANGE_LOG_MIGRATION } from './sqlite/change-log';
+import { PG_CHANGE_LOG_MIGRATION } from './postgres/pg-change-log';
 import { MIGRATIONS as PG_MIGRATIONS } from './postgres/schema';
 import { SqliteStore } from './sqlite/sqlite-store';
 import { PgStore } from './postgres/pg-store';
@@ -153,7 +154,7 @@ for (const backend of BACKENDS) {
     test('a database from before the change log gets one, its horizon at each family’s revision', async () => {
       const dir = tempDir('leasehold-upgrade-');
       // The schema just before the change log's migration (later migrations may follow it).
-      const before = backend === 'sqlite' ? SQLITE_MIGRATIONS.indexOf(CHANGE_LOG_MIGRATION) : PG_MIGRATIONS.length - 1;
+      const before = backend === 'sqlite' ? SQLITE_MIGRATIONS.indexOf(CHANGE_LOG_MIGRATION) : PG_MIGRATIONS.indexOf(PG_CHANGE_LOG_MIGRATION);
       let store: Store;
       let drop: (() => Promise<void>) | undefined;
       if (backend === 'sqlite') {

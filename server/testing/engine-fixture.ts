@@ -5,6 +5,8 @@
  */
 
 import { rmSync } from 'node:fs';
+import assert from 'node:assert/strict';
+import { performance } from 'node:perf_hooks';
 import { LeaseEngine, type AcquireInput, type EngineOptions } from '../engine/engine';
 import type { EngineEvent, LeaseChange } from '../engine/events';
 import { requestDigest } from '../engine/ids';
@@ -14,6 +16,7 @@ import { SqliteStore } from '../store/sqlite/sqlite-store';
 import type { Store } from '../store/types';
 import { ManualClock, rid, tempDir } from './harness';
 import { createTestDatabase, type Backend } from './pg';
+import { TIME_FACTOR } from './wait';
 
 const SECRET = 'lh_engine_test_bootstrap_secret_0123456789';
 
@@ -104,9 +107,27 @@ export function storeTurn(f: EngineFixture): Promise<void> {
   return f.engine.store.atomic(async () => undefined);
 }
 
-/** Wait, without sleeping, until `ready()` holds (checked after each store turn, at most `turns` of them). */
-export async function until(f: EngineFixture, ready: () => boolean, turns = 1_000): Promise<void> {
-  for (let i = 0; i < turns && !ready(); i++) await storeTurn(f);
+/**
+ * Wait, without sleeping, until `ready()` holds, checked after each store
+ * turn. With `turns`, at most that many turns and no failure (a test that
+ * lets steps already started finish). Without, as many as it takes, and a
+ * failure naming `what` once 10 s × TIME_FACTOR have passed: on PostgreSQL
+ * a change reaches the engine through the notification channel, which a
+ * loaded machine may take many turns to deliver (server/testing/wait.ts).
+ */
+export async function until(f: EngineFixture, ready: () => boolean, turns?: number, what = 'the condition'): Promise<void> {
+  if (turns !== undefined) {
+    for (let i = 0; i < turns && !ready(); i++) await storeTurn(f);
+    return;
+  }
+  const budgetMs = 10_000 * TIME_FACTOR;
+  const deadline = performance.now() + budgetMs;
+  let n = 0;
+  while (!ready()) {
+    if (performance.now() > deadline) assert.fail(`waited ${budgetMs} ms (${n} store turns) for ${what}`);
+    await storeTurn(f);
+    n++;
+  }
 }
 
 /**
