@@ -80,6 +80,9 @@ const server = (env: Record<string, string>, url: string) => ({
 });
 const serverA = server({ PORT: port!, LEASEHOLD_DATA_DIR: process.env.LEASEHOLD_E2E_DATA_DIR! }, baseURL);
 
+/** Waits scale under CI=true, as the unit tests' do (server/testing/wait.ts; docs/design.md "Flake hunting"). */
+const TIME_FACTOR = Number(process.env.LEASEHOLD_TEST_TIME_FACTOR ?? '') || (process.env.CI ? 2 : 1);
+
 export default defineConfig({
   testDir: 'e2e',
   outputDir: 'test-results',
@@ -87,8 +90,8 @@ export default defineConfig({
   workers: 1,
   forbidOnly: !!process.env.CI,
   retries: 0,
-  timeout: 30_000,
-  expect: { timeout: 10_000 },
+  timeout: 30_000 * TIME_FACTOR,
+  expect: { timeout: 10_000 * TIME_FACTOR },
   reporter: [['list'], ['json', { outputFile: postgres ? 'playwright-report/results-postgres.json' : 'playwright-report/results.json' }]],
   use: {
     baseURL,

@@ -12,7 +12,8 @@
 # Node 20 does not expand globs itself, so the shell does. Each pass prints
 # node's summary lines (`# pass N`, `# fail N`) under its own heading, then
 # `postgres pass: N passed, N failed`; exits non-zero when any test fails.
-# LEASEHOLD_TEST_PASSES=sqlite or =postgres runs one pass alone.
+# LEASEHOLD_TEST_PASSES=sqlite or =postgres runs one pass alone;
+# LEASEHOLD_TEST_FILES="a.test.ts b.test.ts" runs only those files.
 # 3. Last, whichever passes ran: tests/logs/secrets.test.ts scans every
 #    server log they wrote (LEASEHOLD_TEST_LOG_DIR) for every secret used.
 set -uo pipefail
@@ -27,6 +28,11 @@ for f in lib/**/*.test.ts components/**/*.test.ts server/**/*.test.ts cli/**/*.t
   [[ $f == "$scan" ]] || all+=("$f")
 done
 http=(server/http/*.test.ts tests/sdk/*.test.ts tests/cli/*.test.ts server/durability.test.ts)
+# LEASEHOLD_TEST_FILES (space-separated) runs only those files, in whichever passes run (scripts/flake-hunt.sh).
+if [[ -n ${LEASEHOLD_TEST_FILES:-} ]]; then
+  read -r -a all <<<"$LEASEHOLD_TEST_FILES"
+  http=("${all[@]}")
+fi
 
 tap="$(mktemp -t leasehold-unit-XXXXXX.tap)"
 # Every test server's log, request lines included, for the secrets scan.
