@@ -8,6 +8,8 @@
  * lib/limits.ts, so a wrong table fails this test. The global cap of 1,024
  * waiters per route is read from the effective limits and the policy field's
  * range rather than by queueing 1,025 requests; a policy's cap is queued.
+ * The length and count rows (reason, request_id, owner_id, metadata, page
+ * size) are walked the same way at the end.
  */
 
 import { after, before, describe, test } from 'node:test';
@@ -206,5 +208,52 @@ describe('§13 limits under a policy', () => {
       [pol.body.policy.selector, pol.body.limits.ttl_min_ms, pol.body.limits.ttl_max_ms, pol.body.limits.ttl_default_ms, pol.body.limits.max_lifetime_ms, pol.body.limits.max_lifetime_default_ms],
       ['lease://lim/pol/*', 5_000, 20_000, 10_000, 900_000, 900_000],
     );
+  });
+});
+
+describe('§13 limits on lengths and counts', () => {
+  const ok = (r: Reply, what: string) => assert.ok(r.status < 300, `${what}: ${r.text}`);
+  const x = (n: number) => 'x'.repeat(n);
+
+  test('reason: 10 and 500 characters are accepted, 9 and 501 refused and the lease kept', async () => {
+    const route = fresh('reason');
+    const held = await acquire(route, {});
+    assert.equal(held.status, 200, held.text);
+    const rr = (reason: string) => s.call('POST', leasePath(route, 'release-request'), { request_id: rid(), reason, expected_fencing_token: held.body.lease.fencing_token });
+    for (const n of [9, 501]) refused(await rr(x(n)), `reason of ${n}`);
+    assert.equal((await s.call('GET', leasePath(route))).body.lease.release_request, null, 'a refused request recorded nothing');
+    for (const n of [10, 500]) ok(await rr(x(n)), `reason of ${n}`);
+  });
+
+  test('request_id: 1 and 128 visible ASCII characters are accepted, empty and 129 refused', async () => {
+    for (const id of ['', x(129)]) await refusedAcquire('rid', { request_id: id });
+    for (const id of ['a', x(128)]) assert.equal((await acquire(fresh('rid'), { request_id: id })).status, 200, `request_id of ${id.length}`);
+  });
+
+  test('owner_id: 1 and 128 characters open a session, empty and 129 are refused', async () => {
+    const open = (owner_id: string) => s.call('POST', '/api/v1/sessions', { owner_id });
+    for (const o of ['', x(129)]) refused(await open(o), `owner_id of ${o.length}`);
+    for (const o of ['a', x(128)]) assert.equal((await open(o)).status, 201, `owner_id of ${o.length}`);
+  });
+
+  test('metadata: 16 keys and 64-character keys are accepted; 17 keys, a 65-character key and over 1 KiB are refused', async () => {
+    const keys = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, i]));
+    for (const m of [keys(17), { [x(65)]: 1 }, { big: x(1_100) }]) await refusedAcquire('meta', { metadata: m });
+    for (const m of [keys(16), { [x(64)]: 1 }]) assert.equal((await acquire(fresh('meta'), { metadata: m })).status, 200, JSON.stringify(m).slice(0, 40));
+  });
+
+  test('page size: 1 and 1000 are accepted, 0 and 1001 refused (never clamped), and absent means 100', async () => {
+    const { sessionId } = await s.openSession('pager');
+    for (let i = 0; i < 101; i++) {
+      const r = await s.call('POST', leasePath(`lease://lim-page/a/r${String(i).padStart(3, '0')}`, 'acquire'), { session_id: sessionId, request_id: rid() });
+      assert.equal(r.status, 200, r.text);
+    }
+    const list = (extra: string) => s.call('GET', `/api/v1/leases?selector=${encodeURIComponent('lease://lim-page/**')}${extra}`);
+    for (const n of [0, 1_001]) refused(await list(`&limit=${n}`), `limit=${n}`);
+    assert.equal((await list('&limit=1')).body.items.length, 1);
+    assert.equal((await list('&limit=1000')).body.items.length, 101);
+    const page = await list('');
+    assert.equal(page.body.items.length, 100);
+    assert.notEqual(page.body.next_cursor, null, 'the 101st is on the next page');
   });
 });
