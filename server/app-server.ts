@@ -12,7 +12,8 @@ import { createApiHandler } from './http/api';
 import { AccessLog } from './http/access-log';
 import type { DrainState } from './http/health';
 import { silentLogger, type Logger } from './engine/logger';
-import { isApiPath, isOriginForm, refuseRawRequest, refuseRequestTarget } from './http/request-target';
+import { consoleTakes, isApiPath, isOriginForm, refuseConsoleMethod, refuseRawRequest, refuseRequestTarget } from './http/request-target';
+import { ConnectionGuard } from './http/connection-guard';
 import { MetricsCollector, type CollectorOptions } from './metrics/collector';
 import { PgStore } from './store/postgres/pg-store';
 import { SqliteStore } from './store/sqlite/sqlite-store';
@@ -35,8 +36,10 @@ export interface AppServerOptions {
   corsOrigins?: string[];
   publicOrigin?: string;
   version?: string;
-  /** Serves everything outside /api/. */
+  /** Serves everything outside /api/ (GET and HEAD only: other methods are answered 405 before it sees them). */
   fallback?: (req: IncomingMessage, res: ServerResponse) => void;
+  /** The fallback is Next's development server: it also takes POST on its own `/__nextjs_…` endpoints. */
+  devConsole?: boolean;
   /** Where the server's lines go (silent when absent). */
   logger?: Logger;
   /** Request lines: every request (`all`), else only server errors and those slower than `slowMs`. */
@@ -64,11 +67,18 @@ export interface HttpLimits {
   requestTimeoutMs: number;
   /** Idle keep-alive connections are closed after this (`LEASEHOLD_KEEPALIVE_TIMEOUT_MS`). */
   keepAliveTimeoutMs: number;
+  /**
+   * A socket whose unsent answer bytes make no progress for this long is
+   * destroyed (`LEASEHOLD_SEND_TIMEOUT_MS`): a client that never reads
+   * cannot hold an answer, or its connection, forever. A live SSE stream
+   * that its client reads is never cut.
+   */
+  sendTimeoutMs: number;
   /** How often the two request timeouts are checked (Node's default is 30 s; at most a quarter of the headers timeout here). */
   checkIntervalMs?: number;
 }
 
-export const DEFAULT_HTTP_LIMITS: HttpLimits = { maxConnections: 10_000, headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, keepAliveTimeoutMs: 65_000 };
+export const DEFAULT_HTTP_LIMITS: HttpLimits = { maxConnections: 10_000, headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, keepAliveTimeoutMs: 65_000, sendTimeoutMs: 30_000 };
 
 export interface AppServer {
   server: Server;
@@ -135,6 +145,24 @@ export async function startAppServer(opts: AppServerOptions): Promise<AppServer>
   let idle: (() => void) | undefined;
   const limits = { ...DEFAULT_HTTP_LIMITS, ...opts.http };
   const hsts = opts.publicOrigin?.startsWith('https:') === true;
+  const devConsole = opts.devConsole === true;
+  // One request in flight per connection, a bounded queue behind it, and the send timeout (docs/operations.md).
+  const guard = new ConnectionGuard((req, res) => {
+    // Browsers on https keep to https for a year (on every answer: pages, assets, the API).
+    if (hsts) res.setHeader('Strict-Transport-Security', 'max-age=31536000');
+    // Draining: each answer asks its client to reconnect (to another instance, through the balancer).
+    if (drain.draining) res.shouldKeepAlive = false;
+    if (!isOriginForm(req.url)) refuseRequestTarget(req, res);
+    else if (isApiPath(req.url)) {
+      inFlight++;
+      // 'close' is emitted once (a plain listener costs less than `once`'s wrapper).
+      res.on('close', () => {
+        if (--inFlight === 0) idle?.();
+      });
+      api(req, res);
+    } else if (consoleTakes(req.method, req.url, devConsole)) fallback(req, res);
+    else refuseConsoleMethod(req, res);
+  }, limits.sendTimeoutMs);
   const server = createServer(
     {
       keepAliveTimeout: limits.keepAliveTimeoutMs,
@@ -142,21 +170,7 @@ export async function startAppServer(opts: AppServerOptions): Promise<AppServer>
       requestTimeout: limits.requestTimeoutMs,
       connectionsCheckingInterval: limits.checkIntervalMs ?? Math.max(250, Math.min(30_000, Math.floor(limits.headersTimeoutMs / 4))),
     },
-    (req, res) => {
-      // Browsers on https keep to https for a year (on every answer: pages, assets, the API).
-      if (hsts) res.setHeader('Strict-Transport-Security', 'max-age=31536000');
-      // Draining: each answer asks its client to reconnect (to another instance, through the balancer).
-      if (drain.draining) res.shouldKeepAlive = false;
-      if (!isOriginForm(req.url)) refuseRequestTarget(req, res);
-      else if (isApiPath(req.url)) {
-        inFlight++;
-        // 'close' is emitted once (a plain listener costs less than `once`'s wrapper).
-        res.on('close', () => {
-          if (--inFlight === 0) idle?.();
-        });
-        api(req, res);
-      } else fallback(req, res);
-    },
+    guard.handle,
   );
   server.maxConnections = limits.maxConnections;
   server.on('clientError', refuseRawRequest);
@@ -199,6 +213,7 @@ export async function startAppServer(opts: AppServerOptions): Promise<AppServer>
         }
         await engine.stop();
         accessLog.close();
+        guard.close();
         server.closeAllConnections();
         await closed;
       })();

@@ -7,8 +7,8 @@ const env = (vars: Record<string, string>) => vars as NodeJS.ProcessEnv;
 test('connection limits and timeouts have their documented defaults', () => {
   const c = loadConfig(env({}));
   assert.deepEqual(
-    [c.LEASEHOLD_MAX_CONNECTIONS, c.LEASEHOLD_HEADERS_TIMEOUT_MS, c.LEASEHOLD_REQUEST_TIMEOUT_MS, c.LEASEHOLD_KEEPALIVE_TIMEOUT_MS],
-    [10_000, 10_000, 30_000, 65_000],
+    [c.LEASEHOLD_MAX_CONNECTIONS, c.LEASEHOLD_HEADERS_TIMEOUT_MS, c.LEASEHOLD_REQUEST_TIMEOUT_MS, c.LEASEHOLD_KEEPALIVE_TIMEOUT_MS, c.LEASEHOLD_SEND_TIMEOUT_MS],
+    [10_000, 10_000, 30_000, 65_000, 30_000],
   );
 });
 

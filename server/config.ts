@@ -60,6 +60,8 @@ const Env = z.object({
   LEASEHOLD_REQUEST_TIMEOUT_MS: int(1_000, 600_000).default(30_000),
   /** An idle keep-alive connection is closed after this many ms. */
   LEASEHOLD_KEEPALIVE_TIMEOUT_MS: int(1_000, 600_000).default(65_000),
+  /** A connection whose unsent answer bytes make no progress for this many ms is closed (a client that never reads); a stream its client reads is never cut. */
+  LEASEHOLD_SEND_TIMEOUT_MS: int(1_000, 600_000).default(30_000),
   /** `off` serves only /api/* (no console): for benchmarks and headless deployments. */
   LEASEHOLD_CONSOLE: z.enum(['on', 'off']).default('on'),
   /** `json` lines or `pretty` (readable) lines; unset: pretty on a terminal, JSON otherwise. */

@@ -68,6 +68,7 @@ async function main(instance: string): Promise<void> {
       headersTimeoutMs: config.LEASEHOLD_HEADERS_TIMEOUT_MS,
       requestTimeoutMs: config.LEASEHOLD_REQUEST_TIMEOUT_MS,
       keepAliveTimeoutMs: config.LEASEHOLD_KEEPALIVE_TIMEOUT_MS,
+      sendTimeoutMs: config.LEASEHOLD_SEND_TIMEOUT_MS,
     },
     metrics: { enabled: config.LEASEHOLD_METRICS === 'on', public: config.LEASEHOLD_METRICS_PUBLIC },
     engine: {
@@ -92,6 +93,7 @@ async function main(instance: string): Promise<void> {
       },
     },
     fallback,
+    devConsole: fallback !== undefined && config.NODE_ENV !== 'production',
   });
   // A generated bootstrap token is shown once, on this first start, whatever
   // stdout is (the README's first command promises it, and whoever started

@@ -6,12 +6,14 @@
  * with the error envelope here (a line Node's parser rejects, and CONNECT,
  * on the raw socket), so neither the API router nor the console
  * (Next, which would fail to parse them and answer 500) ever sees them.
+ * Outside /api/, a method the console does not serve is answered 405 here.
  */
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { correlationId } from '../engine/ids';
 import { errorBody } from './envelope';
+import { answerAndClose } from './connection-guard';
 
 const TARGET_MESSAGE = 'the request target must be a path starting with "/"';
 
@@ -50,30 +52,66 @@ export function refuseRequestTarget(req: IncomingMessage, res: ServerResponse): 
   res.end(req.method === 'HEAD' ? undefined : text);
 }
 
+/** What the console (Next, every path outside /api/) is read with: it has no server actions, its forms call the API. */
+const CONSOLE_ALLOW = 'GET, HEAD';
+
 /**
- * A request Node's parser refused (a malformed request line or header) or a
- * CONNECT: 400 with the error envelope written on the socket, which is then
- * closed. A header section that is too large keeps its 431, a connection
- * reset or timeout gets nothing (there is no one to answer).
+ * Does the console serve this method? GET and HEAD; Next's development
+ * server (`dev`) also takes POST on its own `/__nextjs_…` endpoints (the
+ * error overlay, its restart button).
+ */
+export function consoleTakes(method: string | undefined, target: string, dev: boolean): boolean {
+  return method === 'GET' || method === 'HEAD' || (dev && method === 'POST' && target.startsWith('/__nextjs_'));
+}
+
+/**
+ * Answer a console request with a method the console does not serve: 405
+ * with `Allow` and the error envelope, before Next sees it (Next answers
+ * TRACE and TRACK 500: the fetch Request it builds refuses those methods).
+ */
+export function refuseConsoleMethod(req: IncomingMessage, res: ServerResponse): void {
+  const cid = correlationId();
+  const text = JSON.stringify(errorBody('method_not_allowed', `this path takes ${CONSOLE_ALLOW}`, cid, false));
+  res.writeHead(405, {
+    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Length': Buffer.byteLength(text),
+    Allow: CONSOLE_ALLOW,
+    'Cache-Control': 'no-store',
+    'X-Content-Type-Options': 'nosniff',
+    'X-Correlation-Id': cid,
+  });
+  res.end(text);
+}
+
+/**
+ * A request Node's parser refused (a malformed request line or header), one
+ * too slow, or a CONNECT: the answer is written on the socket, which then
+ * lingers briefly, discarding input, and is destroyed (connection-guard.ts
+ * `answerAndClose`: the slot is freed even for a client that never reads,
+ * and a client still sending reads the answer rather than a reset). 400
+ * carries the error envelope; a header section that is too large keeps its
+ * 431, a request too slow its 408; a connection reset gets nothing (there is
+ * no one to answer), nor does a socket whose answer is already under way.
  */
 export function refuseRawRequest(err: (Error & { code?: string }) | undefined, socket: Duplex): void {
   const code = err?.code;
-  if (code === 'ECONNRESET' || !socket.writable) {
+  if (code === 'ECONNRESET' || (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent === true) {
     socket.destroy();
     return;
   }
   // A request head or body too slow (LEASEHOLD_HEADERS_TIMEOUT_MS, LEASEHOLD_REQUEST_TIMEOUT_MS): 408, then close.
   if (code === 'ERR_HTTP_REQUEST_TIMEOUT') {
-    socket.end('HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+    answerAndClose(socket, 'HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
     return;
   }
   if (code === 'HPE_HEADER_OVERFLOW') {
-    socket.end('HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+    answerAndClose(socket, 'HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
     return;
   }
   const cid = correlationId();
   const text = JSON.stringify(errorBody('invalid_request', code === undefined ? TARGET_MESSAGE : 'the request line or a header is malformed', cid, false));
-  socket.end(
+  answerAndClose(
+    socket,
     `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(text)}\r\n` +
       `Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nX-Correlation-Id: ${cid}\r\nConnection: close\r\n\r\n${text}`,
   );
