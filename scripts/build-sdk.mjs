@@ -9,7 +9,8 @@
  *
  * with its README, LICENSE and third-party notices. esbuild writes the
  * JavaScript; tsc (tsconfig.sdk.json) writes the declarations under types/.
- * Run with `npm run build:sdk`; `npm pack dist/sdk` makes the tarball.
+ * Run with `npm run build:sdk`; `npm pack dist/sdk` makes the tarball, and
+ * `npm publish dist/sdk` publishes it.
  */
 
 import { build } from 'esbuild';
@@ -24,6 +25,22 @@ const out = join(root, 'dist', 'sdk');
 const clientDir = join(root, 'lib', 'client');
 const reactDir = join(root, 'lib', 'react');
 const rootPkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+
+/**
+ * The package's `files`: every entry this script writes to dist/sdk (a
+ * folder with a trailing slash), and nothing else. npm adds package.json.
+ */
+const SHIPPED = ['client/', 'react/', 'types/', 'widget.css', 'widget.css.d.ts', 'cli.mjs', 'README.md', 'LICENSE', 'THIRD-PARTY-NOTICES.md'];
+
+/** `files` must cover exactly what was built: a new output not listed would silently stay out of the tarball. */
+function checkShipped() {
+  const built = readdirSync(out, { withFileTypes: true }).map((e) => (e.isDirectory() ? `${e.name}/` : e.name)).filter((n) => n !== 'package.json').sort();
+  const listed = [...SHIPPED].sort();
+  if (JSON.stringify(built) !== JSON.stringify(listed)) {
+    console.error(`build-sdk: dist/sdk holds ${built.join(', ')}, but files lists ${listed.join(', ')}`);
+    process.exit(1);
+  }
+}
 
 const started = Date.now();
 rmSync(out, { recursive: true, force: true });
@@ -120,15 +137,13 @@ const pkg = {
   name: 'leasehold',
   version: rootPkg.version,
   description: 'Leasehold SDK: the TypeScript client for fenced, time-bounded leases, and a React hook and live inventory widget.',
-  // Installable (a folder, a tarball from `npm pack`), not publishable by
-  // accident: publishing is a release decision (which registry, which scope).
-  private: true,
   license: 'MIT',
   type: 'module',
   engines: rootPkg.engines,
   sideEffects: ['*.css'],
   bin: { leasehold: './cli.mjs' },
-  files: ['client/', 'react/', 'types/', 'widget.css', 'widget.css.d.ts', 'cli.mjs', 'README.md', 'LICENSE', 'THIRD-PARTY-NOTICES.md'],
+  // Exactly what this script writes next to package.json (checked below).
+  files: SHIPPED,
   exports: {
     './client': { types: './types/client/index.d.ts', default: './client/index.js' },
     './react': { types: './types/react/index.d.ts', default: './react/index.js' },
@@ -138,7 +153,10 @@ const pkg = {
   // Optional: a Node worker that imports only leasehold/client needs no React.
   peerDependencies: { react: '>=18' },
   peerDependenciesMeta: { react: { optional: true } },
+  // Publishable as built (`npm publish dist/sdk`); public even under a scope.
+  publishConfig: { access: 'public' },
 };
+checkShipped();
 writeFileSync(join(out, 'package.json'), `${JSON.stringify(pkg, null, 2)}\n`);
 
 console.log(`build-sdk: ${relative(root, out)} (leasehold ${pkg.version}) in ${Date.now() - started} ms`);

@@ -15,14 +15,18 @@
  *   gets SIGTERM (unless `--ignore-release-requests`); the lease is released
  *   when it exits and `run` exits with its code. Noticed at once through the
  *   feed when the token may read the route, else at the next renewal.
- * - SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to `run` are passed on to the child.
+ * - The child runs in a process group (and session) of its own, and every
+ *   signal goes to that whole group: a loss or a release request stops what
+ *   the command started too (`sh -c 'a & b'`), not only the command itself.
+ * - SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to `run` are passed on to the
+ *   child's group (at a terminal, Ctrl-C reaches `run`, which passes it on).
  * - When the child exits the lease is released and `run` exits with the
  *   child's code (128 + the signal number if a signal ended it).
  * - A held route exits 3 at once, or after `--wait` in the route's FIFO queue
  *   (saying on stderr that it is queued, and behind whom).
  */
 
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { constants, hostname } from 'node:os';
 import type { Command } from 'commander';
 import { isLeaseholdError, type LeaseHandle, type LeaseholdClient, type Session } from '../../lib/client/index';
@@ -161,25 +165,34 @@ function childEnv(parent: NodeJS.ProcessEnv, lease: Pick<LeaseHandle, 'route' | 
 async function supervise(client: LeaseholdClient, lease: LeaseHandle, command: string[], env: NodeJS.ProcessEnv, graceMs: number, ignoreReleaseRequests: boolean): Promise<number> {
   const [file, ...args] = command;
   if (file === undefined) throw new CliError('no command given after --', EXIT.usage);
-  const child = spawn(file, args, { stdio: 'inherit', env });
+  // Its own process group (and session), so that a signal reaches whatever
+  // the command started as well (`sh -c 'a & b'`). stdio stays inherited, and
+  // the signals `run` gets are passed on to the group: at a terminal, Ctrl-C
+  // reaches `run` (the child is not in the terminal's foreground group), which
+  // passes it on once. Windows has no process groups (and `detached` would give
+  // the child a console of its own): there only the child is signalled.
+  const child = spawn(file, args, { stdio: 'inherit', env, detached: GROUPS });
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; error?: Error }>((resolve) => {
     child.once('exit', (code, signal) => resolve({ code, signal }));
     child.once('error', (error) => resolve({ code: null, signal: null, error }));
   });
+  const group = new ChildGroup(child);
 
   const forward = (sig: NodeJS.Signals): void => {
-    child.kill(sig);
+    group.kill(sig);
   };
   for (const sig of FORWARDED) process.on(sig, forward);
 
   let lost = false;
+  let killAt = 0;
   let killTimer: NodeJS.Timeout | undefined;
   const onLost = (): void => {
     if (lease.state !== 'lost') return; // released by us: not a loss
     lost = true;
     note(`leasehold: the lease on ${lease.route} was lost (${lease.lostReason?.message ?? 'unknown'}); sending SIGTERM, SIGKILL in ${shortDuration(graceMs)}`);
-    child.kill('SIGTERM');
-    killTimer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+    group.kill('SIGTERM');
+    killAt = Date.now() + graceMs;
+    killTimer = setTimeout(() => group.kill('SIGKILL'), graceMs);
   };
   lease.signal.addEventListener('abort', onLost, { once: true });
 
@@ -192,7 +205,7 @@ async function supervise(client: LeaseholdClient, lease: LeaseHandle, command: s
       return;
     }
     note(`leasehold: release of ${lease.route} requested (${request?.reason ?? 'no reason'}); sending SIGTERM`);
-    child.kill('SIGTERM');
+    group.kill('SIGTERM');
   };
   lease.releaseRequested.addEventListener('abort', onReleaseRequested, { once: true });
 
@@ -211,6 +224,10 @@ async function supervise(client: LeaseholdClient, lease: LeaseHandle, command: s
   });
 
   const result = await exited;
+  // Lost: what the command started may outlive it (a background job that
+  // ignores SIGTERM). It gets the rest of the grace, then SIGKILL; signals to
+  // `run` still reach it meanwhile.
+  if (lost && (await group.endsBy(killAt)) === false) group.kill('SIGKILL');
   for (const sig of FORWARDED) process.off(sig, forward);
   if (killTimer !== undefined) clearTimeout(killTimer);
   lease.signal.removeEventListener('abort', onLost);
@@ -232,3 +249,50 @@ async function supervise(client: LeaseholdClient, lease: LeaseHandle, command: s
   if (result.code !== null) return result.code;
   return 128 + (result.signal ? (constants.signals[result.signal] ?? 0) : 0);
 }
+
+/** Whether the child gets a process group of its own (not on Windows, which has none). */
+const GROUPS = process.platform !== 'win32';
+
+/** The child's process group, signalled as a whole (only the child itself on Windows). */
+class ChildGroup {
+  constructor(readonly child: ChildProcess) {}
+
+  /** Send `sig` to every process in the group; a group already gone is not an error. */
+  kill(sig: NodeJS.Signals): void {
+    const pid = this.child.pid;
+    if (pid === undefined) return; // never started
+    if (!GROUPS) {
+      this.child.kill(sig);
+      return;
+    }
+    try {
+      process.kill(-pid, sig);
+    } catch {
+      // ESRCH: nothing left in the group. EPERM: what is left is not ours to signal.
+    }
+  }
+
+  /** Is any process left in the group? */
+  alive(): boolean {
+    const pid = this.child.pid;
+    if (pid === undefined || !GROUPS) return false;
+    try {
+      process.kill(-pid, 0);
+      return true;
+    } catch (e) {
+      return (e as NodeJS.ErrnoException).code === 'EPERM';
+    }
+  }
+
+  /** Resolves true once the group is empty, or false if it is not by `deadline` (epoch ms). */
+  async endsBy(deadline: number): Promise<boolean> {
+    while (this.alive()) {
+      if (Date.now() >= deadline) return false;
+      await new Promise((r) => setTimeout(r, Math.min(GROUP_POLL_MS, Math.max(1, deadline - Date.now()))));
+    }
+    return true;
+  }
+}
+
+/** How often `run` looks whether the child's group is empty, after a loss. */
+const GROUP_POLL_MS = 50;

@@ -12,7 +12,7 @@ export async function processQueue(
   work: (item: string, fencingToken: number) => Promise<void>,
 ): Promise<{ done: number; stoppedBecause: 'finished' | 'release requested' }> {
   await using held = await session.acquire(route, { ttlMs: 3_000 });
-  held.addEventListener('releaseRequested', () => console.log(`asked to release ${route}: ${held.releaseRequest?.reason}`));
+  held.addEventListener('releaseRequested', (e) => console.log(`asked to release ${route}: ${e.request.reason}`));
   const start = ((await held.readCheckpoint())?.value as { next: number } | undefined)?.next ?? 0;
   for (let i = start; i < items.length; i++) {
     held.signal.throwIfAborted();                  // lost: stop at once, write nothing more

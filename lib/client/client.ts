@@ -48,11 +48,16 @@ export interface ListPageOptions {
   holderIncarnation?: string | undefined;
 }
 
-export interface OperatorActionOptions {
+/** What `requestRelease` takes: asking ends nothing, so there is no lock-delay to choose. */
+export interface ReleaseRequestOptions {
   /** 10 to 500 characters; lands in the audit log. */
   reason: string;
   /** The fencing token the operator saw: if another lease holds the route now, the answer is `lease_mismatch`. */
   expectedFencingToken: number;
+}
+
+/** What `forceRelease` and `revoke` take. */
+export interface OperatorActionOptions extends ReleaseRequestOptions {
   /** Shorten (never lengthen) the lock-delay this end starts; 0 skips it (the old holder is known dead). */
   lockDelayMs?: number;
 }
@@ -254,7 +259,7 @@ export class LeaseholdClient {
    * the lease then carries the request and its holder's handle signals
    * `releaseRequested`. Nothing else changes.
    */
-  async requestRelease(route: string, opts: OperatorActionOptions): Promise<{ route: string; fencing_token: number; release_request: ReleaseRequest }> {
+  async requestRelease(route: string, opts: ReleaseRequestOptions): Promise<{ route: string; fencing_token: number; release_request: ReleaseRequest }> {
     const body = { request_id: newRequestId(), reason: opts.reason, expected_fencing_token: opts.expectedFencingToken };
     const { data } = await this.#transport.call<{ route: string; fencing_token: number; release_request: ReleaseRequest }>('POST', leasePath(route, 'release-request'), { body, retry: 'idempotent' });
     return { route: data.route, fencing_token: data.fencing_token, release_request: data.release_request };

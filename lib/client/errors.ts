@@ -42,6 +42,13 @@ export interface LeaseholdErrorInit {
   lockDelayUntil?: number;
   correlationId?: string;
   cause?: unknown;
+  /**
+   * Whether the server gave this answer. Default: true for a code the server
+   * can answer, false for a client code. Pass false for a server code the
+   * client uses itself without asking (a route it refuses before sending, a
+   * lease or session whose local deadline passed).
+   */
+  fromServer?: boolean;
 }
 
 const SERVER_CODES: ReadonlySet<string> = new Set(ERROR_CODES);
@@ -54,6 +61,7 @@ export class LeaseholdError extends Error {
   /** When the route leaves lock-delay (epoch ms), for a refusal by it. */
   readonly lockDelayUntil: number | undefined;
   readonly correlationId: string | undefined;
+  readonly #fromServer: boolean;
 
   constructor(init: LeaseholdErrorInit) {
     super(init.message, init.cause === undefined ? undefined : { cause: init.cause });
@@ -64,11 +72,18 @@ export class LeaseholdError extends Error {
     this.retryAfterMs = init.retryAfterMs;
     this.lockDelayUntil = init.lockDelayUntil;
     this.correlationId = init.correlationId;
+    this.#fromServer = init.fromServer ?? SERVER_CODES.has(init.code);
   }
 
-  /** True for a code the server can answer (the error table in docs/semantics.md "The wire"), false for a client-side one. */
+  /**
+   * True when the server answered with this error (a code of the error table
+   * in docs/semantics.md "The wire"); false for what the client found itself,
+   * with status 0: a client code, or a server code used for the same fault
+   * found before any request (a malformed route: `invalid_request`) or by a
+   * local deadline (`lease_lost`, `session_not_found`).
+   */
   get fromServer(): boolean {
-    return SERVER_CODES.has(this.code);
+    return this.#fromServer;
   }
 }
 
@@ -76,7 +91,7 @@ export function isLeaseholdError(e: unknown, code?: LeaseholdErrorCode): e is Le
   return e instanceof LeaseholdError && (code === undefined || e.code === code);
 }
 
-/** The error to throw when an object is used after `close()`. */
-export function closedError(what: string): LeaseholdError {
-  return new LeaseholdError({ code: 'closed', message: `${what} is closed` });
+/** The error to throw when an object is used after `close()` (or a lease handle after its release). */
+export function closedError(what: string, how = 'is closed'): LeaseholdError {
+  return new LeaseholdError({ code: 'closed', message: `${what} ${how}` });
 }

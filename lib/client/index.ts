@@ -1,15 +1,15 @@
 /** The Leasehold TypeScript SDK (`leasehold/client`). See docs/sdk.md. */
 
 export { LeaseholdClient } from './client';
-export type { AuditQuery, CreateTokenOptions, LeaseholdClientOptions, ListOptions, ListPageOptions, OperatorActionOptions, PolicyFields } from './client';
+export type { AuditQuery, CreateTokenOptions, LeaseholdClientOptions, ListOptions, ListPageOptions, OperatorActionOptions, PolicyFields, ReleaseRequestOptions } from './client';
 export { Policies } from './client';
 export { LeaseholdError, isLeaseholdError, CLIENT_ERROR_CODES } from './errors';
 export type { ClientErrorCode, LeaseholdErrorCode } from './errors';
 export type { ErrorCode } from '../error-codes';
 export { Session } from './session';
-export type { AcquireOptions, OpenSessionOptions, SessionState } from './session';
+export type { AcquireOptions, OpenSessionOptions, SessionEventMap, SessionState } from './session';
 export { LeaseHandle, ReleaseRequestedEvent } from './lease-handle';
-export type { LeaseState } from './lease-handle';
+export type { LeaseHandleEventMap, LeaseState } from './lease-handle';
 export { Subscription } from './subscription';
 export type { ChangeEvent, ClosedEvent, HelloEvent, OverflowEvent, ReleaseRequestNotice, RenewedEvent, ResyncEvent, StreamEnd, StreamEvent, SubscribeOptions, SubscribedEvent } from './subscription';
 export { InventoryObserver } from './observer';

@@ -37,7 +37,18 @@ export class ReleaseRequestedEvent extends Event {
   }
 }
 
-export interface LeaseHandle extends AsyncDisposable {}
+/** The events a lease handle dispatches, by type: what `addEventListener` gives each listener. */
+export interface LeaseHandleEventMap {
+  /** Someone asked the holder to release this lease; `event.request` is the request. */
+  releaseRequested: ReleaseRequestedEvent;
+}
+
+export interface LeaseHandle extends AsyncDisposable {
+  addEventListener<K extends keyof LeaseHandleEventMap>(type: K, listener: (this: LeaseHandle, event: LeaseHandleEventMap[K]) => void, options?: boolean | AddEventListenerOptions): void;
+  addEventListener(type: string, listener: EventListenerOrEventListenerObject | null, options?: boolean | AddEventListenerOptions): void;
+  removeEventListener<K extends keyof LeaseHandleEventMap>(type: K, listener: (this: LeaseHandle, event: LeaseHandleEventMap[K]) => void, options?: boolean | EventListenerOptions): void;
+  removeEventListener(type: string, listener: EventListenerOrEventListenerObject | null, options?: boolean | EventListenerOptions): void;
+}
 
 export class LeaseHandle extends EventTarget {
   readonly route: string;
@@ -68,7 +79,7 @@ export class LeaseHandle extends EventTarget {
         transport: host.transport,
         ttlMs: () => this.#lease.ttl_ms,
         refresh: () => this.renew(),
-        expired: () => this.#lose(new LeaseholdError({ code: 'lease_lost', message: 'no renewal succeeded before the lease expired' })),
+        expired: () => this.#lose(new LeaseholdError({ code: 'lease_lost', message: 'no renewal succeeded before the lease expired', fromServer: false })),
       },
       sentAt + lease.remaining_ms,
     );
@@ -203,7 +214,7 @@ export class LeaseHandle extends EventTarget {
     if (how === 'released') {
       this.#state = 'released';
       this.#keeper.stop();
-      this.#controller.abort(closedError('lease handle (released)'));
+      this.#controller.abort(closedError('the lease handle', 'was released'));
       this.#host.ended(this);
     } else {
       this.#lose(how);
@@ -212,7 +223,7 @@ export class LeaseHandle extends EventTarget {
 
   #assertHeld(): void {
     if (this.#state === 'lost') throw this.lostReason;
-    if (this.#state === 'released') throw closedError('lease handle (released)');
+    if (this.#state === 'released') throw closedError('the lease handle', 'was released');
   }
 
   async #renewOnce(ttlMs?: number): Promise<HeldLease> {

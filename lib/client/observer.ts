@@ -512,7 +512,7 @@ export class InventoryObserver {
     }
     if (changes.length === 0) return;
     if (this.#view.size > this.#opts.maxItems) {
-      this.#fail(new LeaseholdError({ code: 'too_many_items', message: `the view passed maxItems (${this.#opts.maxItems})` }));
+      this.#fail(new LeaseholdError({ code: 'too_many_items', message: `the view holds more than maxItems (${this.#opts.maxItems}) leases` }));
       return;
     }
     this.#changed(changes);
@@ -556,7 +556,7 @@ export class InventoryObserver {
     for (;;) {
       const page = await this.#host.listPage(this.selector, { limit: this.#opts.pageSize, cursor });
       this.#assertCurrent(gen);
-      if (epoch && page.epoch !== epoch) throw new LeaseholdError({ code: 'cursor_invalid', message: 'the store epoch changed during the listing', retryable: true });
+      if (epoch && page.epoch !== epoch) throw new LeaseholdError({ code: 'cursor_invalid', message: 'the store epoch changed during the listing', retryable: true, fromServer: false });
       epoch = page.epoch;
       for (const item of page.items) items.set(item.route, asView(item));
       this.#checkSize(items.size);

@@ -19,7 +19,8 @@ export function effectivePolicyPath(route: string): string {
 function routeSegments(route: string): string {
   const parsed = parseRoute(route);
   if (!parsed.ok) {
-    throw new LeaseholdError({ code: 'invalid_request', message: `route ${JSON.stringify(route)} ${parsed.reason}` });
+    // Refused before sending: the server's code for the same refusal, but not the server's answer.
+    throw new LeaseholdError({ code: 'invalid_request', message: `${JSON.stringify(route)} is not a valid route: it ${parsed.reason}`, fromServer: false });
   }
   return parsed.value.segments.map(encodeURIComponent).join('/');
 }

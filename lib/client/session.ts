@@ -33,7 +33,18 @@ export interface AcquireOptions {
   signal?: AbortSignal | undefined;
 }
 
-export interface Session extends AsyncDisposable {}
+/** The events a session dispatches, by type: what `addEventListener` gives each listener. */
+export interface SessionEventMap {
+  /** The session was lost (expired, or gone on the server); `session.lost.reason` says why. */
+  lost: Event;
+}
+
+export interface Session extends AsyncDisposable {
+  addEventListener<K extends keyof SessionEventMap>(type: K, listener: (this: Session, event: SessionEventMap[K]) => void, options?: boolean | AddEventListenerOptions): void;
+  addEventListener(type: string, listener: EventListenerOrEventListenerObject | null, options?: boolean | AddEventListenerOptions): void;
+  removeEventListener<K extends keyof SessionEventMap>(type: K, listener: (this: Session, event: SessionEventMap[K]) => void, options?: boolean | EventListenerOptions): void;
+  removeEventListener(type: string, listener: EventListenerOrEventListenerObject | null, options?: boolean | EventListenerOptions): void;
+}
 
 export class Session extends EventTarget {
   readonly ownerId: string;
@@ -71,7 +82,7 @@ export class Session extends EventTarget {
         transport,
         ttlMs: () => this.ttlMs,
         refresh: () => this.keepAlive(),
-        expired: () => this.#lose(new LeaseholdError({ code: 'session_not_found', message: 'no keepalive succeeded before the session expired' })),
+        expired: () => this.#lose(new LeaseholdError({ code: 'session_not_found', message: 'no keepalive succeeded before the session expired', fromServer: false })),
       },
       sentAt + view.ttl_ms,
     );

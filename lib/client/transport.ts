@@ -258,5 +258,6 @@ function throwEnvelope(status: number, body: Envelope, correlationId: string | u
     retryAfterMs: typeof body.retry_after_ms === 'number' ? body.retry_after_ms : undefined,
     lockDelayUntil: typeof body.lock_delay_until === 'string' ? Date.parse(body.lock_delay_until) : undefined,
     correlationId: typeof body.correlation_id === 'string' ? body.correlation_id : correlationId,
+    fromServer: true,
   });
 }

@@ -487,7 +487,7 @@ test('a wildcard where a route is needed is a usage error that says so plainly',
     const args = cmd[0] === 'run' ? ['run', 'lease://cli/show/*', '--', 'true'] : [cmd[0]!, 'lease://cli/show/*', ...cmd.slice(1)];
     const r = await cli.run(args);
     assert.equal(r.code, 2, cmd[0]);
-    assert.equal(r.stderr, 'leasehold: route "lease://cli/show/*" cannot contain wildcards (invalid_request)\n', cmd[0]);
+    assert.equal(r.stderr, 'leasehold: "lease://cli/show/*" is not a valid route: it cannot contain wildcards (invalid_request)\n', cmd[0]);
   }
 });
 

@@ -2,15 +2,17 @@
  * `leasehold run <route> -- <command>` against a real server: the child's
  * environment (the lease's variables in, the credential out unless
  * `--pass-token`), its exit code, the release on exit, SIGTERM then SIGKILL
- * after the grace when the lease is force-released (exit 4), a held route
+ * after the grace when the lease is force-released (exit 4), to the child's
+ * whole process group (what it started in the background too), a held route
  * (exit 3), and `--wait` queueing behind a holder.
  */
 
 import assert from 'node:assert/strict';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { leasePath, rid, type TestServer } from '../../server/testing/harness';
+import { waitFor } from '../../server/testing/wait';
 import { startCli, type CliHarness } from './support';
 
 let s: TestServer;
@@ -87,6 +89,56 @@ test('a force-release of its lease makes run send SIGTERM, then SIGKILL after th
   const endedAt = Date.now();
   assert.ok(endedAt - termAt >= 1400, `SIGKILL came ${endedAt - termAt} ms after SIGTERM, before the 1.5 s grace`);
   assert.match(run.stderr, /the lease on lease:\/\/run\/lost\/job was lost .*sending SIGTERM, SIGKILL in 1s|SIGKILL in 2s/);
+});
+
+/** Is `pid` still running (a zombie, dead but not yet reaped, counts as gone)? */
+function running(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ESRCH') return false;
+    throw e;
+  }
+  try {
+    return !/^\d+ \(.*\) Z/s.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return true; // no /proc (macOS): kill(pid, 0) is all there is
+  }
+}
+
+test('a force-release stops what the command started too: the whole process group gets SIGTERM, and run exits 4', async () => {
+  const route = 'lease://run/lost/group';
+  const pidFile = join(cli.dir, 'group-pids');
+  // sh (the child) starts two sleeps (grandchildren run never sees), writes its own pid and theirs, and waits.
+  const run = cli.start(['run', route, '--grace', '10s', '--', 'sh', '-c', `sleep 311 & a=$!; sleep 312 & echo $$ $a $! > '${pidFile}'; wait`]);
+  let pids: number[] = [];
+  try {
+    pids = await waitFor('the child to write its pid and its background jobs\'', () => readFileSync(pidFile, 'utf8').trim().split(/\s+/).map(Number), (p) => p.length === 3 && p.every((n) => n > 0), 5000);
+    const [child, ...grandchildren] = pids as [number, number, number];
+    assert.ok(pids.every(running));
+    const held = await inspect(route);
+    assert.ok(held);
+    const forced = await s.call('POST', leasePath(route, 'force-release'), { request_id: rid(), reason: 'testing run stops the whole group', expected_fencing_token: held.fencing_token });
+    assert.equal(forced.status, 200, forced.text);
+    // run's exit, not the end of its output: a sleep left running would hold run's stdout open.
+    const code = await waitFor('run to exit', () => run.child.exitCode, (c) => c !== null, 10_000);
+    assert.equal(code, 4, run.stderr);
+    // Well within the 10 s grace: SIGTERM alone ends them, as it reaches all of them.
+    await waitFor(`the background sleeps (pids ${grandchildren.join(', ')}) to be gone`, () => grandchildren.filter(running), (alive) => alive.length === 0, 5000);
+    await waitFor(`the child sh (pid ${child}) to be gone`, () => running(child), (alive) => !alive, 5000);
+    assert.equal(await run.exited, 4);
+  } finally {
+    // Whatever happened above, leave no sleep behind: the group (if run made one) and each pid seen.
+    run.child.kill('SIGKILL');
+    for (const target of [-(pids[0] ?? 0), ...pids]) {
+      if (target === 0) continue;
+      try {
+        process.kill(target, 'SIGKILL');
+      } catch {
+        // gone already
+      }
+    }
+  }
 });
 
 test('a child that stops on SIGTERM within the grace is not killed, and run still exits 4', async () => {

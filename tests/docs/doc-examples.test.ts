@@ -96,6 +96,19 @@ test('every ts and tsx example in README.md and docs/*.md compiles under tsc --i
   assert.equal(status, 0, `doc examples that do not compile:\n${located}`);
 });
 
+test('docs/sdk.md\'s "The client" and "Workers" examples compile as one file too: together they import each name once', () => {
+  const sdk = blocks.filter((b) => b.file === 'docs/sdk.md');
+  const clientBlock = sdk.find((b) => b.code.includes('const client = new LeaseholdClient('));
+  const workerBlock = sdk.find((b) => b.code.includes('await using session = await client.openSession('));
+  assert.ok(clientBlock && workerBlock, 'docs/sdk.md has both examples');
+  assert.ok(clientBlock.line < workerBlock.line, 'the client is made before the worker uses it');
+  const p = project('together');
+  writeFileSync(join(p, 'prelude.d.ts'), `${PRELUDE}export {};\n`);
+  writeFileSync(join(p, 'client-and-worker.ts'), `${clientBlock.code}\n${workerBlock.code}\n`);
+  const { status, output } = compile(p);
+  assert.equal(status, 0, `docs/sdk.md:${clientBlock.line} and docs/sdk.md:${workerBlock.line} in one file do not compile:\n${output}`);
+});
+
 test('the complete programs compile to ES2022 and run on this Node against a real server', async () => {
   const p = project('run', 'es2022');
   const runnable = blocks.filter((b) => b.runnable);

@@ -22,6 +22,7 @@ let s: TestServer;
 let dir: string;
 let project: string;
 let tarball: string;
+let sdkDir: string;
 
 function sh(cmd: string, args: readonly string[], cwd: string, env: NodeJS.ProcessEnv = process.env): string {
   const r = spawnSync(cmd, args, { cwd, env, encoding: 'utf8', timeout: 120_000 });
@@ -33,6 +34,7 @@ before(async () => {
   s = await startTestServer();
   dir = mkdtempSync(join(tmpdir(), 'leasehold-pack-'));
   const sdk = buildSdk();
+  sdkDir = sdk;
   sh('npm', ['pack', sdk, '--pack-destination', dir, '--silent'], dir);
   tarball = join(dir, readdirSync(dir).find((f) => f.endsWith('.tgz'))!);
   project = join(dir, 'app');
@@ -64,6 +66,24 @@ test('the tarball holds the package: README, LICENSE, engines, files, bin and ty
     assert.equal(typeof (target as { types?: unknown }).types, 'string', `${subpath} has types`);
   }
   assert.deepEqual(Object.keys(pkg.dependencies ?? {}), [], 'no runtime dependencies');
+});
+
+test('the packed package.json is publishable: not private, public access, and files lists exactly what the tarball holds', () => {
+  const pkg = JSON.parse(sh('tar', ['-xzOf', tarball, 'package/package.json'], dir));
+  assert.equal(pkg.private, undefined, 'not private: npm publish would refuse it');
+  assert.deepEqual(pkg.publishConfig, { access: 'public' });
+  const packed = sh('tar', ['-tzf', tarball], dir).split('\n').filter((f) => f !== '' && !f.endsWith('/')).map((f) => f.replace(/^package\//, ''));
+  // What each entry of files covers: a folder (trailing slash) everything under it, a file itself.
+  const covers = (entry: string, f: string): boolean => (entry.endsWith('/') ? f.startsWith(entry) : f === entry);
+  const files = pkg.files as string[];
+  for (const f of packed) {
+    if (f === 'package.json') continue; // npm always packs it
+    assert.ok(files.some((entry) => covers(entry, f)), `${f} is packed but not in files`);
+  }
+  for (const entry of files) assert.ok(packed.some((f) => covers(entry, f)), `files lists ${entry}, which the package does not hold`);
+  // And the built folder holds nothing that stays out of the tarball.
+  const built = readdirSync(sdkDir, { withFileTypes: true }).map((e) => (e.isDirectory() ? `${e.name}/` : e.name)).filter((n) => n !== 'package.json');
+  assert.deepEqual(built.sort(), [...files].sort(), 'files names every top-level entry of dist/sdk');
 });
 
 test('a file using leasehold/client, leasehold/react and leasehold/widget.css compiles under tsc --init settings', () => {

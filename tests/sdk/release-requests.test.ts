@@ -27,7 +27,7 @@ test('a handle gets releaseRequested (signal and event) within one renewal inter
   const session = await env.client.openSession({ ownerId: 'asked', ttlMs: 60_000 });
   try {
     const h = await session.acquire('lease://sdkrr/renew/a', { ttlMs });
-    const evented = new Promise<ReleaseRequestedEvent>((resolve) => h.addEventListener('releaseRequested', (e) => resolve(e as ReleaseRequestedEvent), { once: true }));
+    const evented = new Promise<ReleaseRequestedEvent>((resolve) => h.addEventListener('releaseRequested', (e) => resolve(e), { once: true }));
     const signalled = new Promise<number>((resolve) => h.releaseRequested.addEventListener('abort', () => resolve(Date.now()), { once: true }));
     assert.equal(h.releaseRequested.aborted, false);
     const askedAt = Date.now();
