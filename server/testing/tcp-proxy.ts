@@ -5,6 +5,7 @@
  */
 
 import { createServer, connect, type Server, type Socket } from 'node:net';
+import { urlFor } from './pg';
 
 export interface TcpProxy {
   port: number;
@@ -59,4 +60,14 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
       return new Promise((r) => server.close(() => r()));
     },
   };
+}
+
+/** A proxy in front of a test database, and the database's URL through it (the instances' LEASEHOLD_DATABASE_URL). */
+export async function proxyDatabase(db: { url: string; name: string }): Promise<{ proxy: TcpProxy; url: string }> {
+  const target = new URL(db.url);
+  const proxy = await startTcpProxy(target.hostname, Number(target.port || 5432));
+  const viaProxy = new URL(urlFor(db.name));
+  viaProxy.hostname = '127.0.0.1';
+  viaProxy.port = String(proxy.port);
+  return { proxy, url: viaProxy.toString() };
 }

@@ -14,8 +14,8 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { leasePath, rid } from '../../server/testing/harness';
 import { startInstances, type Instance, type Instances } from '../../server/testing/instances';
-import { createTestDatabase, urlFor, type TestDatabase } from '../../server/testing/pg';
-import { startTcpProxy, type TcpProxy } from '../../server/testing/tcp-proxy';
+import { createTestDatabase, type TestDatabase } from '../../server/testing/pg';
+import { proxyDatabase, type TcpProxy } from '../../server/testing/tcp-proxy';
 import { SseClient } from '../../server/testing/sse';
 
 let db: TestDatabase;
@@ -24,13 +24,10 @@ let I: Instances;
 
 before(async () => {
   db = await createTestDatabase();
-  const target = new URL(db.url);
-  proxy = await startTcpProxy(target.hostname, Number(target.port || 5432));
-  const viaProxy = new URL(urlFor(db.name));
-  viaProxy.hostname = '127.0.0.1';
-  viaProxy.port = String(proxy.port);
+  let viaProxy: string;
+  ({ proxy, url: viaProxy } = await proxyDatabase(db));
   // Request lines off (even in a capturing run): the assertions on the log below read its tail.
-  I = await startInstances(2, { LEASEHOLD_ACCESS_LOG: 'off' }, { ...db, url: viaProxy.toString() });
+  I = await startInstances(2, { LEASEHOLD_ACCESS_LOG: 'off' }, { ...db, url: viaProxy });
 });
 after(async () => {
   await I.close();
