@@ -107,7 +107,7 @@ test('policies explain names the most specific policy and the limits a route get
 
   const bad = await cli.run(['policies', 'explain', 'lease://polex/eu/primary/extra']);
   assert.equal(bad.code, 2, 'a route with four segments is a usage error');
-  assert.match(bad.stderr, /route .*\(invalid_request/);
+  assert.match(bad.stderr, /is not a valid route: .*\(invalid_request\)/);
 });
 
 test('policies rm deletes with a reason; deleting it again is refused (exit 1, not_found)', async () => {
