@@ -110,7 +110,7 @@ test('a force-release stops what the command started too: the whole process grou
   const route = 'lease://run/lost/group';
   const pidFile = join(cli.dir, 'group-pids');
   // sh (the child) starts two sleeps (grandchildren run never sees), writes its own pid and theirs, and waits.
-  const run = cli.start(['run', route, '--grace', '10s', '--', 'sh', '-c', `sleep 311 & a=$!; sleep 312 & echo $$ $a $! > '${pidFile}'; wait`]);
+  const run = cli.start(['run', route, '--ttl', '3s', '--grace', '10s', '--', 'sh', '-c', `sleep 311 & a=$!; sleep 312 & echo $$ $a $! > '${pidFile}'; wait`]);
   let pids: number[] = [];
   try {
     pids = await waitFor('the child to write its pid and its background jobs\'', () => readFileSync(pidFile, 'utf8').trim().split(/\s+/).map(Number), (p) => p.length === 3 && p.every((n) => n > 0), 5000);
@@ -121,6 +121,7 @@ test('a force-release stops what the command started too: the whole process grou
     const forced = await s.call('POST', leasePath(route, 'force-release'), { request_id: rid(), reason: 'testing run stops the whole group', expected_fencing_token: held.fencing_token });
     assert.equal(forced.status, 200, forced.text);
     // run's exit, not the end of its output: a sleep left running would hold run's stdout open.
+    // The feed tells run at once; failing that, its next renewal (a third of the 3 s TTL) does.
     const code = await waitFor('run to exit', () => run.child.exitCode, (c) => c !== null, 10_000);
     assert.equal(code, 4, run.stderr);
     // Well within the 10 s grace: SIGTERM alone ends them, as it reaches all of them.
