@@ -24,7 +24,8 @@ export interface Style {
   green(s: string): string;
 }
 
-const plain: Style = { bold: (s) => s, dim: (s) => s, red: (s) => s, green: (s) => s };
+/** No styling: what a pipe, a file or NO_COLOR gets. */
+export const plain: Style = { bold: (s) => s, dim: (s) => s, red: (s) => s, green: (s) => s };
 const ansi: Style = {
   bold: (s) => `\x1b[1m${s}\x1b[22m`,
   dim: (s) => `\x1b[2m${s}\x1b[22m`,

@@ -12,7 +12,7 @@ interface LsOptions extends CommonOptions {
   all?: boolean;
 }
 
-const LEASE_HEADER = ['ROUTE', 'OWNER', 'INCARNATION', 'TOKEN', 'EXPIRES', 'RENEWALS', 'WAITERS'];
+export const LEASE_HEADER = ['ROUTE', 'OWNER', 'INCARNATION', 'TOKEN', 'EXPIRES', 'RENEWALS', 'WAITERS'];
 
 export function leaseRow(l: LeaseView, now = Date.now()): string[] {
   return [l.route, l.owner_id, l.holder_incarnation, String(l.fencing_token), relative(l.expires_at, now), String(l.renewal_count), String(l.waiters)];

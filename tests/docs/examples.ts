@@ -27,7 +27,12 @@ export function docFiles(): string[] {
 
 /** Every fenced block in `file` with one of `langs` (```ts, ```tsx, …). */
 export function docBlocks(file: string, langs: readonly string[] = ['ts', 'tsx', 'typescript']): DocBlock[] {
-  const lines = readFileSync(join(ROOT, file), 'utf8').split('\n');
+  return blocksOf(readFileSync(join(ROOT, file), 'utf8'), file, langs);
+}
+
+/** Every fenced block with one of `langs` in Markdown `text` (say where it came from in `file`): a README read out of a tarball, say. */
+export function blocksOf(text: string, file: string, langs: readonly string[] = ['ts', 'tsx', 'typescript']): DocBlock[] {
+  const lines = text.split('\n');
   const blocks: DocBlock[] = [];
   for (let i = 0; i < lines.length; i++) {
     const open = /^(\s*)(`{3,}|~{3,})\s*([\w+-]*)/.exec(lines[i]!);

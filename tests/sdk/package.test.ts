@@ -2,21 +2,24 @@
  * The SDK package installs and works for a new team: `npm pack` of
  * dist/sdk, installed offline into a fresh project set up by `tsc --init`
  * (NodeNext, strict, exactOptionalPropertyTypes), compiles a file using
- * `leasehold/client`, `leasehold/react` and `leasehold/widget.css`, and runs
- * the documented worker (docs/package-readme.md) on the oldest Node the docs
- * claim, against a real server.
+ * `leasehold/client`, `leasehold/react` and `leasehold/widget.css`; the
+ * README shipped in the tarball (docs/package-readme.md) is complete for a
+ * reader who has only the tarball, its every TypeScript example compiles
+ * there on its own, and its complete programs run on the oldest Node the
+ * docs claim, against a real server.
  */
 
 import assert from 'node:assert/strict';
 import { execFile, spawnSync } from 'node:child_process';
 import { promisify } from 'node:util';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { leasePath, startTestServer, type TestServer } from '../../server/testing/harness';
 import { ROOT } from '../../server/testing/process';
-import { buildSdk, docBlocks, TSC, tscInit } from '../docs/examples';
+import { blocksOf, buildSdk, TSC, tscInit, type DocBlock } from '../docs/examples';
+import { InventoryObserver, LeaseHandle, LeaseholdClient, LiveFeed, Policies, Session, Subscription } from '../../lib/client/index';
 
 let s: TestServer;
 let dir: string;
@@ -134,20 +137,92 @@ test('a stylesheet import needs its declaration: without widget.css.d.ts the sam
   }
 });
 
-test('the documented worker runs on the oldest Node the docs claim, against a real server', async () => {
+/** The README as packed: what a reader of the tarball has. */
+function packedReadme(): string {
+  return sh('tar', ['-xzOf', tarball, 'package/README.md'], dir);
+}
+
+function readmeBlocks(): DocBlock[] {
+  return blocksOf(packedReadme(), 'README.md (packed)');
+}
+
+test('the packed README stands alone: no pointer to files the reader does not have, and it covers release requests, policies, lock-delay, state, lostReason, the signal\'s reasons and the errors', () => {
+  const readme = packedReadme();
+  assert.equal(readme, readFileSync(join(ROOT, 'docs', 'package-readme.md'), 'utf8'), 'the README is docs/package-readme.md');
+  assert.doesNotMatch(readme, /docs\/[\w-]+\.md|tests\/|lib\/client/, 'no repository paths: the tarball has none of them');
+  for (const term of ['requestRelease', 'releaseRequested', 'ReleaseRequestedEvent', 'client.policies', 'lockDelayUntil', 'lockDelayMs', 'lostReason', '`state`', 'also aborts on a clean `release()`', 'fromServer', 'retryable', 'retryAfterMs', 'correlationId', 'session_lost', 'lease_lost', 'observeInventory', 'onRecovery']) {
+    assert.ok(readme.includes(term), `the README mentions ${JSON.stringify(term)}`);
+  }
+});
+
+test('every public call of the client and its objects appears in a README example', () => {
+  const code = readmeBlocks().map((b) => b.code).join('\n');
+  // Members that are not for users: made by the SDK for itself (marked @internal in the sources).
+  const internal = new Set(['LeaseHandle.end', 'LeaseHandle.noteReleaseRequest']);
+  const missing: string[] = [];
+  for (const cls of [LeaseholdClient, Policies, Session, LeaseHandle, InventoryObserver, Subscription, LiveFeed]) {
+    for (const name of Object.getOwnPropertyNames(cls.prototype)) {
+      if (name === 'constructor' || internal.has(`${cls.name}.${name}`)) continue;
+      const d = Object.getOwnPropertyDescriptor(cls.prototype, name)!;
+      const used = typeof d.value === 'function' ? code.includes(`.${name}(`) : code.includes(`.${name}`);
+      if (!used) missing.push(`${cls.name}.${name}`);
+    }
+  }
+  assert.deepEqual(missing, [], 'public members without an example in the README');
+});
+
+test("the packed README's TypeScript examples each compile on their own against the tarball, under tsc --init settings", () => {
+  const blocks = readmeBlocks();
+  assert.ok(blocks.length >= 10, `found ${blocks.length} blocks`);
+  // Each example in a folder of its own project: nothing declared around it,
+  // one file per example, the package from the installed tarball.
+  const readmeDir = join(project, 'readme');
+  mkdirSync(readmeDir, { recursive: true });
+  copyFileSync(join(project, 'tsconfig.json'), join(readmeDir, 'tsconfig.json'));
+  const names = new Map<string, DocBlock>();
+  for (const b of blocks) {
+    const name = `readme_L${b.line}.${b.lang === 'tsx' ? 'tsx' : 'ts'}`;
+    names.set(name, b);
+    writeFileSync(join(readmeDir, name), `${b.code}\n`);
+  }
+  const r = spawnSync(process.execPath, [TSC, '-p', '.', '--noEmit'], { cwd: readmeDir, encoding: 'utf8' });
+  const located = `${r.stdout}${r.stderr}`.replace(/^readme_L(\d+)\.tsx?\((\d+),(\d+)\)/gm, (_m, line: string, row: string) => `README.md:${Number(line) + Number(row)}`);
+  assert.equal(r.status, 0, `README examples that do not compile:\n${located}`);
+});
+
+test("the README's complete programs run on the oldest Node the docs claim, against a real server: the worker logs no loss on its own release", async () => {
   const floor = Number(/^>=(\d+)/.exec(JSON.parse(readFileSync(join(project, 'node_modules', 'leasehold', 'package.json'), 'utf8')).engines.node)![1]);
   assert.equal(Number(process.versions.node.split('.')[0]), floor, `the docs claim Node ${floor}; run this test on Node ${floor} to check the claim`);
-  const worker = docBlocks('docs/package-readme.md').find((b) => b.code.startsWith('// worker.ts'));
-  assert.ok(worker, 'docs/package-readme.md has the worker example');
+  const blocks = readmeBlocks();
+  const worker = blocks.find((b) => b.code.startsWith('// worker.ts'));
+  const releasing = blocks.find((b) => b.code.startsWith('// release-request.ts'));
+  assert.ok(worker?.runnable && releasing?.runnable, 'the README has the worker and the release-request programs');
+  // tsc --init keeps `await using` as written, which Node 20 cannot parse: the programs that run as written here are the others.
+  assert.ok(blocks.filter((b) => b.runnable && b.code.includes('await using')).length >= 1, 'the await using form is shown too');
   writeFileSync(join(project, 'worker.ts'), worker.code);
+  writeFileSync(join(project, 'release-request.ts'), releasing.code);
   sh(process.execPath, [TSC, '-p', '.'], project);
   const env = { ...process.env, LEASEHOLD_URL: s.url, LEASEHOLD_TOKEN: s.token };
   // Asynchronously: the server runs in this process and must keep answering.
-  const { stdout: out } = await promisify(execFile)(process.execPath, ['worker.js'], { cwd: project, env, timeout: 60_000 });
-  assert.match(out, /^holding lease:\/\/acme\/reports\/nightly with fencing token \d+\n$/);
+  const run = (file: string) => promisify(execFile)(process.execPath, [file], { cwd: project, env, timeout: 60_000 });
+
+  const w = await run('worker.js');
+  assert.match(w.stdout, /^holding lease:\/\/acme\/reports\/nightly with fencing token \d+\n$/);
+  assert.equal(w.stderr, '', 'the release aborted the signal with `closed`: nothing logged as lost');
   const checkpoint = await s.call('GET', leasePath('lease://acme/reports/nightly', 'checkpoint'));
   assert.deepEqual(checkpoint.body.checkpoint.value, { step: 'done' });
   assert.equal((await s.call('GET', leasePath('lease://acme/reports/nightly'))).status, 404, 'released');
+
+  const r = await run('release-request.js');
+  const lines = r.stdout.trimEnd().split('\n');
+  assert.match(lines[0]!, /^holding lease:\/\/acme\/queues\/emails with fencing token \d+$/);
+  assert.match(lines[1]!, /^requested at \d{4}-/);
+  assert.equal(lines[2], 'asked to let go: rebalancing the queue workers');
+  assert.match(lines[3]!, /^released after [1-9]\d* items \(rebalancing the queue workers\)$/);
+  assert.equal(r.stderr, '', 'nothing logged as lost');
+  const left = await s.call('GET', leasePath('lease://acme/queues/emails', 'checkpoint'));
+  assert.ok(left.body.checkpoint.value.next >= 1, 'the next holder resumes from the checkpoint');
+  assert.equal((await s.call('GET', leasePath('lease://acme/queues/emails'))).status, 404, 'released');
 });
 
 test('the package installs its bin: npx leasehold prints its version and help', () => {
