@@ -8,7 +8,6 @@ import { routeSegments } from '@/lib/selector';
 import { can, useWhoami } from '@/components/console/use-whoami';
 import { FeedStatus } from '@/components/feed/feed-status';
 import { useFeedStore } from '@/components/feed/feed-store';
-import { Badge } from '@/components/ui/badge';
 import { Button } from '@/components/ui/button';
 import { DeniedPanel, ErrorAlert, isDenied } from '@/components/ui/states';
 import { formatAgo } from '@/components/ui/time';
@@ -18,6 +17,7 @@ import { CheckpointPanel } from '@/components/lease-detail/checkpoint-panel';
 import { DetailSkeleton, Panel } from '@/components/lease-detail/detail-list';
 import { LeaseFields } from '@/components/lease-detail/lease-fields';
 import { LeaseHistory } from '@/components/lease-detail/lease-history';
+import { RouteStatus, secondsLeft } from '@/components/lease-detail/route-status';
 import { OperatorActionDialog, type ActionDone, type OpenAction, type OperatorAction } from '@/components/lease-detail/operator-action-dialog';
 import { FALLBACK_POLL_MS, invalidateLeaseDetail, useCheckpoint, useLease, useLiveLease, useLockDelay } from '@/components/lease-detail/use-lease-detail';
 
@@ -62,7 +62,7 @@ export function LeaseDetail({ route }: { route: string }) {
 
   return (
     <div className="space-y-6">
-      <Header route={route} state={denied ? 'unknown' : !loaded ? 'loading' : held ? 'held' : 'free'}>
+      <Header route={route} status={denied ? null : <RouteStatus lease={lease.data} delayUntil={held || delay.isError ? null : delay.data} />}>
         <FeedStatus />
         {canAsk && held && (
           <Button variant="primary" onClick={() => open('release-request', held)}>
@@ -142,7 +142,7 @@ export function LeaseDetail({ route }: { route: string }) {
   );
 }
 
-function Header({ route, state, children }: { route: string; state: 'loading' | 'held' | 'free' | 'unknown'; children: ReactNode }) {
+function Header({ route, status, children }: { route: string; status: ReactNode; children: ReactNode }) {
   const [realm, area] = routeSegments(route);
   const crumb = 'text-zinc-600 underline-offset-2 hover:text-zinc-900 hover:underline dark:text-zinc-400 dark:hover:text-zinc-100';
   return (
@@ -171,8 +171,7 @@ function Header({ route, state, children }: { route: string; state: 'loading' | 
         </nav>
         <div className="mt-1 flex flex-wrap items-center gap-3">
           <h1 className="font-mono text-2xl font-semibold tracking-tight break-all">{route}</h1>
-          {state === 'held' && <Badge tone="good">Held</Badge>}
-          {state === 'free' && <Badge>Free</Badge>}
+          {status}
         </div>
       </div>
       <div className="flex flex-wrap items-center gap-2">{children}</div>
@@ -182,7 +181,7 @@ function Header({ route, state, children }: { route: string; state: 'loading' | 
 
 function FreeRoute({ delayUntil, onDelayEnd }: { delayUntil: number | null; onDelayEnd: () => void }) {
   const now = useNow();
-  const left = delayUntil === null || now === 0 ? 0 : Math.max(0, delayUntil - now);
+  const left = secondsLeft(delayUntil, now);
   const inDelay = delayUntil !== null && left > 0;
   useEffect(() => {
     // When the delay ends, the head waiter (if any) gets the route: look again.
@@ -194,10 +193,12 @@ function FreeRoute({ delayUntil, onDelayEnd }: { delayUntil: number | null; onDe
     return (
       <div role="status" aria-label="Lock-delay" className="flex items-start gap-4 px-4 py-8">
         <div>
-          <p className="font-medium">In lock-delay</p>
+          <p className="font-medium">
+            In lock-delay: <span className="text-2xl font-semibold tabular-nums">{left} s</span> left
+          </p>
           <p className="mt-1 max-w-prose text-sm text-zinc-600 dark:text-zinc-400">
             The last lease ended without its holder&apos;s consent, so the route accepts no new holder for{' '}
-            <span className="font-mono tabular-nums">{Math.ceil(left / 1_000)} s</span> more (until{' '}
+            <span className="font-mono tabular-nums">{left} s</span> more (until{' '}
             <time dateTime={new Date(delayUntil).toISOString()}>{new Date(delayUntil).toLocaleTimeString()}</time>): a paused former holder has time to notice it lost the lease. Waiting clients get it when the delay ends.
           </p>
         </div>

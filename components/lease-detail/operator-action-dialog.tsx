@@ -2,16 +2,17 @@
 
 import { useMutation, useQuery } from '@tanstack/react-query';
 import { useId, useState } from 'react';
-import { isLeaseholdError, type LeaseView } from '@/lib/client';
+import { isLeaseholdError, type EffectivePolicy, type LeaseView, type ReleaseRequest } from '@/lib/client';
 import { routeSegments } from '@/lib/selector';
 import { consoleClient } from '@/components/console/client';
-import { can, useWhoami } from '@/components/console/use-whoami';
 import { queryKeys } from '@/components/query-keys';
 import { Button } from '@/components/ui/button';
 import { cn } from '@/components/ui/cn';
 import { Dialog } from '@/components/ui/dialog';
 import { ErrorAlert } from '@/components/ui/states';
-import { formatTime } from '@/components/ui/time';
+import { formatAgo, formatTime } from '@/components/ui/time';
+import { useNow } from '@/components/ui/use-now';
+import { SessionLeases } from '@/components/lease-detail/session-leases';
 
 export type OperatorAction = 'force-release' | 'revoke' | 'release-request';
 
@@ -125,9 +126,21 @@ function ActionForm({
   const reasonOk = length >= REASON_MIN && length <= REASON_MAX && !badCharacter;
   const nameOk = kind !== 'revoke' || typedName === resource;
 
+  // A release request starts no lock-delay; force release and revoke start the route's.
+  const ends = kind !== 'release-request';
+  const effective = useQuery({
+    queryKey: [...queryKeys.policies(), 'effective', seen.route],
+    queryFn: () => consoleClient().policies.explain(seen.route),
+    enabled: ends,
+  });
+  const delayMs = effective.data?.limits.lock_delay_ms;
+  // "Skip lock-delay" only where it acts: the route has a delay (or it could
+  // not be read), or revoke closes the session, whose other leases may have one.
+  const offerSkip = ends && (effective.isError || (delayMs !== undefined && delayMs > 0) || (kind === 'revoke' && closeSession));
+
   const act = useMutation({
     mutationFn: async (): Promise<ActionDone> => {
-      const opts = { reason: trimmed, expectedFencingToken: seen.fencing_token, ...(skipDelay ? { lockDelayMs: 0 } : {}) };
+      const opts = { reason: trimmed, expectedFencingToken: seen.fencing_token, ...(skipDelay && offerSkip ? { lockDelayMs: 0 } : {}) };
       const base = { kind, route: seen.route, ownerId: seen.owner_id };
       if (kind === 'release-request') {
         const r = await consoleClient().requestRelease(seen.route, opts);
@@ -176,7 +189,16 @@ function ActionForm({
             <>
               <dt className="text-zinc-500 dark:text-zinc-400">Waiters</dt>
               <dd className="tabular-nums">
-                {seen.waiters} <span className="text-zinc-500 dark:text-zinc-400">· the first is granted the lease</span>
+                {seen.waiters} <span className="text-zinc-500 dark:text-zinc-400">· the first is granted the lease{ends && delayMs ? ' when the lock-delay ends' : ''}</span>
+              </dd>
+            </>
+          )}
+          {seen.release_request && <PendingRequest request={seen.release_request} />}
+          {ends && (
+            <>
+              <dt className="text-zinc-500 dark:text-zinc-400">Lock-delay</dt>
+              <dd>
+                <LockDelay query={effective} />
               </dd>
             </>
           )}
@@ -221,17 +243,21 @@ function ActionForm({
         </p>
       </div>
 
-      <div className="flex items-start gap-2">
-        <input id={ids.skip} type="checkbox" checked={skipDelay} onChange={(e) => setSkipDelay(e.target.checked)} aria-describedby={ids.skipHelp} className="mt-1" />
-        <div>
-          <label htmlFor={ids.skip} className="text-sm font-medium">
-            Skip lock-delay
-          </label>
-          <p id={ids.skipHelp} className="text-xs text-zinc-500 dark:text-zinc-400">
-            Only when you know the old holder is dead: the route&apos;s policy may otherwise keep it closed for a while so a paused holder can notice its loss.
-          </p>
+      {offerSkip && (
+        <div className="flex items-start gap-2">
+          <input id={ids.skip} type="checkbox" checked={skipDelay} onChange={(e) => setSkipDelay(e.target.checked)} aria-describedby={ids.skipHelp} className="mt-1" />
+          <div>
+            <label htmlFor={ids.skip} className="text-sm font-medium">
+              Skip lock-delay
+            </label>
+            <p id={ids.skipHelp} className="text-xs text-zinc-500 dark:text-zinc-400">
+              Only when you know the old holder is dead: the route
+              {delayMs ? ` otherwise accepts no new holder for ${formatSeconds(delayMs)}` : '’s policy may otherwise keep it closed for a while'}, so a paused holder can notice its loss
+              {kind === 'revoke' && closeSession ? '. Applies to every lease the session close ends, too.' : '.'}
+            </p>
+          </div>
         </div>
-      </div>
+      )}
 
       {kind === 'revoke' && (
         <>
@@ -326,58 +352,43 @@ function Spinner() {
   return <span aria-hidden="true" className="size-3.5 animate-spin rounded-full border-2 border-white/40 border-t-white" />;
 }
 
-/** The holder session's other leases the caller may see: one LIST per grant selector (filtered by the session's incarnation). */
-async function otherLeasesOf(grants: readonly string[], seen: LeaseView): Promise<string[]> {
-  const selectors = [...new Set(grants.map((g) => g.slice(0, g.lastIndexOf('#'))))];
-  const routes = new Set<string>();
-  for (const selector of selectors) {
-    const page = await consoleClient().listPage(selector, { holderIncarnation: seen.holder_incarnation, limit: 100 });
-    for (const l of page.items) if (l.route !== seen.route) routes.add(l.route);
-  }
-  return [...routes].sort();
+/** `42 s`, `1.5 s`: a lock-delay, which policies give in milliseconds (0–60,000). */
+function formatSeconds(ms: number): string {
+  return `${(ms / 1000).toLocaleString('en-US', { maximumFractionDigits: 1 })} s`;
 }
 
-/**
- * Which other leases closing the session would end, as far as the caller
- * may see; and, unless it administers every route, that the server refuses
- * a close that would end a lease outside its admin grants.
- */
-function SessionLeases({ seen }: { seen: LeaseView }) {
-  const me = useWhoami().data;
-  const others = useQuery({
-    queryKey: queryKeys.sessionLeases(seen.holder_incarnation),
-    queryFn: () => otherLeasesOf(me?.grants ?? [], seen),
-    enabled: !!me,
-  });
-  const everywhere = can(me, 'lease://**', 'admin');
-  const routes = others.data ?? [];
-  const beyond = routes.filter((r) => !can(me, r, 'admin'));
+/** The route's lock-delay, as its policy sets it now: what ending this lease starts. */
+function LockDelay({ query }: { query: { data?: EffectivePolicy; isError: boolean } }) {
+  if (query.isError) return <span>unknown (the route&apos;s policy could not be read)</span>;
+  if (!query.data) return <span className="text-zinc-500 dark:text-zinc-400">reading the route&apos;s policy…</span>;
+  const ms = query.data.limits.lock_delay_ms;
+  const from = query.data.policy ? (
+    <>
+      {' '}
+      (policy <span className="font-mono break-all">{query.data.policy.selector}</span>)
+    </>
+  ) : null;
+  if (ms === 0) return <span>none: the route accepts a new holder at once{from}</span>;
   return (
-    <div className="mt-2 text-xs text-zinc-600 dark:text-zinc-300" role="status" aria-live="polite" data-testid="session-leases">
-      {others.isPending && <p>Looking up the session&apos;s other leases…</p>}
-      {others.isError && <p>Could not list the session&apos;s other leases; the server still checks them.</p>}
-      {others.isSuccess &&
-        (routes.length === 0 ? (
-          <p>No other lease of this session is visible to you.</p>
-        ) : (
-          <>
-            <p>
-              {routes.length === 1 ? 'This other lease would also end:' : `These ${routes.length} other leases would also end:`}
-            </p>
-            <ul className="mt-1 max-h-32 list-disc overflow-auto pl-5 font-mono">
-              {routes.map((r) => (
-                <li key={r}>{r}</li>
-              ))}
-            </ul>
-          </>
-        ))}
-      {!everywhere && (
-        <p className="mt-1 text-amber-700 dark:text-amber-400">
-          {beyond.length > 0
-            ? 'You do not administer every one of these routes: the server will refuse to close the session (access_denied) and change nothing.'
-            : 'Closing a session needs admin on every route it holds; if it holds leases beyond your grants, the server refuses and changes nothing.'}
-        </p>
-      )}
-    </div>
+    <span>
+      <span className="font-medium tabular-nums">{formatSeconds(ms)}</span> after this ends, nobody can acquire the route{from}; waiting clients get it then
+    </span>
+  );
+}
+
+/** A pending release request on the lease: asked how long ago, by which token, and why. */
+function PendingRequest({ request }: { request: ReleaseRequest }) {
+  const now = useNow();
+  return (
+    <>
+      <dt className="text-zinc-500 dark:text-zinc-400">Release request</dt>
+      <dd>
+        pending, asked{' '}
+        <time dateTime={request.requested_at} title={request.requested_at}>
+          {formatAgo(request.requested_at, now || Date.parse(request.requested_at))}
+        </time>{' '}
+        by <span className="font-mono">{request.token_id}</span>: <span className="break-words">“{request.reason}”</span>
+      </dd>
+    </>
   );
 }

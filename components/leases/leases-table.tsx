@@ -6,6 +6,7 @@ import type { LeaseView } from '@/lib/client';
 import { leaseDetailHref } from '@/components/lease-detail/route-from-params';
 import { Countdown } from '@/components/leases/countdown';
 import { useLiveLeasesStore } from '@/components/leases/live-store';
+import { Badge } from '@/components/ui/badge';
 import { cn } from '@/components/ui/cn';
 import { CopyButton } from '@/components/ui/copy-button';
 import { SkeletonRows } from '@/components/ui/states';
@@ -42,12 +43,21 @@ export function LeasesTable({ rows, loading, dimmed }: { rows: readonly LeaseVie
 
 const LeaseRow = memo(function LeaseRow({ lease }: { lease: LeaseView }) {
   const flashedAt = useLiveLeasesStore((s) => s.flashes.get(lease.route));
+  // From LIST, or heard on the feed since (for this lease, not an earlier one of the route).
+  const asked = useLiveLeasesStore((s) => s.releaseRequests.get(lease.route)) === lease.fencing_token || !!lease.release_request;
   return (
     <tr className="hover:bg-zinc-50 dark:hover:bg-zinc-900/60">
-      <Td className="max-w-[28rem] truncate font-mono text-[13px]">
-        <Link href={leaseDetailHref(lease.route) ?? '/leases'} prefetch={false} className="text-teal-800 hover:underline dark:text-teal-300" title={lease.route}>
-          {lease.route}
-        </Link>
+      <Td className="max-w-[28rem] font-mono text-[13px]">
+        <span className="flex min-w-0 items-center gap-2">
+          <Link href={leaseDetailHref(lease.route) ?? '/leases'} prefetch={false} className="truncate text-teal-800 hover:underline dark:text-teal-300" title={lease.route}>
+            {lease.route}
+          </Link>
+          {asked && (
+            <Badge tone="info" className="shrink-0 font-sans">
+              Release requested
+            </Badge>
+          )}
+        </span>
       </Td>
       <Td className="max-w-[12rem] truncate" title={lease.owner_id}>
         {lease.owner_id}

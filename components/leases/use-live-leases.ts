@@ -69,7 +69,11 @@ export function useLiveLeases(params: LeaseViewParams, enabled: boolean) {
     const store = useLiveLeasesStore.getState();
     return consoleFeed().watch(
       params.selector,
-      (e) => (e.type === 'change' ? store.changeReceived(e) : e.type === 'renewed' ? store.renewalReceived(e) : undefined),
+      (e) => {
+        if (e.type === 'change') store.changeReceived(e);
+        else if (e.type === 'renewed') store.renewalReceived(e);
+        else if (e.type === 'release_requested') store.releaseRequestReceived(e);
+      },
       { renewals: true, onRegistered: () => void queryClient.invalidateQueries({ queryKey: queryKeys.leases() }) },
     );
   }, [enabled, valid, denied, params.selector, queryClient]);

@@ -32,6 +32,7 @@ export function UPlotChart({ options, data, height, label, onCursor, className }
   const plot = useRef<{ u: uPlot; options: PlotOptions } | null>(null);
   const latest = useRef(data);
   const cursor = useRef(onCursor);
+  const name = useRef(label);
   useEffect(() => {
     cursor.current = onCursor;
   }, [onCursor]);
@@ -54,6 +55,11 @@ export function UPlotChart({ options, data, height, label, onCursor, className }
       setCursor: [...(options.hooks?.setCursor ?? []), (self) => cursor.current?.(self.cursor.idx ?? null)],
     };
     const u = new uPlot({ ...options, hooks, width: widthOf(el), height }, latest.current, el);
+    // The picture is the canvas alone: what uPlot layers over it (the cursor,
+    // focusable marks a caller adds to `u.over`) is its sibling, never inside
+    // an element with role="img" (axe: nested-interactive).
+    u.ctx.canvas.setAttribute('role', 'img');
+    u.ctx.canvas.setAttribute('aria-label', name.current);
     plot.current = { u, options };
     const resize = new ResizeObserver(() => {
       const width = widthOf(el);
@@ -67,7 +73,12 @@ export function UPlotChart({ options, data, height, label, onCursor, className }
     };
   }, [options, height]);
 
-  return <div ref={box} role="img" aria-label={label} className={cn('w-full min-w-0 overflow-hidden', className)} style={{ height }} />;
+  useLayoutEffect(() => {
+    name.current = label;
+    plot.current?.u.ctx.canvas.setAttribute('aria-label', label);
+  }, [label]);
+
+  return <div ref={box} className={cn('w-full min-w-0 overflow-hidden', className)} style={{ height }} />;
 }
 
 function widthOf(el: HTMLElement): number {

@@ -213,26 +213,37 @@ function RouteBox() {
         }}
       >
         <Field id="policy-route" label="Route" error={error} className="flex-1">
-          <input id="policy-route" type="text" value={route} placeholder="lease://db/eu/primary" onChange={(e) => setRoute(e.target.value)} className={controlVariants({ invalid: !!error, mono: true })} />
+          <input
+            id="policy-route"
+            type="text"
+            value={route}
+            placeholder="lease://db/eu/primary"
+            autoComplete="off"
+            spellCheck={false}
+            onChange={(e) => setRoute(e.target.value)}
+            aria-invalid={error ? true : undefined}
+            aria-describedby={describedBy('policy-route', { error: !!error })}
+            className={controlVariants({ invalid: !!error, mono: true })}
+          />
         </Field>
         <Button type="submit">Explain</Button>
       </form>
       {q.error && <ErrorAlert error={q.error} title="Could not explain the route" />}
       {q.data && (
         <dl aria-label="Effective policy" className="grid grid-cols-2 gap-x-6 gap-y-1 text-sm md:grid-cols-4">
-          <dt className="text-zinc-500">Policy</dt>
+          <dt className="text-zinc-500 dark:text-zinc-400">Policy</dt>
           <dd className="font-mono">{q.data.policy?.selector ?? 'none (global bounds)'}</dd>
-          <dt className="text-zinc-500">TTL</dt>
+          <dt className="text-zinc-500 dark:text-zinc-400">TTL</dt>
           <dd className="tabular-nums">
             {q.data.limits.ttl_min_ms}–{q.data.limits.ttl_max_ms} ms, default {q.data.limits.ttl_default_ms} ms
           </dd>
-          <dt className="text-zinc-500">Max lifetime</dt>
+          <dt className="text-zinc-500 dark:text-zinc-400">Max lifetime</dt>
           <dd className="tabular-nums">
             up to {q.data.limits.max_lifetime_ms} ms, default {q.data.limits.max_lifetime_default_ms} ms
           </dd>
-          <dt className="text-zinc-500">Lock-delay</dt>
+          <dt className="text-zinc-500 dark:text-zinc-400">Lock-delay</dt>
           <dd className="tabular-nums">{q.data.limits.lock_delay_ms} ms</dd>
-          <dt className="text-zinc-500">Max waiters</dt>
+          <dt className="text-zinc-500 dark:text-zinc-400">Max waiters</dt>
           <dd className="tabular-nums">{q.data.limits.max_waiters}</dd>
         </dl>
       )}

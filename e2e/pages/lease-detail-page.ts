@@ -11,6 +11,10 @@ export class LeaseDetailPage {
   readonly revokeButton: Locator;
   readonly forceReleaseDialog: Locator;
   readonly revokeDialog: Locator;
+  readonly askButton: Locator;
+  readonly askDialog: Locator;
+  /** The badges beside the heading: Held or Free or "Lock-delay N s", "Release requested", "N waiting". */
+  readonly statusBadges: Locator;
   /** The success notice after an operator action. */
   readonly notice: Locator;
 
@@ -24,6 +28,9 @@ export class LeaseDetailPage {
     this.revokeButton = page.getByRole('button', { name: 'Revoke', exact: true });
     this.forceReleaseDialog = page.getByRole('dialog', { name: 'Force release lease' });
     this.revokeDialog = page.getByRole('dialog', { name: 'Revoke lease' });
+    this.askButton = page.getByRole('button', { name: 'Ask holder to release' });
+    this.askDialog = page.getByRole('dialog', { name: 'Ask holder to release' });
+    this.statusBadges = page.getByRole('list', { name: 'Route status' }).getByRole('listitem');
     this.notice = page.getByRole('status').filter({ hasText: /^Lease (force-released|revoked)/ });
   }
 
@@ -65,6 +72,15 @@ export class LeaseDetailPage {
 
   closeSessionCheckbox(dialog: Locator): Locator {
     return dialog.getByRole('checkbox', { name: "Also close the holder's session" });
+  }
+
+  skipLockDelay(dialog: Locator): Locator {
+    return dialog.getByRole('checkbox', { name: 'Skip lock-delay' });
+  }
+
+  /** The revoke dialog's list of the other leases that closing the session would end, with its pager. */
+  sessionPreview(dialog: Locator): Locator {
+    return dialog.getByRole('region', { name: 'Other leases of this session' });
   }
 
   confirmForceRelease(): Locator {

@@ -47,10 +47,10 @@ function textOf(html: string, cls: string): string {
   return html.slice(html.indexOf('>', start) + 1, end).replace(/<[^>]+>/g, '');
 }
 
-test('each held lease shows its route with the resource emphasized, its owner, fencing token and countdown', () => {
+test('each held lease shows its route with the resource emphasized (the whole route in its title), its owner, fencing token and countdown', () => {
   const html = view({ items: [lease('lease://acme/renderers/doc-1', 'renderer-7', 41, 42_000), lease('lease://acme/renderers/doc-2', 'renderer-9', 42, 125_000)] });
-  assert.match(html, /<th scope="row" class="lh-route"><span class="lh-route-base">lease:\/\/acme\/renderers\/<\/span><span class="lh-route-resource">doc-1<\/span><\/th>/);
-  assert.match(html, /<td class="lh-owner" title="renderer-7">renderer-7<\/td><td class="lh-num lh-token">41<\/td>/);
+  assert.match(html, /<th scope="row" class="lh-route" title="lease:\/\/acme\/renderers\/doc-1" tabindex="0"><span class="lh-route-base">lease:\/\/acme\/renderers\/<\/span><span class="lh-route-resource">doc-1<\/span><\/th>/);
+  assert.match(html, /<td class="lh-owner" title="renderer-7">renderer-7<\/td><td class="lh-num lh-token" data-label="Token">41<\/td>/);
   assert.match(html, /<time dateTime="2026-03-01T12:00:42.000Z">42s<\/time>/);
   assert.match(html, />2m 05s<\/time>/);
   assert.equal(textOf(html, 'lh-count'), '2 held');
@@ -70,7 +70,7 @@ test('the table has column headers and is named by the title, and the status is 
 
 test('a countdown never goes negative', () => {
   const html = view({ items: [lease('lease://acme/renderers/late', 'w', 3, -5_000)] });
-  assert.match(html, /<td class="lh-num lh-expiry" data-soon="true"><time[^>]*>0s<\/time>/);
+  assert.match(html, /<td class="lh-num lh-expiry" data-label="Expires in" data-soon="true"><time[^>]*>0s<\/time>/);
   assert.equal(formatCountdown(-1), '0s');
   assert.equal(formatCountdown(0), '0s');
   assert.equal(formatCountdown(1), '1s');

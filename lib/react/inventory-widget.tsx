@@ -155,15 +155,18 @@ function LeaseRow({ lease, now }: { lease: LeaseView; now: number }): ReactEleme
   const remainingMs = Math.max(0, Date.parse(lease.expires_at) - now);
   return (
     <tr>
-      <th scope="row" className="lh-route">
+      {/* Focusable, so a keyboard reader can unfold a truncated route (widget.css); the title shows it on hover. */}
+      <th scope="row" className="lh-route" title={lease.route} tabIndex={0}>
         <span className="lh-route-base">{lease.route.slice(0, slash + 1)}</span>
         <span className="lh-route-resource">{lease.route.slice(slash + 1)}</span>
       </th>
       <td className="lh-owner" title={lease.owner_id}>
         {lease.owner_id}
       </td>
-      <td className="lh-num lh-token">{lease.fencing_token}</td>
-      <td className="lh-num lh-expiry" data-soon={remainingMs < 5_000 || undefined}>
+      <td className="lh-num lh-token" data-label="Token">
+        {lease.fencing_token}
+      </td>
+      <td className="lh-num lh-expiry" data-label="Expires in" data-soon={remainingMs < 5_000 || undefined}>
         <time dateTime={lease.expires_at}>{formatCountdown(remainingMs)}</time>
       </td>
     </tr>
