@@ -18,7 +18,7 @@ e2e_json_pg=playwright-report/results-postgres.json
 unit_log="$(mktemp -t leasehold-unit-XXXXXX.log)"
 trap 'rm -f "$unit_log"' EXIT
 
-echo "== system packages (Debian: chromium, Java and python3 for the generated client)"
+echo "== system packages (Debian: chromium; Java, python3 and Go for the generated clients)"
 bash scripts/system-deps.sh || status=1
 
 echo "== build"

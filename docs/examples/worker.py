@@ -5,9 +5,10 @@ Generate the client (docs/api.md, "A Python client"), then run:
     LEASEHOLD_URL=http://localhost:3000 LEASEHOLD_TOKEN=lh_... \
         PYTHONPATH=generated python3 docs/examples/worker.py lease://acme/renderers/doc-1
 
-It opens a session, acquires the route, writes a checkpoint fenced by the
-lease's token, shows that a second session is refused with a typed
-`ConflictError`, and releases. Each step prints one JSON line.
+It opens a session, acquires the route, renews the lease, writes a
+checkpoint fenced by the lease's token, shows that a second session is
+refused with a typed `ConflictError`, and releases. Each step prints one
+JSON line.
 """
 
 import json
@@ -58,6 +59,16 @@ def main(route):
     )
     lease = acquired.lease
     say(acquired.code, lease_id=lease.lease_id, fencing_token=lease.fencing_token, expires_at=lease.expires_at.isoformat())
+
+    # Renew well before expires_at, with the lease id and fencing token: the token stays, the deadline moves.
+    renewed = leases.renew_lease(
+        leasehold_client.RenewLeaseRequest(
+            session_id=session.session_id, request_id=str(uuid.uuid4()),
+            lease_id=lease.lease_id, fencing_token=lease.fencing_token, ttl_ms=30000,
+        ),
+        realm, area, resource,
+    )
+    say(renewed.code, fencing_token=renewed.lease.fencing_token, renewal_count=renewed.lease.renewal_count)
 
     # Every write the lease guards carries its fencing token: a stale holder gets lease_lost.
     written = checkpoints.write_checkpoint(

@@ -20,6 +20,7 @@ import { correlationId } from '../engine/ids';
 import type { z } from 'zod';
 import type { HealthOk, HealthUnavailable } from './answers';
 import { openApiDocument } from './openapi';
+import { openApi30Document } from './openapi-30';
 import { STREAMED, type ApiRequest } from './routes';
 import { SseSink } from './sse';
 import { authorize } from '../engine/tokens';
@@ -129,11 +130,11 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
       if (trace) trace.code = answer.body.status;
       return;
     }
-    if (path === '/api/v1/health' || path === '/api/v1/openapi.json') {
+    if (path === '/api/v1/health' || path === '/api/v1/openapi.json' || path === '/api/v1/openapi-3.0.json') {
       if (trace) trace.operation = path === '/api/v1/health' ? 'health' : 'openapi';
       if (req.method !== 'GET' && req.method !== 'HEAD') throw getOrHead();
-      if (path === '/api/v1/openapi.json') {
-        respond.send(req, res, 200, openApiDocument(version), cid);
+      if (path !== '/api/v1/health') {
+        respond.send(req, res, 200, path === '/api/v1/openapi.json' ? openApiDocument(version) : openApi30Document(version), cid);
         return;
       }
       const ok = await engine.healthy();

@@ -6,51 +6,164 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { z } from 'zod';
-import { apiMarkdown, openApiJson, packageVersion } from '../../scripts/openapi';
+import { apiMarkdown, openApi30Json, openApiJson, packageVersion } from '../../scripts/openapi';
 import { leasePath, rid, startTestServer, type Reply, type TestServer } from '../testing/harness';
 import { SseClient } from '../testing/sse';
 import { Answers, ErrorBody, FeedEvents, HealthOk, type Operation } from './answers';
 import { STATUS_OF } from './envelope';
+import { schemaConverter } from './openapi-30';
 import { ROUTES } from './routes';
 
 const run = promisify(execFile);
 
 let s: TestServer;
 let served: Record<string, unknown>;
+let served30: Record<string, any>;
 before(async () => {
   s = await startTestServer({ version: packageVersion() });
   const r = await s.call('GET', '/api/v1/openapi.json', undefined, { token: null });
   assert.equal(r.status, 200);
   served = r.body;
+  const r30 = await s.call('GET', '/api/v1/openapi-3.0.json', undefined, { token: null });
+  assert.equal(r30.status, 200);
+  served30 = r30.body;
 });
 after(async () => {
   await s.close();
 });
 
-test('the served document is docs/openapi.json, and docs/api.md is what scripts/openapi.ts makes of it (run `npm run build:openapi`)', () => {
+test('the served documents are docs/openapi.json and docs/openapi-3.0.json, and docs/api.md is what scripts/openapi.ts makes of them (run `npm run build:openapi`)', () => {
   assert.equal(readFileSync('docs/openapi.json', 'utf8'), openApiJson(served));
+  assert.equal(readFileSync('docs/openapi-3.0.json', 'utf8'), openApi30Json(served30));
   assert.equal(readFileSync('docs/api.md', 'utf8'), apiMarkdown(served));
 });
 
-test('redocly lint with the recommended rules finds no error and no warning in the served document', async () => {
+/** `redocly lint` with the recommended rules (less `skip`): its problems, as `rule: message` lines. */
+async function lint(doc: object, skip: string[] = []): Promise<string[]> {
   const dir = mkdtempSync(join(tmpdir(), 'leasehold-lint-'));
   try {
     const file = join(dir, 'openapi.json');
-    writeFileSync(file, JSON.stringify(served));
+    writeFileSync(file, JSON.stringify(doc));
     // Exit code 1 means errors; the JSON report (stdout) says which, so read it either way. No telemetry, no update check.
     const env = { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' };
-    const lint = await run('node_modules/.bin/redocly', ['lint', file, '--extends', 'recommended', '--format', 'json'], { env }).catch(
-      (e: { stdout?: string }) => ({ stdout: e.stdout ?? '' }),
-    );
-    const report = JSON.parse(lint.stdout) as { totals: { errors: number; warnings: number }; problems: { ruleId: string; message: string }[] };
-    assert.deepEqual(
-      report.problems.map((p) => `${p.ruleId}: ${p.message}`),
-      [],
-    );
-    assert.deepEqual(report.totals, { ...report.totals, errors: 0, warnings: 0 });
+    const args = ['lint', file, '--extends', 'recommended', '--format', 'json', ...skip.flatMap((rule) => ['--skip-rule', rule])];
+    const out = await run('node_modules/.bin/redocly', args, { env }).catch((e: { stdout?: string }) => ({ stdout: e.stdout ?? '' }));
+    const report = JSON.parse(out.stdout) as { totals: { errors: number; warnings: number }; problems: { ruleId: string; message: string }[] };
+    const problems = report.problems.map((p) => `${p.ruleId}: ${p.message}`);
+    if (problems.length === 0) assert.deepEqual(report.totals, { ...report.totals, errors: 0, warnings: 0 });
+    return problems;
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+test('redocly lint with the recommended rules finds no error and no warning in the served document', async () => {
+  assert.deepEqual(await lint(served), []);
+});
+
+test('redocly lint validates the 3.0.3 document as OpenAPI 3.0 with no error and no warning (examples aside: metadata values are real, its `type: object` stand-in is not)', async () => {
+  assert.equal(served30.openapi, '3.0.3');
+  assert.deepEqual(await lint(served30, ['no-invalid-media-type-examples']), []);
+});
+
+/** Every schema object of an OpenAPI document (components, parameters, headers, bodies), and subschemas, with where it is. */
+function* schemasOf(doc: Record<string, any>): Generator<[string, unknown]> {
+  function* walk(s: unknown, at: string): Generator<[string, unknown]> {
+    yield [at, s];
+    if (typeof s !== 'object' || s === null) return;
+    const o = s as Record<string, any>;
+    for (const [name, p] of Object.entries((o.properties ?? {}) as Record<string, unknown>)) yield* walk(p, `${at}/properties/${name}`);
+    for (const k of ['items', 'additionalProperties', 'not']) if (k in o && typeof o[k] === 'object') yield* walk(o[k], `${at}/${k}`);
+    for (const k of ['allOf', 'anyOf', 'oneOf', 'prefixItems']) for (const [i, x] of ((o[k] ?? []) as unknown[]).entries()) yield* walk(x, `${at}/${k}/${i}`);
+  }
+  for (const [name, x] of Object.entries(doc.components.schemas as object)) yield* walk(x, `#/components/schemas/${name}`);
+  for (const [name, h] of Object.entries(doc.components.headers as Record<string, any>)) yield* walk(h.schema, `#/components/headers/${name}`);
+  for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, any>>)) {
+    for (const [method, op] of Object.entries(item)) {
+      for (const p of op.parameters ?? []) yield* walk(p.schema, `${method} ${path} ${p.name}`);
+      for (const [status, r] of Object.entries({ body: op.requestBody ?? {}, ...op.responses } as Record<string, any>)) {
+        for (const [type, m] of Object.entries((r.content ?? {}) as Record<string, any>)) yield* walk(m.schema, `${method} ${path} ${status} ${type}`);
+      }
+    }
+  }
+}
+
+const SCHEMA_KEYWORDS_30 = new Set([
+  'title', 'multipleOf', 'maximum', 'exclusiveMaximum', 'minimum', 'exclusiveMinimum', 'maxLength', 'minLength', 'pattern', 'maxItems', 'minItems',
+  'uniqueItems', 'maxProperties', 'minProperties', 'required', 'enum', 'type', 'allOf', 'oneOf', 'anyOf', 'not', 'items', 'properties',
+  'additionalProperties', 'description', 'format', 'default', 'nullable', 'discriminator', 'readOnly', 'writeOnly', 'xml', 'externalDocs', 'example', 'deprecated', '$ref',
+]);
+
+test('the 3.0.3 document has no 3.1 construct: no type arrays, const, prefixItems, propertyNames or boolean schemas, no siblings beside $ref, no typeless schema', () => {
+  assert.equal(served30.info.summary, undefined);
+  assert.equal(served30.info.license.identifier, undefined);
+  assert.equal(typeof served30.info.license.url, 'string');
+  let n = 0;
+  for (const [at, s] of schemasOf(served30)) {
+    n++;
+    assert.ok(typeof s === 'object' && s !== null && !Array.isArray(s), `${at} is a schema object`);
+    const o = s as Record<string, unknown>;
+    for (const k of Object.keys(o)) assert.ok(SCHEMA_KEYWORDS_30.has(k), `${at}: \`${k}\` is not an OpenAPI 3.0 keyword`);
+    if ('$ref' in o) assert.deepEqual(Object.keys(o), ['$ref'], `${at}: 3.0 ignores a reference's siblings`);
+    else assert.ok(typeof o.type === 'string' || o.allOf || o.anyOf || o.oneOf, `${at} has one type (a typeless schema is an undeclared type in generated Go)`);
+    if (o.nullable) assert.equal(typeof o.type, 'string', `${at}: nullable beside its type`);
+    if (typeof o.additionalProperties === 'boolean') assert.equal(o.additionalProperties, false, `${at}`);
+  }
+  assert.ok(n > 500, `${n} schemas walked`);
+  // Every reference resolves, and the 3.0 document describes the same calls.
+  for (const ref of new Set(JSON.stringify(served30).match(/"\$ref":"[^"]*"/g) ?? [])) {
+    const m = /^"\$ref":"#\/components\/(schemas|headers)\/([^"]+)"$/.exec(ref);
+    assert.ok(m && served30.components[m[1]!]?.[m[2]!], `${ref} resolves`);
+  }
+  const ops = (doc: Record<string, any>) => Object.entries(doc.paths as Record<string, object>).flatMap(([p, item]) => Object.entries(item).map(([m, op]) => `${m} ${p} ${op.operationId}`));
+  assert.deepEqual(ops(served30), ops(served));
+});
+
+test('the 3.0 rewrite says each 3.1 construct the 3.0 way, and refuses one it cannot say', () => {
+  const convert = schemaConverter({ Policy: { type: 'object', properties: { a: { type: 'string' } } }, JsonValue: { description: 'Any JSON value' } });
+  assert.deepEqual(convert({ type: ['integer', 'null'], format: 'int64' }, 'x'), { type: 'integer', format: 'int64', nullable: true });
+  assert.deepEqual(convert({ anyOf: [{ $ref: '#/components/schemas/Policy' }, { type: 'null' }] }, 'x'), {
+    type: 'object',
+    allOf: [{ $ref: '#/components/schemas/Policy' }],
+    nullable: true,
+  });
+  assert.deepEqual(convert({ type: 'string', const: 'success' }, 'x'), { type: 'string', enum: ['success'] });
+  assert.deepEqual(convert({ type: 'array', prefixItems: [{ type: 'number' }, { type: 'number' }], items: false, minItems: 2, maxItems: 2 }, 'x'), {
+    type: 'array',
+    items: { type: 'number' },
+    minItems: 2,
+    maxItems: 2,
+  });
+  assert.deepEqual(convert({ type: 'number', exclusiveMinimum: 0, examples: [1.5] }, 'x'), { type: 'number', minimum: 0, exclusiveMinimum: true, example: 1.5 });
+  assert.deepEqual(convert({ type: 'object', propertyNames: { type: 'string' }, additionalProperties: { type: ['string', 'number', 'boolean'] } }, 'x').additionalProperties, {
+    type: 'object',
+    description: 'The value is a string, number or boolean: `type: object` only because OpenAPI 3.0 has no any-type that generators read (the 3.1 document says it exactly)',
+  });
+  assert.equal(convert({ $ref: '#/components/schemas/JsonValue' }, 'x').type, 'object', 'a reference to any value is written in place');
+  assert.throws(() => convert({ type: 'object', patternProperties: { '^a': { type: 'string' } } }, 'x'), /`patternProperties`, which 3.0 does not have/);
+  assert.throws(() => convert({ type: 'array', prefixItems: [{ type: 'string' }], items: { type: 'number' } }, 'x'), /tuple with more items/);
+});
+
+test('fencing tokens, revisions and every integer that may pass 2^31 are int64 in both documents; numbers are double', () => {
+  for (const [name, doc] of [['3.1', served], ['3.0', served30]] as const) {
+    const seen = new Set<string>();
+    for (const [at, s] of schemasOf(doc)) {
+      const o = s as Record<string, any>;
+      const type = Array.isArray(o.type) ? o.type.filter((t: string) => t !== 'null')[0] : o.type;
+      const field = /\/properties\/([^/]+)$/.exec(at)?.[1];
+      if (field && /fencing_token|revision/.test(field)) {
+        assert.equal(type, 'integer', `${name} ${at}`);
+        seen.add(field);
+      }
+      if (type === 'integer' && (o.maximum ?? Infinity) > 2 ** 31 - 1 && !at.startsWith('#/components/headers/')) assert.equal(o.format, 'int64', `${name} ${at}`);
+      if (type === 'number') assert.equal(o.format, 'double', `${name} ${at}`);
+    }
+    assert.deepEqual([...seen].sort(), ['expected_fencing_token', 'fencing_token', 'revision'], `${name}: tokens and revisions were found`);
+  }
+  assert.equal(served30.components.schemas.HeldLease.properties.fencing_token.format, 'int64');
+  assert.equal(served30.components.schemas.HeldLease.properties.revision.format, 'int64');
+  assert.equal(served30.components.schemas.FeedChange.properties.revision.format, 'int64');
+  assert.equal(served30.components.schemas.ReleaseLeaseRequest.properties.fencing_token.format, 'int64');
 });
 
 test('every reference in the served document resolves to a component', () => {

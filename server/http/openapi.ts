@@ -3,7 +3,8 @@
  * schemas the handlers validate with (requests, `schemas.ts`) and are typed by
  * (answers, `answers.ts`): the API is described once, where it is enforced.
  * Served at /api/v1/openapi.json and written to docs/openapi.json by the
- * build (scripts/openapi.ts). docs/api.md explains how to use it.
+ * build (scripts/openapi.ts). docs/api.md explains how to use it; openapi-30.ts
+ * rewrites it as OpenAPI 3.0.3 for older generators.
  */
 
 import { z } from 'zod';
@@ -150,6 +151,24 @@ const HEADERS = {
   Allow: { description: 'The methods the path takes', schema: { type: 'string' } },
 };
 
+const INT32_MAX = 2 ** 31 - 1;
+
+/**
+ * Integers that may pass 2^31 (fencing tokens and revisions never wrap, counts
+ * and durations are bounded only by 2^53) say `int64`, and numbers `double`:
+ * without a format, typed generators choose int32 and float32 (Swagger
+ * Codegen's Go client then fails to decode fencing token 2147483648).
+ */
+function widthOf(s: Json): void {
+  const type = Array.isArray(s.type) && s.type.length === 2 && s.type[1] === 'null' ? s.type[0] : s.type;
+  if (s.format !== undefined) return;
+  if (type === 'integer') {
+    const max = typeof s.maximum === 'number' ? s.maximum : Infinity;
+    const min = typeof s.minimum === 'number' ? s.minimum : -Infinity;
+    if (max > INT32_MAX || min < -INT32_MAX - 1) s.format = 'int64';
+  } else if (type === 'number') s.format = 'double';
+}
+
 class Components {
   readonly schemas: Record<string, Json> = {};
 
@@ -215,6 +234,7 @@ function nullableType(v: Json): Json | undefined {
   return { ...other, type: [other.type, 'null'], ...(v.description === undefined ? {} : { description: v.description }) };
 }
 
+/** zod's `#/$defs/X` references as components, nullable types merged, integers and numbers given their width. */
 function relink(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(relink);
   if (v === null || typeof v !== 'object') return v;
@@ -224,6 +244,7 @@ function relink(v: unknown): unknown {
   for (const [k, x] of Object.entries(v)) {
     out[k] = k === '$ref' && typeof x === 'string' ? x.replace(/^#\/\$defs\//, '#/components/schemas/') : relink(x);
   }
+  widthOf(out);
   return out;
 }
 
@@ -410,6 +431,18 @@ export function openApiDocument(version: string): Json {
       security: [],
       responses: {
         200: { description: 'The OpenAPI 3.1 document of this API', content: { 'application/json': { schema: { type: 'object' } } } },
+        ...errorResponses(['method_not_allowed'], false),
+      },
+    },
+  };
+  paths['/api/v1/openapi-3.0.json'] = {
+    get: {
+      operationId: 'getOpenApi30Document',
+      summary: 'This document as OpenAPI 3.0.3, for generators that read nothing newer (Swagger Codegen)',
+      tags: ['service'],
+      security: [],
+      responses: {
+        200: { description: 'The OpenAPI 3.0.3 document of this API: the same API, said without 3.1’s keywords', content: { 'application/json': { schema: { type: 'object' } } } },
         ...errorResponses(['method_not_allowed'], false),
       },
     },
