@@ -36,3 +36,11 @@ export type LimitName = keyof typeof LIMITS;
 export function inRange(row: LimitRow, v: unknown): v is number {
   return typeof v === 'number' && Number.isInteger(v) && v >= row.min && v <= row.max;
 }
+
+/** A session’s batched calls (docs/semantics.md §13): the most items one request may carry. */
+export const SESSION_BATCH = {
+  /** Leases one `POST /api/v1/sessions/renew` renews. */
+  renewItems: 1_000,
+  /** Routes one `POST /api/v1/sessions/acquire` acquires, all or none. */
+  acquireItems: 16,
+} as const;

@@ -48,6 +48,8 @@ const Env = z.object({
   LEASEHOLD_CHANGE_LOG_SECONDS: int(0, 31_536_000).default(600),
   LEASEHOLD_BOOTSTRAP_TOKEN: z.string().regex(/^[!-~]{16,512}$/, 'must be 16 to 512 visible ASCII characters').optional(),
   LEASEHOLD_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
+  /** Leases one atomic step may end: a larger session end or sweep runs as several steps (CONTRACT §19, docs/design.md "Bounded steps"). */
+  LEASEHOLD_STEP_MAX_LEASES: int(1, 1_000_000).default(1_000),
   /** `full` fsyncs every commit: survives power loss, costs throughput (docs/benchmarks.md). */
   LEASEHOLD_SYNC: z.enum(['normal', 'full']).default('normal'),
   /** SQLite: batches made durable by the batch journal commit to the database within this many ms (docs/operations.md "Durability"). */

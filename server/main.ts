@@ -76,6 +76,7 @@ async function main(instance: string): Promise<void> {
         idempotencyTtlMs: config.LEASEHOLD_IDEMPOTENCY_TTL_S * 1000,
         changeLogChanges: config.LEASEHOLD_CHANGE_LOG_CHANGES,
         changeLogMs: config.LEASEHOLD_CHANGE_LOG_SECONDS * 1000,
+        stepMaxLeases: config.LEASEHOLD_STEP_MAX_LEASES,
       },
       bootstrapSecret: config.LEASEHOLD_BOOTSTRAP_TOKEN,
       secret: config.LEASEHOLD_SECRET,

@@ -337,5 +337,86 @@ for (const backend of BACKENDS) {
     });
   });
 
+  // Every end of a lease is on its route in the trail, at the moment it
+  // ended, so the console's history (components/lease-detail) never has to
+  // guess where a tenure stopped.
+  describe('the end of every lease, on its route', () => {
+    const NO_POLICY = { ttlMinMs: null, ttlMaxMs: null, ttlDefaultMs: null, maxLifetimeMs: null, lockDelayMs: null, maxWaiters: null };
+    const ends = async (f: EngineFixture) => (await allEvents(f)).filter((e) => e.route !== null && e.token_id === null).reverse();
+
+    test('a closed session records a lease_release with result session_closed on each route it held, a bounded step at a time, at the moment each ended', async () => {
+      const f = await engineFixture({ backend, limits: { stepMaxLeases: 3 } });
+      try {
+        const s = await f.open('closer', 60_000);
+        const routes = Array.from({ length: 7 }, (_, i) => `lease://close/each/r${i}`);
+        const tokens = new Map<string, number>();
+        for (const r of routes) tokens.set(r, (await f.acquire(r, s)).answer.lease.fencing_token);
+        f.clock.advance(1_500);
+        const closedAt = f.clock.now();
+        await f.engine.closeSession(f.admin, s);
+        await until(f, () => f.changes().filter((c) => c.change === 'session_closed').length === routes.length, undefined, 'every lease of the closed session to end');
+        await f.engine.audit.flush();
+        const rows = await ends(f);
+        assert.deepEqual(
+          rows.map((e) => [e.event_type, e.result, e.route, e.owner_id, e.fencing_token]),
+          routes.map((r) => ['lease_release', 'session_closed', r, 'closer', tokens.get(r)]),
+          'one row per lease, in the order the drain ended them',
+        );
+        assert.ok(rows.every((e) => Date.parse(e.time) === closedAt), 'each at the moment its step ended it (the clock stood still)');
+        assert.ok(rows.every((e) => e.details === undefined), 'a holder closing its own session starts no lock-delay');
+      } finally {
+        await f.close();
+      }
+    });
+
+    test("an expiry records its deadline, a lease of an expired session its session's deadline, each with the lock-delay it started", async () => {
+      const f = await engineFixture({ backend });
+      try {
+        await f.engine.setPolicy(f.admin, 'lease://ends/**', { ...NO_POLICY, lockDelayMs: 30_000 }, REASON);
+        const t0 = f.clock.now();
+        const s = await f.open('sleeper', 10_000);
+        const own = await f.acquire('lease://ends/x/own', s, { ttlMs: 2_000 });
+        const bySession = await f.acquire('lease://ends/x/session', s, { ttlMs: 60_000 });
+        // Nothing sweeps until well past both deadlines: the trail still says when each ended.
+        f.clock.advance(12_000);
+        await f.engine.sweep();
+        await f.engine.audit.flush();
+        const rows = await ends(f);
+        assert.deepEqual(
+          rows.map((e) => [e.event_type, e.result, e.route, e.fencing_token, Date.parse(e.time) - t0, e.details]),
+          [
+            ['lease_expire', 'lease_expired', 'lease://ends/x/own', own.answer.lease.fencing_token, 2_000, { lock_delay_until: new Date(t0 + 32_000).toISOString() }],
+            ['lease_expire', 'session_expired', 'lease://ends/x/session', bySession.answer.lease.fencing_token, 10_000, { lock_delay_until: new Date(t0 + 40_000).toISOString() }],
+          ],
+        );
+      } finally {
+        await f.close();
+      }
+    });
+
+    test("an operator's force-release records the lock-delay it started beside the operator's choices", async () => {
+      const f = await engineFixture({ backend });
+      try {
+        await f.engine.setPolicy(f.admin, 'lease://ends/**', { ...NO_POLICY, lockDelayMs: 30_000 }, REASON);
+        const s = await f.open('stuck');
+        const a = await f.acquire('lease://ends/op/a', s);
+        const b = await f.acquire('lease://ends/op/b', s);
+        const at = f.clock.now();
+        await f.engine.forceRelease(f.admin, 'lease://ends/op/a', forceBody(a.answer.lease.fencing_token));
+        await f.engine.forceRelease(f.admin, 'lease://ends/op/b', { ...forceBody(b.answer.lease.fencing_token), lockDelayMs: 5_000 });
+        const forced = (await allEvents(f)).filter((e) => e.event_type === 'lease_force_release').reverse();
+        assert.deepEqual(
+          forced.map((e) => [e.route, e.reason, e.details]),
+          [
+            ['lease://ends/op/a', REASON, { lock_delay_until: new Date(at + 30_000).toISOString() }],
+            ['lease://ends/op/b', REASON, { lock_delay_ms: 5_000, lock_delay_until: new Date(at + 5_000).toISOString() }],
+          ],
+        );
+      } finally {
+        await f.close();
+      }
+    });
+  });
+
  });
 }

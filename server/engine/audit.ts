@@ -20,12 +20,13 @@
  * metadata value: its fields are the closed list below.
  */
 
-import { addMs } from '../store/millis';
+import { addMs, millis } from '../store/millis';
 import { correlationId } from './ids';
 import { RARE_AUDIT_EVENT_TYPES, type AuditRow, type NewAuditRow, type Store } from '../store/types';
 import { iso, type Json } from './views';
 import type { Principal } from './tokens';
 import type { Logger } from './logger';
+import type { LeaseChange } from './events';
 
 export const AUDIT_EVENT_TYPES = [
   'session_open',
@@ -40,6 +41,12 @@ export const AUDIT_EVENT_TYPES = [
 ] as const;
 
 export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number];
+
+/** A session's end as each of its leases records it on its route: event type and result. */
+const SESSION_ENDS = {
+  closed: ['lease_release', 'session_closed'],
+  expired: ['lease_expire', 'session_expired'],
+} as const;
 
 /** What the API shows of one event (docs/semantics.md §11, plus `subject_token_id`). */
 export interface AuditEvent {
@@ -98,6 +105,8 @@ export interface AuditFacts {
   subjectTokenId?: string;
   /** Values the event records (the `details` object: a policy's fields, an operator's choices): never a secret or a metadata value. */
   details?: Record<string, Json>;
+  /** The lock-delay the operation started (an operator's force-release or revoke): `details.lock_delay_until`. */
+  lockDelayUntil?: number;
   /** The answer was an idempotent replay: nothing happened, nothing is audited. */
   replayed?: boolean;
   /** The answer is not known yet (an acquire waiting in its queue). */
@@ -191,6 +200,7 @@ export class AuditLog {
     const now = this.store.now();
     const req = spec.caller.request;
     const denied = result === 'access_denied';
+    const details = facts.lockDelayUntil === undefined ? facts.details : { ...facts.details, lock_delay_until: iso(facts.lockDelayUntil) };
     return {
       time: now,
       eventType: denied ? 'access_denied' : spec.type,
@@ -205,8 +215,41 @@ export class AuditLog {
       reason: spec.reason ?? null,
       correlationId: req?.correlationId ?? correlationId(),
       latencyMs: req ? Math.max(0, Math.round(now - req.startedAt)) : 0,
-      details: facts.details ? JSON.stringify(facts.details) : null,
+      details: details ? JSON.stringify(details) : null,
     };
+  }
+
+  /**
+   * Record how a lease ended when no request of its own says so on its
+   * route (docs/design.md "Audit"): its expiry (`lease_expire`,
+   * `lease_expired`), or its session's end, closed (`lease_release`,
+   * `session_closed`) or expired (`lease_expire`, `session_expired`). The
+   * event's time is when the lease ended (an expiry's deadline, however
+   * late the sweep noticed it), and a lock-delay it started is in
+   * `details.lock_delay_until`. Other ends are audited by the request that
+   * made them (release, force-release, revoke). Buffered like every system
+   * event: a session's end publishes at most one step's bound of changes at
+   * a time, and the buffer writes them 250 to a store step.
+   */
+  leaseEnded(e: LeaseChange): void {
+    const kind = e.change === 'expired' ? (['lease_expire', 'lease_expired'] as const) : e.change === 'session_closed' ? SESSION_ENDS[e.sessionEnd ?? 'closed'] : undefined;
+    if (!kind || e.remote) return;
+    this.record({
+      time: millis(e.endedAt ?? this.store.now()),
+      eventType: kind[0],
+      family: e.family,
+      route: e.route,
+      tokenId: null,
+      subjectTokenId: null,
+      ownerId: e.ownerId ?? null,
+      incarnation: e.incarnation ?? null,
+      result: kind[1],
+      fencingToken: e.fencingToken,
+      reason: null,
+      correlationId: correlationId(),
+      latencyMs: 0,
+      details: e.lockDelayUntil === undefined ? null : JSON.stringify({ lock_delay_until: iso(e.lockDelayUntil) }),
+    });
   }
 
   /** Record an operation's outcome: buffered, or only counted for the codes that are. */

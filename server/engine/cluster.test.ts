@@ -12,29 +12,8 @@ import type { Bus, BusListener } from '../store/types';
 import { ManualClock } from '../testing/harness';
 import { Cluster, type ClusterOptions } from './cluster';
 import { EventHub, type EngineEvent, type LeaseChange } from './events';
-import { FeedHub, type FeedFrame, type FeedSink } from './feed';
-
-class Sink implements FeedSink {
-  frames: FeedFrame[] = [];
-  ended: FeedFrame | undefined;
-  private listeners: Array<() => void> = [];
-  push(f: FeedFrame): boolean {
-    this.frames.push(f);
-    return true;
-  }
-  heartbeat(): void {}
-  end(last: FeedFrame): number {
-    this.ended = last;
-    for (const l of this.listeners.splice(0)) l();
-    return 0;
-  }
-  onClose(l: () => void): void {
-    this.listeners.push(l);
-  }
-  revisions(): number[] {
-    return this.frames.filter((f) => f.event === 'change').map((f) => f.id!);
-  }
-}
+import { FeedHub } from './feed';
+import { RecordingSink } from '../testing/feed-sink';
 
 class ScriptedBus implements Bus {
   readonly instanceId = 'i_this00000000';
@@ -69,7 +48,7 @@ async function setup(fill?: ClusterOptions['fill']) {
   bus.listener.ready(new Map([['default', 10]]));
   await started;
   const open = (family = 'default') => {
-    const sink = new Sink();
+    const sink = new RecordingSink();
     feed.open({ tokenId: 'tk', family, expiresAt: null }, [selectorOrThrow('lease://**')], false, sink, 0);
     return sink;
   };

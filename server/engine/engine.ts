@@ -13,8 +13,9 @@ import { millis, type Millis } from '../store/millis';
 import { randomBytes } from 'node:crypto';
 import { contains, routeSegments, selectorOrThrow, type ParsedSelector } from '@/lib/selector';
 import { allowingGrant } from '@/lib/grants';
+import { SESSION_BATCH } from '@/lib/limits';
 import { AuditLog, auditView, type AuditEvent, type AuditEventType, type AuditFacts, type AuditOptions, type AuditSpec, type Caller } from './audit';
-import type { ChangeLogStats, PolicyRow, StepScope, Store, Tx } from '../store/types';
+import type { ChangeLogStats, PolicyRow, StepScope, Store, StoreNotice, Tx } from '../store/types';
 import { Cluster, type ClusterOptions } from './cluster';
 import { bindCursor, CursorCodec, type BoundCursor, type CursorBinding } from './cursor';
 import { LeaseholdError, fail, fromStoreError } from './errors';
@@ -37,6 +38,7 @@ import {
   type RenewResult,
 } from './leases';
 import { activeLockDelay } from './lock-delay';
+import { heldLease, runningLockDelay } from './read-only';
 import {
   boundsOf,
   checkFields,
@@ -50,14 +52,15 @@ import {
   type PolicyView,
 } from './policies';
 import { systemScheduler, type Scheduler } from './scheduler';
-import { ExpirySweeper } from './sweeper';
+import { ExpirySweeper, type Backlog } from './sweeper';
 import { Waiting } from './waiting';
 import { newStep, DEFAULT_LIMITS, type EngineContext, type Limits, type Step } from './step';
 import { forceEndStep, type ForceReleased, type Revoked } from './operators';
-import { releaseRequestStep, withReleaseRequests, type PendingReleaseRequest, type ReleaseRequested, type ReleaseRequestInput } from './release-requests';
+import { askedLeases, releaseRequestStep, withReleaseRequests, type PendingReleaseRequest, type ReleaseRequested, type ReleaseRequestInput } from './release-requests';
 import { assertLiveChain, newSecret, planEmbedToken, planToken, TokenAuthority, tokenInfo, type CreateTokenInput, type Principal, type TokenInfo } from './tokens';
 import { leaseView, type Json, type LeaseView, type Metadata, type SessionView } from './views';
 import { listQueryKey, listStep, type ListPage, type ListQuery } from './inventory';
+import { acquireAllStep, renewAllStep, type AcquireItem, type BatchInput, type LeasesAcquired, type RenewItem, type SessionRenewed } from './session-batch';
 import { closeSessionStep, keepAliveStep, listSessionsStep, newSessionId, openSessionStep, type SessionPage } from './sessions';
 
 export type { ListPage, ListQuery };
@@ -91,6 +94,14 @@ export interface AcquireInput {
   digest: string;
   /** Aborted when the client goes away while waiting. */
   signal?: AbortSignal;
+}
+
+/** A session's batched call (CONTRACT §20): its secret id, request_id, body digest and items. */
+export interface SessionBatch<I> {
+  sessionId: string;
+  requestId: string;
+  digest: string;
+  items: readonly I[];
 }
 
 export interface ProofInput {
@@ -178,6 +189,7 @@ export class LeaseEngine {
   private readonly sweeper: ExpirySweeper;
   private readonly waiting: Waiting;
   private readonly startedAt: number;
+  private readonly unsubscribeStore: (() => void) | undefined;
 
   constructor(
     readonly store: Store,
@@ -194,7 +206,8 @@ export class LeaseEngine {
       onDelayRefusal: () => this.delayRefusals++,
     };
     this.scheduler = opts.scheduler ?? systemScheduler;
-    this.sweeper = new ExpirySweeper(this.ctx, (fn, family) => this.run(fn, undefined, family), this.scheduler);
+    // A sweep step may end up to LEASEHOLD_STEP_MAX_LEASES leases: it runs alone, not in the batch of the requests beside it.
+    this.sweeper = new ExpirySweeper(this.ctx, (fn, family) => this.run(fn, undefined, family, undefined, family !== undefined), this.scheduler);
     this.waiting = new Waiting(this.ctx, this.scheduler, (fn, family) => this.run(fn, undefined, family));
     this.tokens = new TokenAuthority(store);
     this.audit = new AuditLog(store, { logger: opts.logger, ...opts.audit });
@@ -217,20 +230,43 @@ export class LeaseEngine {
           fill: (family, after, before) => store.atomic((tx) => readLoggedChanges(tx, family, after, before)),
         })
       : undefined;
-    // Expiry is a system event: audited from the change it makes, by the
-    // instance that made it (never for another instance's change).
+    this.unsubscribeStore = store.subscribe?.((n) => this.storeNotice(n));
+    // A store may open refusing writes already (a server started on a full disk).
+    const fault = store.writeFault?.();
+    if (fault !== undefined) this.storeNotice({ type: 'writes_refused', fault, message: 'refused since the store opened' });
+    // Expiry and a session's end are system events: audited from the
+    // changes they make, by the instance that made them (never for another
+    // instance's change).
     this.events.subscribe((e) => {
       // A policy change (here or on another instance) applies from the next step.
       if (e.type === 'policy_changed') this.policyCache.invalidate(e.family);
       // Another instance's revoke: stop accepting the token here as soon as its commit's notice arrives.
       if (e.type === 'token_revoked' && e.remote) this.tokens.forget(e.tokenId);
       if (e.remote) return;
-      if (e.type === 'change' && e.change === 'expired') {
-        this.audit.record(this.systemRow('lease_expire', 'lease_expired', e.family, e.route, e));
+      if (e.type === 'change') {
+        // An expiry, or a session's end, on each route it ends (audit.ts, leaseEnded).
+        this.audit.leaseEnded(e);
       } else if (e.type === 'session_expired') {
         this.audit.record(this.systemRow('session_expire', 'session_expired', e.family, null, { ownerId: e.ownerId, incarnation: e.incarnation }));
       }
     });
+  }
+
+  /**
+   * What the store says outside any step (CONTRACT §19 "A failure answer is
+   * the truth"): writes refused or taken again are logged; changes applied
+   * that no step published (a write answered `outcome_unknown` was applied)
+   * send every stream `resync`, and the policies are read again.
+   */
+  private storeNotice(n: StoreNotice): void {
+    const log = this.opts.logger;
+    if (n.type === 'unpublished') {
+      this.feed.resyncAll();
+      this.policyCache.invalidate();
+      log?.warn('the store applied changes no step published: streams resynced');
+    } else if (n.type === 'writes_refused') {
+      log?.error(n.fault === 'no_space' ? 'the disk is full: writes refused, reads served' : 'the disk fails: writes refused, reads served', { fault: n.fault, error: n.message });
+    } else log?.info('writes taken again');
   }
 
   private systemRow(type: AuditEventType, result: string, family: string, route: string | null, facts: AuditFacts) {
@@ -296,6 +332,7 @@ export class LeaseEngine {
     this.drain();
     await this.waiters.leave(this.store).catch(() => undefined);
     await this.audit.stop();
+    this.unsubscribeStore?.();
     await this.store.close();
   }
 
@@ -311,7 +348,7 @@ export class LeaseEngine {
    * `inTx` success inside the step itself (if that write fails, the step
    * fails and changes nothing), everything else buffered after the step.
    */
-  private async run<T>(fn: (step: Step) => Promise<T>, audit?: AuditSpec, family = audit?.caller.family, prefetch?: StepScope['prefetch']): Promise<T> {
+  private async run<T>(fn: (step: Step) => Promise<T>, audit?: AuditSpec, family = audit?.caller.family, prefetch?: StepScope['prefetch'], alone = false): Promise<T> {
     let step: Step | undefined;
     let value: T;
     let refusal: LeaseholdError | undefined;
@@ -337,7 +374,7 @@ export class LeaseEngine {
         // its commit (and its grants of their waiters).
         if (this.cluster) await this.cluster.broadcast(tx, step);
         return v;
-      }, family === undefined ? undefined : { family, prefetch });
+      }, family === undefined ? undefined : alone ? { family, prefetch, alone } : { family, prefetch });
     } catch (e) {
       if (step) this.waiting.undo(step);
       const err = fromStoreError(e);
@@ -345,6 +382,7 @@ export class LeaseEngine {
       throw err;
     }
     const done = step!;
+    if (done.backlog) this.sweeper.wake();
     if (this.cluster) this.cluster.committed(done.events);
     else for (const e of done.events) this.events.publish(e);
     this.waiting.settle(done);
@@ -375,9 +413,9 @@ export class LeaseEngine {
     const sessionHash = hashSecret(sessionId);
     return this.run(
       async (step) => {
-        // Read before the step writes (release-requests.ts, withReleaseRequests).
-        const leases = await step.tx.sessionLeases(sessionHash);
-        return withReleaseRequests(step, sessionHash, await keepAliveStep(this.ctx, step, p.family, sessionHash, leases), leases);
+        // Read before the step writes (release-requests.ts, askedLeases).
+        const asked = await askedLeases(step, sessionHash);
+        return withReleaseRequests(step, sessionHash, await keepAliveStep(this.ctx, step, p.family, sessionHash), asked);
       },
       undefined,
       p.family,
@@ -387,7 +425,8 @@ export class LeaseEngine {
 
   /** Close a live session, releasing its leases and dropping its waits. */
   async closeSession(p: Caller, sessionId: string): Promise<{ released: number }> {
-    return this.run((step) => closeSessionStep(this.ctx, step, p.family, sessionId), this.spec(p, 'session_close', null, 'session_closed'));
+    // Alone: it may end up to LEASEHOLD_STEP_MAX_LEASES leases (see the sweeper's steps).
+    return this.run((step) => closeSessionStep(this.ctx, step, p.family, sessionId), this.spec(p, 'session_close', null, 'session_closed'), undefined, undefined, true);
   }
 
   /** Sessions of the principal's family, by created_at then incarnation. */
@@ -453,10 +492,10 @@ export class LeaseEngine {
     const h = this.holder('renew', route, input);
     return this.run(
       async (step) => {
-        // Read before the step writes (release-requests.ts, withReleaseRequests).
-        const leases = await step.tx.sessionLeases(h.proof.sessionHash);
+        // Read before the step writes (release-requests.ts, askedLeases).
+        const asked = await askedLeases(step, h.proof.sessionHash);
         const r = await renewStep(this.ctx, step, p.family, route, h.proof, input.ttlMs, input.requestId, input.digest);
-        return { ...r, answer: await withReleaseRequests(step, h.proof.sessionHash, r.answer, leases) };
+        return { ...r, answer: await withReleaseRequests(step, h.proof.sessionHash, r.answer, asked) };
       },
       this.spec(p, 'lease_renew', route, 'lease_renewed'),
       p.family,
@@ -497,13 +536,19 @@ export class LeaseEngine {
     }, undefined, p.family);
   }
 
-  /** The active lease of a route, or `lease_not_found`. */
+  /**
+   * The active lease of a route, or `lease_not_found`. While the store
+   * refuses writes (a full disk), what fell due is left out, not ended
+   * (read-only.ts).
+   */
   async inspect(p: Principal, route: string): Promise<{ lease: LeaseView }> {
+    const readOnly = this.store.writeFault?.() !== undefined;
     return this.run(async (step) => {
-      const l = await settleRoute(this.ctx, step, p.family, route);
+      const l = readOnly ? await heldLease(step, p.family, route) : await settleRoute(this.ctx, step, p.family, route);
       if (!l) {
-        const until = await activeLockDelay(step, p.family, route, (f, r) => grantNext(this.ctx, step, f, r));
-        const granted = until === undefined ? await step.tx.getLease(p.family, route) : undefined;
+        const until = readOnly ? await runningLockDelay(step, p.family, route) : await activeLockDelay(step, p.family, route, (f, r) => grantNext(this.ctx, step, f, r));
+        // Ending a delay that ran out grants the route to its head waiter: that lease is the answer.
+        const granted = until === undefined && !readOnly ? await step.tx.getLease(p.family, route) : undefined;
         if (granted) return { lease: leaseView(granted, step.now, await waiterCount(this.ctx, step, p.family, route)) };
         fail('lease_not_found', until === undefined ? 'no lease is held on this route' : 'no lease is held on this route; it is in lock-delay', { lockDelayUntil: until });
       }
@@ -518,8 +563,78 @@ export class LeaseEngine {
    */
   async list(p: Principal, sel: ParsedSelector, q: ListQuery): Promise<ListPage> {
     const c = this.cursor(p.family, 'leases', listQueryKey(sel, q), q.cursor, (x): x is string => typeof x === 'string');
-    const page = await this.run((step) => listStep(this.ctx, step, p.family, sel, q, c.after, c.encode), undefined, p.family);
+    const readOnly = this.store.writeFault?.() !== undefined;
+    const page = await this.run((step) => listStep(this.ctx, step, p.family, sel, q, c.after, c.encode, readOnly), undefined, p.family);
     return { ...page, epoch: this.store.epoch() };
+  }
+
+  // ---- a session's batched calls (CONTRACT §20) -------------------------------
+
+  /**
+   * Renew many of a session's leases in one step and keep the session alive
+   * (session-batch.ts, `renewAllStep`): each item its own outcome, the
+   * session's pending release requests listed. Each item is audited as its
+   * single renew would be (`lease_renew`, `lease_renewed` or `lease_lost`);
+   * a refusal of the whole call is one event without a route.
+   */
+  async renewAll(p: Caller, input: SessionBatch<RenewItem>): Promise<Outcome<SessionRenewed>> {
+    const batch = this.batch(input, SESSION_BATCH.renewItems);
+    const r = await this.runBatch(p, 'lease_renew', 'session_renew', batch, (step) => renewAllStep(this.ctx, step, p.family, batch));
+    if (!r.replayed) {
+      const facts = { ownerId: r.answer.session.owner_id, incarnation: r.answer.session.holder_incarnation };
+      r.answer.results.forEach((o, i) => this.audit.note(this.spec(p, 'lease_renew', o.route, 'lease_renewed'), o.code, { ...facts, fencingToken: input.items[i]!.fencingToken }));
+    }
+    return r;
+  }
+
+  /**
+   * Acquire every route for a session in one step, or none (session-batch.ts,
+   * `acquireAllStep`): `lease_conflict` with `held` when any route cannot be
+   * granted now. Each lease is audited as a single acquire's would be; a
+   * refusal of the whole call is one event without a route (a conflict is
+   * counted, as every conflict is).
+   */
+  async acquireAll(p: Caller, input: SessionBatch<AcquireItem>): Promise<Outcome<LeasesAcquired>> {
+    if (input.items.some((i) => i.maxLifetimeMs !== undefined && i.maxLifetimeMs > this.ctx.limits.maxLifetimeMs)) {
+      this.audit.note(this.spec(p, 'lease_acquire', null, 'leases_acquired'), 'invalid_request');
+      fail('invalid_request', `max_lifetime_ms exceeds the server maximum of ${this.ctx.limits.maxLifetimeMs}`);
+    }
+    const batch = this.batch(input, SESSION_BATCH.acquireItems);
+    const r = await this.runBatch(p, 'lease_acquire', 'session_acquire', batch, (step) => acquireAllStep(this.ctx, step, p.family, batch));
+    if (!r.replayed) {
+      for (const l of r.answer.leases) {
+        this.audit.note(this.spec(p, 'lease_acquire', l.route, 'lease_acquired'), 'lease_acquired', { ownerId: l.owner_id, incarnation: l.holder_incarnation, fencingToken: l.fencing_token });
+      }
+    }
+    return r;
+  }
+
+  /** The batch as its step takes it; `invalid_request` (nothing changes) unless it names 1 to `max` routes, each once. */
+  private batch<I extends { route: string }>(input: SessionBatch<I>, max: number): BatchInput<I> {
+    if (input.items.length < 1 || input.items.length > max) fail('invalid_request', `a batch names 1 to ${max} routes`);
+    if (new Set(input.items.map((i) => i.route)).size !== input.items.length) fail('invalid_request', 'a batch names each route once');
+    return { sessionHash: hashSecret(input.sessionId), requestId: input.requestId, digest: input.digest, items: input.items };
+  }
+
+  /** One batched call's step: its rows read ahead (every route's), a refusal of the whole call audited once. */
+  private async runBatch<T>(
+    p: Caller,
+    type: 'lease_renew' | 'lease_acquire',
+    op: 'session_renew' | 'session_acquire',
+    batch: BatchInput<{ route: string }>,
+    fn: (step: Step) => Promise<{ answer: T; replayed: boolean }>,
+  ): Promise<Outcome<T>> {
+    const prefetch = { idempotency: { op, route: batch.sessionHash, requestId: batch.requestId }, sessionHash: batch.sessionHash, routes: batch.items.map((i) => i.route) };
+    let facts: AuditFacts = {};
+    try {
+      return await this.run((step) => {
+        facts = step.facts;
+        return fn(step);
+      }, undefined, p.family, prefetch);
+    } catch (e) {
+      if (e instanceof LeaseholdError) this.audit.note(this.spec(p, type, null, ''), e.code, facts);
+      throw e;
+    }
   }
 
   // ---- operators ------------------------------------------------------------
@@ -659,6 +774,8 @@ export class LeaseEngine {
    */
   async listAudit(p: Principal, q: AuditQuery): Promise<AuditPage> {
     await this.audit.flush().catch((e: unknown) => {
+      // Writes refused (a full disk): the trail as stored; the events since wait in the buffer for room.
+      if (this.store.writeFault?.() !== undefined) return;
       throw fromStoreError(e);
     });
     const triple = q.selector.triple;
@@ -871,6 +988,11 @@ export class LeaseEngine {
     } catch {
       return false;
     }
+  }
+
+  /** Families whose due work this instance's sweeper is more than 5 s behind (readiness says `degraded`, CONTRACT §19). */
+  backlog(): Backlog[] {
+    return this.sweeper.backlog(this.store.now());
   }
 
   uptimeMs(): number {

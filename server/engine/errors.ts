@@ -14,6 +14,8 @@ export interface LeaseholdErrorOptions {
   retryAfterMs?: number;
   /** A refusal by lock-delay: when the route accepts a holder again (epoch ms). */
   lockDelayUntil?: number;
+  /** An all-or-nothing acquire refused: the routes that were held (or in lock-delay), in the request's order. */
+  held?: readonly string[];
 }
 
 const RETRYABLE_BY_DEFAULT: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
@@ -28,6 +30,7 @@ export class LeaseholdError extends Error {
   readonly retryable: boolean;
   readonly retryAfterMs: number | undefined;
   readonly lockDelayUntil: number | undefined;
+  readonly held: readonly string[] | undefined;
 
   constructor(code: ErrorCode, message: string, opts: LeaseholdErrorOptions = {}) {
     super(message);
@@ -36,6 +39,7 @@ export class LeaseholdError extends Error {
     this.retryable = opts.retryable ?? RETRYABLE_BY_DEFAULT.has(code);
     this.retryAfterMs = opts.retryAfterMs;
     this.lockDelayUntil = opts.lockDelayUntil;
+    this.held = opts.held;
   }
 }
 

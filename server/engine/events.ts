@@ -23,6 +23,16 @@ export interface LeaseChange {
   /** The former holder, on the changes that end a lease (for the audit trail; never sent to the feed). */
   ownerId?: string;
   incarnation?: string;
+  /**
+   * On the changes that end a lease (for the audit trail, which records
+   * every end on its route): when it ended (an expiry at its deadline, a
+   * lease of an expired session at the session's deadline, else the step's
+   * time), the lock-delay it started (the route takes no holder before it),
+   * and for `session_closed` whether the session was closed or expired.
+   */
+  endedAt?: number;
+  lockDelayUntil?: number;
+  sessionEnd?: 'closed' | 'expired';
   /** Made by another instance (shared store): never audited here. */
   remote?: true;
 }

@@ -12,7 +12,8 @@ import type { Step } from './step';
 
 export interface IdemKey {
   family: string;
-  op: 'acquire' | 'renew' | 'release' | 'checkpoint' | 'force_release' | 'revoke' | 'release_request';
+  op: 'acquire' | 'renew' | 'release' | 'checkpoint' | 'force_release' | 'revoke' | 'release_request' | 'session_renew' | 'session_acquire';
+  /** The route; for a session's batched call (session-batch.ts), which has none, the session's hash. */
   route: string;
   requestId: string;
 }

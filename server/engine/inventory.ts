@@ -7,6 +7,7 @@
 import type { ParsedSelector } from '@/lib/selector';
 import { scanAccepts, type LeaseScan, type LeaseScanResult } from '../store/types';
 import { expireDue } from './leases';
+import { heldOnly } from './read-only';
 import type { EngineContext, Step } from './step';
 import { leaseView, type LeaseView } from './views';
 
@@ -46,7 +47,9 @@ async function pointRead(step: Step, scan: LeaseScan, route: string): Promise<Le
 /**
  * One page, read after processing due expirations. The next cursor is at the
  * last item when the page is full, else at the last route examined when the
- * budget ran out, else there is none.
+ * budget ran out, else there is none. `readOnly` (the store refuses writes:
+ * a full disk): nothing due is ended, the page leaves it out instead, and
+ * may then be short of `limit` with a cursor (read-only.ts).
  */
 export async function listStep(
   ctx: EngineContext,
@@ -56,8 +59,9 @@ export async function listStep(
   q: ListQuery,
   after: string | null,
   encode: (position: string) => string,
+  readOnly = false,
 ): Promise<Omit<ListPage, 'epoch'>> {
-  await expireDue(ctx, step, 512, family);
+  if (!readOnly) await expireDue(ctx, step, 512, family);
   const spec: LeaseScan = {
     family,
     triple: sel.triple,
@@ -70,10 +74,10 @@ export async function listStep(
   };
   const route = exactRoute(sel);
   const scan = route === null ? await step.tx.scanLeases(spec) : await pointRead(step, spec, route);
-  const page = scan.rows.slice(0, q.limit);
+  const page = readOnly ? await heldOnly(step, scan.rows.slice(0, q.limit)) : scan.rows.slice(0, q.limit);
   step.events.push({ type: 'listed', family, examined: scan.examined, returned: page.length });
   let next: string | null = null;
-  if (scan.rows.length > q.limit) next = page[page.length - 1]!.route;
+  if (scan.rows.length > q.limit) next = scan.rows[q.limit - 1]!.route;
   else if (!scan.exhausted && scan.lastExamined !== null) next = scan.lastExamined;
   // On a shared store the queues are in the store: one query for the page.
   const waiting = await ctx.waiters.countOf(step, family, page.map((l) => l.route));

@@ -15,7 +15,7 @@ import type { LeaseRow, SessionRow } from '../store/types';
 import { fail, LeaseholdError } from './errors';
 import { findReplay, recordAnswer, type IdemKey } from './idempotency';
 import { randomId } from './ids';
-import type { EngineContext, Step } from './step';
+import { leaseRoom, type EngineContext, type Step } from './step';
 import { heldLease, type HeldLease, type Metadata } from './views';
 import { leaseTransition, type LeaseEnd } from './lease-transitions';
 import type { Waiter, WaiterParams } from './waiters';
@@ -54,7 +54,8 @@ export interface HolderProof {
  */
 export async function liveSession(ctx: EngineContext, step: Step, family: string, hash: string): Promise<SessionRow | undefined> {
   const s = await step.tx.getSession(hash);
-  if (!s || s.family !== family) return undefined;
+  // An ending session is closed already; later steps end its remaining leases.
+  if (!s || s.family !== family || s.ending) return undefined;
   if (s.expiresAt <= step.now) {
     await endSession(ctx, step, s, 'session_expired');
     return undefined;
@@ -62,30 +63,85 @@ export async function liveSession(ctx: EngineContext, step: Step, family: string
   return s;
 }
 
+/** How a closed or expired session's leases end, kept on its row while later steps still end some (`SessionRow.ending`). */
+interface Ending {
+  why: 'session_closed' | 'session_expired';
+  /** The holder closed its own session: its leases end without lock-delay where the policy allows (lock-delay.ts). */
+  consent: boolean;
+  /** When the session ended: a lease whose own deadline came before ends `expired`. */
+  at: number;
+  /** The operator's cap on the lock-delay, when an operator closed it. */
+  cap?: number;
+}
+
 /**
  * Close a session: release every lease it holds (change `session_closed`,
  * each freed route granted to its next waiter), drop its queued waits and
- * delete it. Returns how many leases were released.
+ * delete it. Returns how many leases this step released.
+ *
+ * A step ends at most `leaseRoom` leases (CONTRACT §19): the first step
+ * closes the session (its event, its waits refused, no longer live) and
+ * marks it `ending`; the sweeper's next steps end the rest, a bounded page
+ * each, and delete the session with its last lease (docs/design.md
+ * "Bounded steps").
  */
 export async function endSession(ctx: EngineContext, step: Step, s: SessionRow, why: 'session_closed' | 'session_expired', consent = why === 'session_closed'): Promise<number> {
-  const leases = await step.tx.sessionLeases(s.idHash);
-  await step.tx.deleteSession(s.idHash);
-  // A lease whose own deadline came first ends as `expired`, as the sweep
-  // would have ended it: before the session's deadline (on expiry, ties go
-  // to the session), or already past (on close).
-  const endedAt = why === 'session_expired' ? s.expiresAt : step.now + 1;
-  let released = 0;
-  for (const l of leases) {
-    const kind = l.expiresAt < endedAt ? 'expired' : 'session_closed';
-    // An expired session's leases ended at its deadline, however late this step noticed it (their lock-delay runs from then).
-    const at = kind === 'session_closed' && why === 'session_expired' ? s.expiresAt : undefined;
-    if ((await endLease(ctx, step, l, kind, kind === 'session_closed' && consent, at)) && kind === 'session_closed') released++;
+  return (await drainSession(ctx, step, s, why, consent)).released;
+}
+
+/** `endSession`, also saying whether the session is gone (`done`) or has leases left for later steps. */
+export async function drainSession(ctx: EngineContext, step: Step, s: SessionRow, why: 'session_closed' | 'session_expired', consent = why === 'session_closed'): Promise<{ released: number; done: boolean }> {
+  let ending: Ending;
+  if (s.ending) {
+    ending = JSON.parse(s.ending) as Ending;
+  } else {
+    // A lease whose own deadline came first ends as `expired`, as the sweep
+    // would have ended it: before the session's deadline (on expiry, ties go
+    // to the session), or already past (on close).
+    ending = { why, consent, at: why === 'session_expired' ? s.expiresAt : step.now + 1, ...(step.delayCapMs === undefined ? {} : { cap: step.delayCapMs }) };
+    // Its waits go first: a lease it frees is never granted to itself.
+    const taken = await ctx.waiters.takeSession(step, s.idHash);
+    for (const row of taken.remote) step.notices.push({ kind: 'refuse', to: row.instance, family: row.family, route: row.route, requestId: row.requestId });
+    for (const w of taken.local) step.refused.push({ waiter: w, error: sessionGone() });
+    step.events.push({ type: ending.why, family: s.family, incarnation: s.incarnation, ownerId: s.ownerId });
   }
-  const taken = await ctx.waiters.takeSession(step, s.idHash);
-  for (const row of taken.remote) step.notices.push({ kind: 'refuse', to: row.instance, family: row.family, route: row.route, requestId: row.requestId });
-  for (const w of taken.local) step.refused.push({ waiter: w, error: sessionGone() });
-  step.events.push({ type: why, family: s.family, incarnation: s.incarnation, ownerId: s.ownerId });
-  return released;
+  const room = leaseRoom(ctx, step);
+  // One more than fits tells whether any are left.
+  const leases = await step.tx.sessionLeases(s.idHash, room + 1);
+  let released = 0;
+  for (const l of leases.slice(0, room)) if (await endSessionLease(ctx, step, ending, l)) released++;
+  const done = leases.length <= room;
+  if (done) {
+    await step.tx.deleteSession(s.idHash);
+  } else {
+    // Closed from this step on, and due at once: the sweeper ends the rest.
+    if (!s.ending) await step.tx.setSessionEnding(s.idHash, JSON.stringify(ending), millis(Math.min(s.expiresAt, step.now)));
+    step.backlog = true;
+  }
+  return { released, done };
+}
+
+/** End one lease of an ending session, as its `ending` says; true if it was released (not already expired). */
+async function endSessionLease(ctx: EngineContext, step: Step, e: Ending, l: LeaseRow): Promise<boolean> {
+  const kind = l.expiresAt < e.at ? 'expired' : 'session_closed';
+  // An expired session's leases ended at its deadline, however late this step noticed it (their lock-delay runs from then).
+  const at = kind === 'session_closed' && e.why === 'session_expired' ? e.at : undefined;
+  const cap = step.delayCapMs;
+  if (e.cap !== undefined) step.delayCapMs = e.cap;
+  try {
+    const sessionEnd = kind === 'session_closed' ? (e.why === 'session_expired' ? 'expired' : 'closed') : undefined;
+    return (await endLease(ctx, step, l, kind, kind === 'session_closed' && e.consent, at, sessionEnd)) !== false && kind === 'session_closed';
+  } finally {
+    step.delayCapMs = cap;
+  }
+}
+
+/** End this route's lease now if its session is ending (it would otherwise wait for a later step of that session's end). */
+async function endIfEnding(ctx: EngineContext, step: Step, family: string, route: string, sessionHash: string): Promise<void> {
+  const l = await step.tx.getLease(family, route);
+  if (!l || l.sessionHash !== sessionHash) return;
+  const s = await step.tx.getSession(sessionHash);
+  if (s?.ending) await endSessionLease(ctx, step, JSON.parse(s.ending) as Ending, l);
 }
 
 /** How many acquires wait for a route (on every instance, on a shared store). */
@@ -97,18 +153,39 @@ export function sessionGone(): LeaseholdError {
   return new LeaseholdError('session_not_found', 'the session closed or expired while waiting');
 }
 
+/** What ending a lease did besides deleting it: the lock-delay it started, if any. */
+export interface LeaseEnded {
+  lockDelayUntil: number | undefined;
+}
+
 /**
  * End one lease (compare-and-delete), publish its change and grant the route
  * to its next waiter, unless the end starts a lock-delay (`consent`: the
- * holder closed its own session; `endedAt`: when it ended, if not now).
- * Returns false if the lease was no longer there.
+ * holder closed its own session; `endedAt`: when it ended, if not now;
+ * `sessionEnd`: for `session_closed`, whether the session was closed or
+ * expired). The change carries when the lease ended and the delay it
+ * started, so the audit trail records the end on its route (audit.ts,
+ * `leaseEnded`). Returns false if the lease was no longer there.
  */
-export async function endLease(ctx: EngineContext, step: Step, l: LeaseRow, kind: LeaseEnd, consent = false, endedAt?: number): Promise<boolean> {
+export async function endLease(
+  ctx: EngineContext,
+  step: Step,
+  l: LeaseRow,
+  kind: LeaseEnd,
+  consent = false,
+  endedAt?: number,
+  sessionEnd?: 'closed' | 'expired',
+): Promise<false | LeaseEnded> {
   if (!(await step.tx.deleteLease(l.family, l.route, l.leaseId, l.fencingToken))) return false;
+  step.endedLeases++;
   const revision = await step.tx.bumpRevision(l.family);
-  step.events.push(leaseTransition(l, { type: kind, revision }, step.now).event);
-  if ((await beginLockDelay(ctx, step, l, kind, consent, endedAt)) === undefined) await grantNext(ctx, step, l.family, l.route);
-  return true;
+  const event = leaseTransition(l, { type: kind, revision }, step.now).event;
+  const until = await beginLockDelay(ctx, step, l, kind, consent, endedAt);
+  // The moment it ended, as the delay counts it: never in the future.
+  const at = Math.min(endedAt ?? (kind === 'expired' ? l.expiresAt : step.now), step.now);
+  step.events.push({ ...event, endedAt: at, ...(until === undefined ? {} : { lockDelayUntil: until }), ...(sessionEnd ? { sessionEnd } : {}) });
+  if (until === undefined) await grantNext(ctx, step, l.family, l.route);
+  return { lockDelayUntil: until };
 }
 
 /**
@@ -122,8 +199,10 @@ export async function settleRoute(ctx: EngineContext, step: Step, family: string
   if (!l) return undefined;
   // The caller may already have read the holder's session in this step.
   const s = known?.idHash === l.sessionHash ? known : await step.tx.getSession(l.sessionHash);
-  if (s && s.expiresAt <= step.now && s.expiresAt <= l.expiresAt) {
-    await endSession(ctx, step, s, 'session_expired');
+  if (s && s.expiresAt <= step.now && (s.ending || s.expiresAt <= l.expiresAt)) {
+    if (!s.ending) await endSession(ctx, step, s, 'session_expired');
+    // A session ended over several steps may not have reached this route yet.
+    await endIfEnding(ctx, step, family, route, s.idHash);
   } else if (l.expiresAt <= step.now) {
     await endLease(ctx, step, l, 'expired');
   } else if (!s) {
@@ -136,7 +215,7 @@ export async function settleRoute(ctx: EngineContext, step: Step, family: string
 }
 
 /** Create a lease for a free route (bumping the revision, which is also its fencing token). */
-async function createLease(step: Step, p: WaiterParams, s: SessionRow, queued: boolean, waiters: number): Promise<{ row: LeaseRow; held: HeldLease }> {
+export async function createLease(step: Step, p: WaiterParams, s: SessionRow, queued: boolean, waiters: number): Promise<{ row: LeaseRow; held: HeldLease }> {
   const revision = await step.tx.bumpRevision(p.family);
   const { row, event } = leaseTransition(undefined, { type: 'acquire', revision, leaseId: randomId('ls_'), terms: p, session: s, queued, waiters }, step.now);
   await step.tx.insertLease(row);
@@ -149,7 +228,8 @@ function acquireKey(p: { family: string; route: string; requestId: string }): Id
   return { family: p.family, op: 'acquire', route: p.route, requestId: p.requestId };
 }
 
-function acquireRecordExpiry(ctx: EngineContext, step: Step, row: LeaseRow): Millis {
+/** An acquisition's answer is kept as long as the lease could live, and at least the idempotency TTL. */
+export function acquireRecordExpiry(ctx: EngineContext, step: Step, row: LeaseRow): Millis {
   return millis(Math.max(addMs(step.now, ctx.limits.idempotencyTtlMs), row.maxExpiresAt));
 }
 
@@ -257,16 +337,39 @@ export async function routeBounds(ctx: EngineContext, step: Step, family: string
   return boundsOf(ctx.policies ? await ctx.policies.policyFor(step.tx, family, route) : undefined, ctx.limits);
 }
 
+/**
+ * The route's active lease if it matches the holder's proof exactly (after
+ * processing the route's due expiry), else undefined. `s`: the presenting
+ * session, live.
+ */
+export async function provenLease(ctx: EngineContext, step: Step, family: string, route: string, proof: HolderProof, s: SessionRow): Promise<LeaseRow | undefined> {
+  const l = await settleRoute(ctx, step, family, route, s);
+  return l && l.sessionHash === proof.sessionHash && l.leaseId === proof.leaseId && l.fencingToken === proof.fencingToken ? l : undefined;
+}
+
 /** The active lease that matches the holder's proof exactly, or `lease_lost`. */
 async function heldBy(ctx: EngineContext, step: Step, family: string, route: string, proof: HolderProof): Promise<LeaseRow> {
   const s = await liveSession(ctx, step, family, proof.sessionHash);
   // The audit event names the presenting session and the token it presented.
   Object.assign(step.facts, { ownerId: s?.ownerId, incarnation: s?.incarnation, fencingToken: proof.fencingToken });
-  const l = s ? await settleRoute(ctx, step, family, route, s) : undefined;
-  if (!l || l.sessionHash !== proof.sessionHash || l.leaseId !== proof.leaseId || l.fencingToken !== proof.fencingToken) {
-    fail('lease_lost', 'the lease is not held by this session with this lease_id and token');
-  }
+  const l = s ? await provenLease(ctx, step, family, route, proof, s) : undefined;
+  if (!l) fail('lease_lost', 'the lease is not held by this session with this lease_id and token');
   return l;
+}
+
+/**
+ * Renew a proven lease (`provenLease`): new expiry from now capped by the
+ * max lifetime, renewal_count + 1, same token; a renewal hint, no change.
+ * `ttlMs` (absent: the lease's own) is clamped by the route's policy in
+ * force now. Returns the renewed row.
+ */
+export async function renewLease(ctx: EngineContext, step: Step, l: LeaseRow, ttlMs: number | undefined): Promise<LeaseRow> {
+  const b = await routeBounds(ctx, step, l.family, l.route);
+  const ttl = Math.min(b.ttlMaxMs, Math.max(b.ttlMinMs, ttlMs ?? l.ttlMs));
+  const { row, event } = leaseTransition(l, { type: 'renew', ttlMs: ttl }, step.now);
+  await step.tx.updateLeaseRenewal(l.family, l.route, l.leaseId, row.renewedAt, row.expiresAt, row.ttlMs, row.renewalCount);
+  step.events.push(event);
+  return row;
 }
 
 /** Renew: new expiry capped by max lifetime, renewal_count + 1, same token. No change event. */
@@ -274,13 +377,7 @@ export async function renewStep(ctx: EngineContext, step: Step, family: string, 
   const key: IdemKey = { family, op: 'renew', route, requestId };
   const replay = await findReplay<RenewResult>(step, key, digest);
   if (replay) return { answer: replay, replayed: true };
-  const l = await heldBy(ctx, step, family, route, proof);
-  // Asked or kept, the TTL is clamped by the policy in force now.
-  const b = await routeBounds(ctx, step, family, route);
-  const ttl = Math.min(b.ttlMaxMs, Math.max(b.ttlMinMs, ttlMs ?? l.ttlMs));
-  const { row: renewed, event } = leaseTransition(l, { type: 'renew', ttlMs: ttl }, step.now);
-  await step.tx.updateLeaseRenewal(family, route, l.leaseId, renewed.renewedAt, renewed.expiresAt, renewed.ttlMs, renewed.renewalCount);
-  step.events.push(event);
+  const renewed = await renewLease(ctx, step, await heldBy(ctx, step, family, route, proof), ttlMs);
   const answer: RenewResult = { lease: heldLease(renewed, step.now, await waiterCount(ctx, step, family, route)) };
   await recordAnswer(step, key, digest, answer, addMs(step.now, ctx.limits.idempotencyTtlMs));
   return { answer, replayed: false };
@@ -333,15 +430,22 @@ export async function expireDue(ctx: EngineContext, step: Step, limit: number, f
     ...sessions.map((s): Due => ({ at: s.expiresAt, session: s })),
     ...leases.map((l): Due => ({ at: l.expiresAt, lease: l })),
   ].sort((a, b) => a.at - b.at || (a.session ? -1 : 1));
+  // More is due than this step may end (CONTRACT §19): say so, so the sweeper runs another step.
+  let more = false;
   for (const d of due) {
+    if (leaseRoom(ctx, step) === 0) {
+      more = true;
+      break;
+    }
     if (d.session) {
       const s = await step.tx.getSession(d.session.idHash);
-      if (s && s.expiresAt <= step.now) await endSession(ctx, step, s, 'session_expired');
+      if (s && s.expiresAt <= step.now && !(await drainSession(ctx, step, s, 'session_expired')).done) more = true;
     } else {
       await settleRoute(ctx, step, d.lease!.family, d.lease!.route);
     }
   }
-  return leases.length + sessions.length;
+  const n = leases.length + sessions.length;
+  return more ? Math.max(n, limit) : n;
 }
 
 export type { Metadata };

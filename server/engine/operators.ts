@@ -63,7 +63,9 @@ export async function forceEndStep(ctx: EngineContext, step: Step, family: strin
     fail('lease_mismatch', `the current lease has fencing token ${l.fencingToken}, not ${input.expectedFencingToken}`);
   }
   step.delayCapMs = input.lockDelayMs;
-  await endLease(ctx, step, l, input.kind);
+  const ended = await endLease(ctx, step, l, input.kind);
+  // The delay this end started goes in the operator's event (its `details`), so the history can shade it.
+  if (ended && ended.lockDelayUntil !== undefined) step.facts.lockDelayUntil = ended.lockDelayUntil;
   let answer: ForceReleased | Revoked = { route, fencing_token: l.fencingToken };
   if (input.kind === 'revoked') {
     let closed: 0 | 1 = 0;

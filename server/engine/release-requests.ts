@@ -81,15 +81,37 @@ export async function releaseRequestStep(ctx: EngineContext, step: Step, family:
 }
 
 /**
- * The pending release requests of a session's unexpired leases, by route.
- * `leases`: the session's leases read earlier in this step; each is read
- * again through the step (a point read the caches answer), so the answer is
- * the state at the end of the step.
+ * At most this many pending release requests are listed in one answer (the
+ * first by route): an answer's size, like a step's, has a bound (CONTRACT
+ * §19); a holder asked to let go of more leases than this learns of the
+ * rest as it releases the first.
  */
-export async function pendingReleaseRequests(step: Step, sessionHash: string, leases?: readonly LeaseRow[]): Promise<PendingReleaseRequest[]> {
+export const RELEASE_REQUESTS_LISTED = 1_000;
+
+/**
+ * The leases of a session that carry a release request, read through the
+ * store's partial index of them alone: a renew or keepalive costs the same
+ * however many leases its session holds (docs/design.md "Batched calls").
+ * Read it before the step writes anything: on SQLite a read the caches
+ * cannot answer, made after the step's own writes, would make the step
+ * write through under a savepoint and drop the caches
+ * (server/store/unit-of-work.ts).
+ */
+export function askedLeases(step: Step, sessionHash: string): Promise<LeaseRow[]> {
+  return step.tx.sessionReleaseRequests(sessionHash, RELEASE_REQUESTS_LISTED);
+}
+
+/**
+ * The pending release requests of a session's unexpired leases, by route.
+ * `asked`: the session's leases that carried one when the step began
+ * (`askedLeases`); each is read again through the step (a point read the
+ * caches answer), so the answer is the state at the end of the step. A
+ * step never adds a request to a lease of the session it answers.
+ */
+export async function pendingReleaseRequests(step: Step, sessionHash: string, asked: readonly LeaseRow[]): Promise<PendingReleaseRequest[]> {
   const out: PendingReleaseRequest[] = [];
-  for (const read of leases ?? (await step.tx.sessionLeases(sessionHash))) {
-    const l = leases ? await step.tx.getLease(read.family, read.route) : read;
+  for (const read of asked) {
+    const l = await step.tx.getLease(read.family, read.route);
     if (!l || l.sessionHash !== sessionHash) continue;
     const r = l.expiresAt > step.now ? releaseRequestOf(l) : null;
     if (r) out.push({ route: l.route, fencing_token: l.fencingToken, requested_at: r.requested_at, reason: r.reason });
@@ -97,18 +119,12 @@ export async function pendingReleaseRequests(step: Step, sessionHash: string, le
   return out;
 }
 
-/**
- * An answer plus the session's pending release requests (renew and keepalive
- * answers). `leases`: the session's leases, read by the step before it wrote
- * anything: on SQLite a read the caches cannot answer, made after the step's
- * own writes, would make the step write through under a savepoint and drop
- * the caches (server/store/unit-of-work.ts).
- */
+/** An answer plus the session's pending release requests (renew and keepalive answers); `asked` as for `pendingReleaseRequests`. */
 export async function withReleaseRequests<T extends object>(
   step: Step,
   sessionHash: string,
   answer: T,
-  leases?: readonly LeaseRow[],
+  asked: readonly LeaseRow[],
 ): Promise<T & { release_requests: PendingReleaseRequest[] }> {
-  return { ...answer, release_requests: await pendingReleaseRequests(step, sessionHash, leases) };
+  return { ...answer, release_requests: await pendingReleaseRequests(step, sessionHash, asked) };
 }

@@ -5,10 +5,9 @@
  */
 
 import { addMs } from '../store/millis';
-import type { LeaseRow } from '../store/types';
 import { fail } from './errors';
 import { hashSecret, pooledRandom, randomId } from './ids';
-import { endSession, expireDue, liveSession } from './leases';
+import { drainSession, expireDue, liveSession } from './leases';
 import type { EngineContext, Step } from './step';
 import { sessionView, type SessionView } from './views';
 
@@ -39,11 +38,11 @@ export async function openSessionStep(step: Step, family: string, ownerId: strin
 }
 
 /** Reset a live session's expiry to now + its TTL, or `session_not_found`. */
-export async function keepAliveStep(ctx: EngineContext, step: Step, family: string, sessionHash: string, leases?: readonly LeaseRow[]): Promise<{ session: SessionView }> {
+export async function keepAliveStep(ctx: EngineContext, step: Step, family: string, sessionHash: string): Promise<{ session: SessionView }> {
   const s = await liveSession(ctx, step, family, sessionHash);
   if (!s) fail('session_not_found', 'session not found, closed or expired');
-  // The session's leases, when the caller read them before this step wrote anything (release-requests.ts says why).
-  const count = leases ? leases.length : await step.tx.countSessionLeases(s.idHash);
+  // Counted before this step writes anything (release-requests.ts, askedLeases, says why).
+  const count = await step.tx.countSessionLeases(s.idHash);
   const expiresAt = addMs(step.now, s.ttlMs);
   await step.tx.setSessionExpiry(s.idHash, expiresAt);
   return { session: sessionView({ ...s, expiresAt }, count) };
@@ -54,7 +53,9 @@ export async function closeSessionStep(ctx: EngineContext, step: Step, family: s
   const s = await liveSession(ctx, step, family, hashSecret(sessionId));
   if (!s) fail('session_not_found', 'session not found, closed or expired');
   Object.assign(step.facts, { ownerId: s.ownerId, incarnation: s.incarnation });
-  return { released: await endSession(ctx, step, s, 'session_closed') };
+  const { released, done } = await drainSession(ctx, step, s, 'session_closed');
+  // Its leases beyond this step's bound end in the next steps (CONTRACT §19): they are released too.
+  return { released: done ? released : released + (await step.tx.countSessionLeases(s.idHash)) };
 }
 
 /** One page of live sessions by (created_at, incarnation), after the keyset position `after`. */

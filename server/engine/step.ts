@@ -30,6 +30,8 @@ export interface Limits {
   changeLogChanges: number;
   /** ...or those of the last this many ms, whichever holds more (0: by count alone). */
   changeLogMs: number;
+  /** Leases one atomic step may end (CONTRACT §19): a larger session end or sweep takes several steps. */
+  stepMaxLeases: number;
 }
 
 export const DEFAULT_LIMITS: Limits = {
@@ -39,6 +41,7 @@ export const DEFAULT_LIMITS: Limits = {
   waitersPerRoute: LIMITS.waitersPerRoute.max,
   changeLogChanges: 100_000,
   changeLogMs: 600_000,
+  stepMaxLeases: 1_000,
 };
 
 export interface QueuedGrant {
@@ -69,6 +72,11 @@ export interface Step {
   readonly facts: AuditFacts;
   /** An operator's cap on the lock-delay of the leases this step ends (lock-delay.ts). */
   delayCapMs?: number;
+  /** Leases this step ended so far; it ends at most `maxLeases` (default: the limit `stepMaxLeases`). */
+  endedLeases: number;
+  maxLeases?: number;
+  /** Set when the step left a session's leases for later steps: the sweeper is woken after the commit. */
+  backlog?: boolean;
 }
 
 export interface EngineContext {
@@ -89,5 +97,10 @@ export interface EngineContext {
 }
 
 export function newStep(tx: Tx): Step {
-  return { tx, now: tx.now, events: [], grants: [], refused: [], enqueued: [], notices: [], facts: {} };
+  return { tx, now: tx.now, events: [], grants: [], refused: [], enqueued: [], notices: [], facts: {}, endedLeases: 0 };
+}
+
+/** How many more leases this step may end (CONTRACT §19, docs/design.md "Bounded steps"). */
+export function leaseRoom(ctx: EngineContext, step: Step): number {
+  return Math.max(0, (step.maxLeases ?? ctx.limits.stepMaxLeases) - step.endedLeases);
 }

@@ -62,6 +62,14 @@ export const HeldLease = LeaseView.extend({ lease_id: z.string().describe('Prese
   description: 'What the holder gets back from acquire and renew: a LeaseView plus lease_id',
 });
 
+/** One item of a batched renew: renewed, with the lease, or lost (nothing changed for it). */
+const RenewOutcome = z
+  .union([
+    z.object({ route: z.string(), code: z.literal('lease_renewed'), lease: HeldLease }).meta({ id: 'LeaseRenewedItem', description: 'The lease was renewed, as POST …/renew would have' }),
+    z.object({ route: z.string(), code: z.literal('lease_lost') }).meta({ id: 'LeaseLostItem', description: 'The lease presented is not the route’s active lease: stop writing under it (nothing changed)' }),
+  ])
+  .meta({ id: 'SessionRenewResult', description: 'One item’s outcome; one item’s loss never fails another' });
+
 export const SessionView = z
   .object({
     holder_incarnation: z.string(),
@@ -103,7 +111,7 @@ export const AuditEvent = z
     details: z
       .record(z.string(), JsonValue)
       .optional()
-      .describe('What the event recorded besides its reason, when anything: for policy_set the policy’s values as set, for policy_delete the values it had (null: unset); for lease_force_release and lease_revoke the operator’s choices (close_session, lock_delay_ms); for the session_close a revoke made, revoke_of (the route)'),
+      .describe('What the event recorded besides its reason, when anything: for policy_set the policy’s values as set, for policy_delete the values it had (null: unset); for lease_force_release and lease_revoke the operator’s choices (close_session, lock_delay_ms); for the session_close a revoke made, revoke_of (the route); for an end of a lease that started a lock-delay (lease_force_release, lease_revoke, lease_expire, and lease_release with result session_closed), lock_delay_until (RFC 3339)'),
   })
   .meta({ id: 'AuditEvent' });
 
@@ -154,6 +162,12 @@ export const Answers = {
   session_open: z.object({ session: OpenedSession }),
   session_keepalive: z.object({ session: SessionView, release_requests: PendingReleaseRequests }),
   session_close: z.object({ released: count.describe('How many leases closing released') }),
+  session_renew: z.object({
+    session: SessionView.describe('The session as the renewal’s keepalive left it'),
+    results: z.array(RenewOutcome).describe('One per item, in the request’s order'),
+    release_requests: PendingReleaseRequests,
+  }),
+  session_acquire: z.object({ leases: z.array(HeldLease).describe('One per route, in the request’s order, each with its own fencing token') }),
   session_list: z.object({ items: z.array(SessionView), next_cursor: nextCursor }),
   lease_list: z.object({
     items: z.array(LeaseView),
@@ -210,8 +224,22 @@ const readinessChecks = z.object({
   schema: z.enum(['ok', 'mismatch', 'unknown']),
   draining: z.boolean(),
 });
+/** Why a serving instance is degraded (CONTRACT §19). */
+export const DegradedReason = z
+  .object({
+    reason: z.enum(['no_space', 'backlog']).describe('`no_space`: the disk is full (reads served, writes refused with backend_unavailable); `backlog`: the expiry sweeper is more than 5 s behind a family’s due work'),
+    family: z.string().optional().describe('`backlog`: the family'),
+    due: z.number().int().min(0).optional().describe('`backlog`: leases still to end (counted up to 1,000,000)'),
+    behind_ms: z.number().int().min(0).optional().describe('`backlog`: how long its oldest due work has waited'),
+  })
+  .meta({ id: 'DegradedReason', description: 'Why a serving instance is degraded (CONTRACT §19); one flat object so typed clients keep every field' });
 export const HealthReady = z
-  .object({ status: z.literal('ready'), store: z.enum(['sqlite', 'postgres']), checks: readinessChecks })
+  .object({
+    status: z.enum(['ready', 'degraded']).describe('`degraded`: serving, with the `reasons` listed'),
+    store: z.enum(['sqlite', 'postgres']),
+    checks: readinessChecks,
+    reasons: z.array(DegradedReason).optional().describe('Present when `degraded`'),
+  })
   .meta({ id: 'HealthReady', description: 'Send this instance traffic' });
 export const HealthNotReady = z
   .object({ status: z.enum(['unavailable', 'draining']), store: z.enum(['sqlite', 'postgres']), checks: readinessChecks })
@@ -279,5 +307,9 @@ export const ErrorBody = z
     retryable: z.boolean(),
     retry_after_ms: count.optional().describe('When to retry, when the server knows'),
     lock_delay_until: time.optional().describe('The route is in lock-delay until then (an acquire refused by it, inspect of a free route in it)'),
+    held: z
+      .array(z.string())
+      .optional()
+      .describe('An all-or-nothing acquire (`POST /api/v1/sessions/acquire`) refused with `lease_conflict`: the routes that were held or in lock-delay, in the request’s order; nothing was acquired'),
   })
   .meta({ description: 'The error envelope' });

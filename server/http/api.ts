@@ -349,11 +349,11 @@ class HttpRequest implements ApiRequest {
     (this.extraHeaders ??= {})[name] = value;
   }
 
-  authorize(target: Triple, need: Permission): void {
+  authorize(target: Triple, need: Permission, route = this.route): void {
     try {
       authorize(this.principal, target, need);
     } catch (e) {
-      if (e instanceof LeaseholdError && e.code === 'access_denied') deny(this.engine, this.principal, this.route, e.message);
+      if (e instanceof LeaseholdError && e.code === 'access_denied') deny(this.engine, this.principal, route, route === this.route ? e.message : `${e.message} (${route})`);
       throw e;
     }
   }

@@ -17,7 +17,7 @@ import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { call, startTestServer, type TestServer } from '../testing/harness';
+import { call, consoleLikeFallback, startTestServer, type TestServer } from '../testing/harness';
 import { SseClient } from '../testing/sse';
 import { waitFor } from '../testing/wait';
 import { MAX_QUEUED_REQUESTS } from './connection-guard';
@@ -206,19 +206,7 @@ describe('methods the console does not serve', () => {
   const seen: string[] = [];
   before(async () => {
     // A console that, like Next, would answer 500 to a method fetch's Request refuses (TRACE, TRACK, CONNECT).
-    s = await startTestServer({
-      fallback: (req, res) => {
-        seen.push(`${req.method} ${req.url}`);
-        try {
-          new Request(`http://console${req.url}`, { method: req.method });
-          res.writeHead(200, { 'Content-Type': 'text/plain' });
-          res.end('console\n');
-        } catch {
-          res.writeHead(500);
-          res.end();
-        }
-      },
-    });
+    s = await startTestServer({ fallback: consoleLikeFallback(seen) });
   });
   after(() => s.close());
 

@@ -10,7 +10,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
-import { leasePath, prng, rid, startTestServer, type TestServer } from '../testing/harness';
+import { consoleLikeFallback, leasePath, prng, rid, startTestServer, type TestServer } from '../testing/harness';
 
 let s: TestServer;
 before(async () => {
@@ -176,4 +176,28 @@ test('300 random raw request lines: never a 5xx, a refused target is always the 
   }
   const health = await s.call('GET', '/api/v1/health', undefined, { token: null });
   assert.equal(health.status, 200);
+});
+
+test('every method, known or not, on every kind of path (console, API, raw or percent-encoded) is a 4xx or an answer, never a 5xx; an oversized head is a 431', async () => {
+  // A console that, like Next, answers 500 to a method fetch's Request refuses (TRACE, TRACK, CONNECT): the server must never hand it one.
+  const consoleLike = await startTestServer({ fallback: consoleLikeFallback() });
+  try {
+    const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE', 'TRACK', 'CONNECT', 'PROPFIND', 'M-SEARCH', 'FOO', 'QUERY'];
+    const PATHS = ['/', '/leases', '/nonexistent', '/%61pi/v1/health', '/%2Fapi/v1/health', '/api/v1/health', '/api%2Fv1/health', '/api/v1/leases/a/b/c', '/api/v1/leases/a/b/c/acquire', '/api/v1/no-such-path', '/api/metrics', '/_next/static/x.js', '/leases/%E2%82%AC'];
+    for (const method of METHODS) {
+      for (const path of PATHS) {
+        const what = `${method} ${path}`;
+        const r = await rawExchange(consoleLike.url, `${method} ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+        assert.ok(r.status >= 200 && r.status < 500, `${what} → ${r.raw.slice(0, 200)}`);
+        // A 405 names what is allowed (GET, HEAD outside the API; the route's own methods in it).
+        if (r.status === 405) assert.match(r.headers.allow ?? '', /^[A-Z]+(, [A-Z]+)*$/, `${what}: Allow`);
+      }
+    }
+    // A head over the limit (a cookie and a long query): a 431 the client reads, never a silent close.
+    const long = `GET /leases?q=${'x'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\nCookie: ${'c=1; '.repeat(10_000)}\r\nConnection: close\r\n\r\n`;
+    assert.equal((await rawExchange(consoleLike.url, long)).status, 431);
+    assert.equal((await consoleLike.call('GET', '/api/v1/health', undefined, { token: null })).status, 200, 'the server still works');
+  } finally {
+    await consoleLike.close();
+  }
 });

@@ -65,6 +65,47 @@ export const EXAMPLES: Record<string, Example> = {
       release_requests: [],
     },
   },
+  session_renew: {
+    request: {
+      session_id: proof.session_id,
+      request_id: 'renew-tick-0001',
+      leases: [
+        { route, lease_id: heldLease.lease_id, fencing_token: 42 },
+        { route: 'lease://acme/renderers/doc-2', lease_id: 'ls_Vb7pQ0aZ', fencing_token: 43, ttl_ms: 60000 },
+      ],
+    },
+    response: {
+      status: 'success',
+      code: 'session_renewed',
+      correlation_id: cid,
+      session: {
+        holder_incarnation: 'hi_3kF9aQ2',
+        owner_id: 'worker-7',
+        ttl_ms: 15000,
+        created_at: '2026-11-29T12:00:00.000Z',
+        expires_at: '2026-11-29T12:00:25.000Z',
+        lease_count: 1,
+      },
+      results: [
+        { route, code: 'lease_renewed', lease: { ...heldLease, renewed_at: '2026-11-29T12:00:10.000Z', expires_at: '2026-11-29T12:00:40.000Z', renewal_count: 1 } },
+        { route: 'lease://acme/renderers/doc-2', code: 'lease_lost' },
+      ],
+      release_requests: [],
+    },
+  },
+  session_acquire: {
+    request: {
+      session_id: proof.session_id,
+      request_id: 'acq-pair-0001',
+      leases: [{ route, metadata: { shard: 3 } }, { route: 'lease://acme/renderers/doc-2' }],
+    },
+    response: {
+      status: 'success',
+      code: 'leases_acquired',
+      correlation_id: cid,
+      leases: [heldLease, { ...heldLease, route: 'lease://acme/renderers/doc-2', fencing_token: 43, revision: 43, metadata: null, lease_id: 'ls_Vb7pQ0aZ' }],
+    },
+  },
   lease_release_request: {
     request: { request_id: 'ask-doc-1-0001', reason: 'deploying a new renderer; please finish and let go', expected_fencing_token: 42 },
     response: {
@@ -113,6 +154,17 @@ export const CONFLICT_EXAMPLE = {
   correlation_id: cid,
   retryable: true,
   retry_after_ms: 1200,
+};
+
+/** The answer to an all-or-nothing acquire when one of its routes is held: nothing was acquired. */
+export const BATCH_CONFLICT_EXAMPLE = {
+  status: 'error',
+  code: 'lease_conflict',
+  message: 'a route is held or in lock-delay; nothing was acquired',
+  correlation_id: cid,
+  retryable: true,
+  retry_after_ms: 1200,
+  held: ['lease://acme/renderers/doc-2'],
 };
 
 /** A stream's first events, as they arrive. */

@@ -251,6 +251,17 @@ test('every success answer parses with its operation’s schema and carries no f
   conforms('checkpoint_read', await s.call('GET', leasePath(r2, 'checkpoint')));
   conforms('lease_release', await s.call('POST', leasePath(r2, 'release'), { ...p2, request_id: rid() }));
 
+  // A session's batched calls (docs/design.md "Batched calls"), and the all-or-nothing refusal's `held`.
+  const batch = await s.call('POST', '/api/v1/sessions/acquire', { session_id: sid, request_id: rid(), leases: [{ route: 'lease://oas/answers/b1' }, { route: 'lease://oas/answers/b2', metadata: { shard: 3 } }] });
+  conforms('session_acquire', batch);
+  const [b1, b2] = batch.body.leases as Array<{ route: string; lease_id: string; fencing_token: number }>;
+  conformsError(await s.call('POST', '/api/v1/sessions/acquire', { session_id: sid, request_id: rid(), leases: [{ route: 'lease://oas/answers/b3' }, { route: b1!.route }] }), 'lease_conflict');
+  const renewItems = [
+    { route: b1!.route, lease_id: b1!.lease_id, fencing_token: b1!.fencing_token },
+    { route: b2!.route, lease_id: 'ls_wrong', fencing_token: b2!.fencing_token, ttl_ms: 20_000 },
+  ];
+  conforms('session_renew', await s.call('POST', '/api/v1/sessions/renew', { session_id: sid, request_id: rid(), leases: renewItems }));
+
   const reason = 'stuck worker, paged at night';
   conforms('lease_force_release', await s.call('POST', leasePath(route, 'force-release'), { request_id: rid(), reason, expected_fencing_token: proof.fencing_token }));
   const a3 = await s.call('POST', leasePath(route, 'acquire'), { session_id: sid, request_id: rid() });

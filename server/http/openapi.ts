@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { ERROR_CODES, type ErrorCode } from '../engine/errors';
 import { Answers, ErrorBody, FeedEvents, HealthLive, HealthNotReady, HealthOk, HealthReady, HealthUnavailable, JsonValue, type Operation } from './answers';
 import { STATUS_OF } from './envelope';
-import { CONFLICT_EXAMPLE, EXAMPLES, STREAM_EXAMPLE } from './openapi-examples';
+import { BATCH_CONFLICT_EXAMPLE, CONFLICT_EXAMPLE, EXAMPLES, STREAM_EXAMPLE } from './openapi-examples';
 import { ROUTES, type AnyRoute } from './routes';
 
 type Json = Record<string, unknown>;
@@ -25,6 +25,8 @@ const OPERATION_IDS: Record<Operation, string> = {
   session_open: 'openSession',
   session_keepalive: 'keepSessionAlive',
   session_close: 'closeSession',
+  session_renew: 'renewSessionLeases',
+  session_acquire: 'acquireLeases',
   session_list: 'listSessions',
   lease_list: 'listLeases',
   lease_inspect: 'inspectLease',
@@ -71,6 +73,8 @@ const TAG_OF: Record<Operation, Tag> = {
   session_keepalive: 'sessions',
   session_close: 'sessions',
   session_list: 'sessions',
+  session_renew: 'sessions',
+  session_acquire: 'leases',
   lease_acquire: 'leases',
   lease_renew: 'leases',
   lease_release: 'leases',
@@ -260,13 +264,13 @@ function errorCodesOf(r: AnyRoute, hasBody: boolean): ErrorCode[] {
   return [...codes];
 }
 
-function errorResponses(codes: readonly ErrorCode[], conflictExample: boolean): Json {
+function errorResponses(codes: readonly ErrorCode[], conflictExample: object | false): Json {
   const byStatus = new Map<number, ErrorCode[]>();
   for (const c of codes) byStatus.set(STATUS_OF[c], [...(byStatus.get(STATUS_OF[c]) ?? []), c]);
   const out: Json = {};
   for (const [status, list] of [...byStatus].sort((a, b) => a[0] - b[0])) {
     const media: Json = { schema: REF(ERROR_SCHEMA_OF[status]!) };
-    if (status === 409 && conflictExample) media.example = CONFLICT_EXAMPLE;
+    if (status === 409 && conflictExample) media.example = conflictExample;
     const headers: Json = { 'X-Correlation-Id': HEADER('CorrelationId') };
     if (list.some((c) => RETRYABLE_STATUS.has(STATUS_OF[c]))) headers['Retry-After'] = HEADER('RetryAfter');
     if (status === 405) headers.Allow = HEADER('Allow');
@@ -384,7 +388,7 @@ export function openApiDocument(version: string): Json {
       tags: [TAG_OF[r.operation]],
       parameters: params,
       security: r.auth ? [{ bearer: [] }] : [],
-      responses: { [String(r.success.status)]: success, ...errorResponses(errorCodesOf(r, hasBody), r.operation === 'lease_acquire') },
+      responses: { [String(r.success.status)]: success, ...errorResponses(errorCodesOf(r, hasBody), r.operation === 'lease_acquire' ? CONFLICT_EXAMPLE : r.operation === 'session_acquire' ? BATCH_CONFLICT_EXAMPLE : false) },
     };
     if (hasBody) {
       const body: Json = { schema: c.named(`${pascal(operationId)}Request`, r.body, 'input') };

@@ -38,8 +38,8 @@ export interface ApiRequest {
   lastEventId: string | undefined;
   /** Add a response header (login and logout set the cookie). */
   setHeader(name: string, value: string): void;
-  /** A permission check that depends on the body; a refusal is an audited `access_denied`, like the path's. */
-  authorize(target: Triple, need: Permission): void;
+  /** A permission check that depends on the body; a refusal is an audited `access_denied`, like the path's (naming `route` when given). */
+  authorize(target: Triple, need: Permission, route?: string): void;
   /** True when the caller authenticated with the console's login cookie (no bearer token). */
   viaCookie: boolean;
   /** The response as a live SSE stream (for a handler that answers `STREAMED`); nothing is written until its first event. */
@@ -282,6 +282,52 @@ export const ROUTES: AnyRoute[] = [
     errors: ['session_not_found'],
     permit: (req) => authorizeAnyWrite(req.principal),
     handle: (req, e) => e.closeSession(req.principal, req.body.session_id as string),
+  },
+  {
+    method: 'POST',
+    path: '/api/v1/sessions/renew',
+    operation: 'session_renew',
+    summary: 'Renew many of a session’s leases in one step (each its own outcome) and keep the session alive',
+    auth: true,
+    body: S.SessionRenewBody,
+    query: S.NoQuery,
+    success: { status: 200, code: 'session_renewed' },
+    errors: ['session_not_found', 'idempotency_conflict', 'outcome_unknown'],
+    permit: (req) => authorizeAnyWrite(req.principal),
+    handle: (req, e) => {
+      const items = req.body.leases as Array<{ route: string; lease_id: string; fencing_token: number; ttl_ms?: number }>;
+      // Each route needs `write`, as its single renew does; the body is judged whole first (docs/api.md, order of checks).
+      for (const i of items) req.authorize(routeTriple(i.route), 'write', i.route);
+      return e.renewAll(req.principal, {
+        sessionId: req.body.session_id as string,
+        requestId: req.body.request_id as string,
+        digest: requestDigest(req.body),
+        items: items.map((i) => ({ route: i.route, leaseId: i.lease_id, fencingToken: i.fencing_token, ttlMs: i.ttl_ms })),
+      });
+    },
+  },
+  {
+    method: 'POST',
+    path: '/api/v1/sessions/acquire',
+    operation: 'session_acquire',
+    summary: 'Acquire several routes for a session in one step: all of them, or none (never waits)',
+    auth: true,
+    body: S.SessionAcquireBody,
+    query: S.NoQuery,
+    success: { status: 200, code: 'leases_acquired' },
+    errors: ['session_not_found', 'lease_conflict', 'idempotency_conflict', 'outcome_unknown'],
+    permit: (req) => authorizeAnyWrite(req.principal),
+    handle: (req, e) => {
+      const items = req.body.leases as Array<{ route: string; ttl_ms?: number; max_lifetime_ms?: number; metadata?: Record<string, string | number | boolean> }>;
+      for (const i of items) req.authorize(routeTriple(i.route), 'write', i.route);
+      return e.acquireAll(req.principal, {
+        sessionId: req.body.session_id as string,
+        requestId: req.body.request_id as string,
+        digest: requestDigest(req.body),
+        // Absent: the route's policy default (docs/policies.md).
+        items: items.map((i) => ({ route: i.route, ttlMs: i.ttl_ms, maxLifetimeMs: i.max_lifetime_ms, metadata: i.metadata ?? null })),
+      });
+    },
   },
   {
     method: 'GET',

@@ -7,7 +7,8 @@
 import { z } from 'zod';
 import { parseGrant } from '@/lib/grants';
 import { codePoints, identifierProblem } from '@/lib/identifiers';
-import { inRange, LIMITS, type LimitRow } from '@/lib/limits';
+import { inRange, LIMITS, SESSION_BATCH, type LimitRow } from '@/lib/limits';
+import { parseRoute } from '@/lib/selector';
 import { AUDIT_EVENT_TYPES } from '../engine/audit';
 import { FAMILY_RE } from '../engine/tokens';
 import { JsonValue } from './answers';
@@ -71,6 +72,49 @@ const holderProof = {
 };
 
 export const RenewBody = z.strictObject({ ...holderProof, ttl_ms: leaseTtl.optional() });
+
+/** A route in a body (a batched call's item): the grammar's, never normalized; a wildcard is refused. */
+const bodyRoute = z
+  .string()
+  .max(400)
+  .superRefine((s, ctx) => {
+    const r = parseRoute(s);
+    if (!r.ok) ctx.addIssue({ code: 'custom', message: `route ${r.reason}` });
+  })
+  .describe('lease://realm/area/resource');
+
+/** A batch names each route once: which of two items for one route should win is not the server's guess. */
+function distinctRoutes(items: ReadonlyArray<{ route: string }>, ctx: z.RefinementCtx): void {
+  const seen = new Set<string>();
+  items.forEach((item, i) => {
+    if (seen.has(item.route)) ctx.addIssue({ code: 'custom', message: `${JSON.stringify(item.route.slice(0, 420))} appears more than once`, path: [i, 'route'] });
+    seen.add(item.route);
+  });
+}
+
+/** `POST /api/v1/sessions/renew` (docs/design.md "Batched calls"): each item is a renew's proof and TTL. */
+export const SessionRenewBody = z.strictObject({
+  session_id: sessionId,
+  request_id: requestId,
+  leases: z
+    .array(z.strictObject({ route: bodyRoute, lease_id: holderProof.lease_id, fencing_token: fencingToken, ttl_ms: leaseTtl.optional() }))
+    .min(1, 'must name at least one lease')
+    .max(SESSION_BATCH.renewItems, `at most ${SESSION_BATCH.renewItems} leases a request`)
+    .superRefine(distinctRoutes)
+    .describe(`1 to ${SESSION_BATCH.renewItems} leases of the session, each route at most once; each renewed as POST …/renew would (ttl_ms absent: the lease’s own)`),
+});
+
+/** `POST /api/v1/sessions/acquire` (docs/design.md "Batched calls"): each item is an acquire's terms; it never waits (no `wait_ms`). */
+export const SessionAcquireBody = z.strictObject({
+  session_id: sessionId,
+  request_id: requestId,
+  leases: z
+    .array(z.strictObject({ route: bodyRoute, ttl_ms: leaseTtl.optional(), max_lifetime_ms: maxLifetime.optional(), metadata: metadata.optional() }))
+    .min(1, 'must name at least one route')
+    .max(SESSION_BATCH.acquireItems, `at most ${SESSION_BATCH.acquireItems} routes a request`)
+    .superRefine(distinctRoutes)
+    .describe(`1 to ${SESSION_BATCH.acquireItems} routes, each at most once, all granted or none; no wait_ms: waiting for several routes is how deadlocks start`),
+});
 export const ReleaseBody = z.strictObject(holderProof);
 export const CheckpointBody = z.strictObject({ ...holderProof, value: JsonValue });
 

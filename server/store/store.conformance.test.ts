@@ -212,6 +212,27 @@ for (const backend of BACKENDS) {
       assert.equal(await store.atomic((tx) => tx.deleteLease('default', 'lease://a/b/c', 'ls_5', 5)), true);
     });
 
+    test('a session’s leases with a release request, by route, at most limit; pending writes of the batch included', async () => {
+      await store.atomic(async (tx) => {
+        for (const t of [3, 1, 2]) await tx.insertLease(lease(`lease://a/b/${t}`, t));
+        await tx.insertLease(lease('lease://a/b/4', 4, { sessionHash: 'h2' }));
+        // A new lease never carries a request: one is set on a held lease.
+        await tx.setReleaseRequest('default', 'lease://a/b/3', 'ls_3', 3, '{"at":1}');
+        await tx.setReleaseRequest('default', 'lease://a/b/1', 'ls_1', 1, '{"at":2}');
+        await tx.setReleaseRequest('default', 'lease://a/b/4', 'ls_4', 4, '{"at":3}');
+      });
+      const routes = (rows: LeaseRow[]) => rows.map((r) => [r.route, r.releaseRequest]);
+      assert.deepEqual(routes(await store.atomic((tx) => tx.sessionReleaseRequests('h1', 10))), [['lease://a/b/1', '{"at":2}'], ['lease://a/b/3', '{"at":1}']]);
+      assert.deepEqual(routes(await store.atomic((tx) => tx.sessionReleaseRequests('h1', 1))), [['lease://a/b/1', '{"at":2}']]);
+      // A request set by an earlier step of the same batch (held in its caches on both stores) is found too.
+      const [, found] = await Promise.all([
+        store.atomic((tx) => tx.setReleaseRequest('default', 'lease://a/b/2', 'ls_2', 2, '{"at":4}'), { family: 'default' }),
+        store.atomic((tx) => tx.sessionReleaseRequests('h1', 10), { family: 'default' }),
+      ]);
+      assert.deepEqual(routes(found), [['lease://a/b/1', '{"at":2}'], ['lease://a/b/2', '{"at":4}'], ['lease://a/b/3', '{"at":1}']]);
+      assert.deepEqual(routes(await store.atomic((tx) => tx.sessionReleaseRequests('h3', 10))), []);
+    });
+
     test('idempotency records replace, expire and prune; meta is set once', async () => {
       const rec = { family: 'default', op: 'acquire', route: 'lease://a/b/c', requestId: 'r1', digest: 'd1', status: 0, answer: '{"x":1}', expiresAt: millis(100) };
       await store.atomic((tx) => tx.putIdempotency(rec));

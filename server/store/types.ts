@@ -25,6 +25,12 @@ export interface SessionRow {
   ttlMs: number;
   createdAt: Millis;
   expiresAt: Millis;
+  /**
+   * Set once the session is closed or expired but still holds leases that
+   * later steps end (CONTRACT §19, docs/design.md "Bounded steps"): how they
+   * end, JSON text the engine reads. Null or absent while the session lives.
+   */
+  ending?: string | null;
 }
 
 export interface LeaseRow {
@@ -221,13 +227,18 @@ export interface Tx {
   getSession(idHash: string): Promise<SessionRow | undefined>;
   insertSession(row: SessionRow): Promise<void>;
   setSessionExpiry(idHash: string, expiresAt: Millis): Promise<void>;
+  /** Mark a session as ending (its `ending`), due at `expiresAt`: no longer live, its remaining leases ended by later steps. */
+  setSessionEnding(idHash: string, ending: string, expiresAt: Millis): Promise<void>;
   deleteSession(idHash: string): Promise<void>;
   /** Sessions whose expiry is at or before `now`, earliest first (of one family when given). */
   dueSessions(now: Millis, limit: number, family?: string): Promise<SessionRow[]>;
   /** Families with a lease or session due at `now` (at most `limit`), for a sweep that runs one step per family. */
   dueFamilies(now: Millis, limit: number): Promise<string[]>;
+  /** Live sessions (not ending), by (created_at, incarnation). */
   listSessions(family: string, ownerId: string | undefined, after: [number, string] | null, limit: number): Promise<SessionRow[]>;
   countSessionLeases(idHash: string): Promise<number>;
+  /** The family's due leases plus the leases of its ending sessions, each counted up to `cap` (a sweep behind its work, for readiness). */
+  countBacklog(family: string, now: Millis, cap: number): Promise<number>;
 
   getLease(family: string, route: string): Promise<LeaseRow | undefined>;
   insertLease(row: LeaseRow): Promise<void>;
@@ -235,7 +246,14 @@ export interface Tx {
   updateLeaseRenewal(family: string, route: string, leaseId: string, renewedAt: number, expiresAt: number, ttlMs: number, renewalCount: number): Promise<void>;
   /** Compare-and-delete: remove only the lease with this exact lease_id and token. */
   deleteLease(family: string, route: string, leaseId: string, fencingToken: number): Promise<boolean>;
-  sessionLeases(idHash: string): Promise<LeaseRow[]>;
+  /** The session's leases by route (the first `limit` when given). */
+  sessionLeases(idHash: string, limit?: number): Promise<LeaseRow[]>;
+  /**
+   * The session's leases that carry a release request, by route (the first
+   * `limit`), found through a partial index of those leases alone: the cost
+   * grows with the pending requests, not with the session's leases.
+   */
+  sessionReleaseRequests(idHash: string, limit: number): Promise<LeaseRow[]>;
   /** Set the pending release request (JSON text) of the lease with this exact lease_id and token; false if it is not there. */
   setReleaseRequest(family: string, route: string, leaseId: string, fencingToken: number, request: string): Promise<boolean>;
   /** Leases whose expiry is at or before `now`, earliest first (of one family when given). */
@@ -457,7 +475,16 @@ export interface StepScope {
     idempotency?: { op: string; route: string; requestId: string };
     sessionHash?: string;
     route?: string;
+    /** More routes (a batched call's): read like `route`. */
+    routes?: readonly string[];
   };
+  /**
+   * A long step (a sweep ending up to LEASEHOLD_STEP_MAX_LEASES leases):
+   * a store that batches a family's steps into one transaction runs it in
+   * a batch of its own, so the requests queued beside it do not wait for it
+   * twice (CONTRACT §19).
+   */
+  alone?: boolean;
 }
 
 /** Receives a shared store's cross-instance messages. */
@@ -491,6 +518,21 @@ export interface StoreInfo {
   epoch: string;
 }
 
+/**
+ * Why a store refuses writes while it still answers reads (CONTRACT §19):
+ * its disk is full (`no_space`), or failing (`io_error`).
+ */
+export type WriteFault = 'no_space' | 'io_error';
+
+/** What a store tells its engine outside any step. */
+export type StoreNotice =
+  /** Writes are refused from now on (`backend_unavailable`); reads are answered. */
+  | { type: 'writes_refused'; fault: WriteFault; message: string }
+  /** Writes are taken again. */
+  | { type: 'writes_accepted' }
+  /** Changes may have been applied that no step published (a write answered `outcome_unknown` was): streams must resync. */
+  | { type: 'unpublished' };
+
 /** Thrown by a backend that cannot answer safely. `maybeCommitted` means the step may have taken effect. */
 export class StoreUnavailableError extends Error {
   constructor(
@@ -522,6 +564,10 @@ export interface Store {
   epoch(): string;
   /** Flush pending work and release the store. */
   close(): Promise<void>;
+  /** Why writes are refused now; undefined while they are taken (a store that never refuses them need not say). */
+  writeFault?(): WriteFault | undefined;
+  /** Listen for the store's notices (see StoreNotice); returns the unsubscribe. */
+  subscribe?(listener: (notice: StoreNotice) => void): () => void;
 }
 
 /** One of the oldest audit events, as the global prune reads them. */

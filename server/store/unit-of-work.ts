@@ -62,8 +62,8 @@ export const LEASES: TableSpec<LeaseRow> = {
 export const SESSIONS: TableSpec<SessionRow> = {
   name: 'sessions',
   keyCols: ['id_hash'],
-  cols: ['id_hash', 'family', 'incarnation', 'owner_id', 'ttl_ms', 'created_at', 'expires_at'],
-  values: (r) => [r.idHash, r.family, r.incarnation, r.ownerId, r.ttlMs, r.createdAt, r.expiresAt],
+  cols: ['id_hash', 'family', 'incarnation', 'owner_id', 'ttl_ms', 'created_at', 'expires_at', 'ending'],
+  values: (r) => [r.idHash, r.family, r.incarnation, r.ownerId, r.ttlMs, r.createdAt, r.expiresAt, r.ending ?? null],
 };
 
 export const IDEMPOTENCY: TableSpec<IdempotencyRow> = {
@@ -290,6 +290,14 @@ export abstract class UnitOfWork<B extends Tx = Tx> implements Tx {
     const s = await this.getSession(idHash);
     if (s) this.sessions.write(idHash, { ...s, expiresAt });
   }
+  async setSessionEnding(idHash: string, ending: string, expiresAt: Millis): Promise<void> {
+    if (this.st.direct) {
+      this.wroteThrough();
+      return this.base.setSessionEnding(idHash, ending, expiresAt);
+    }
+    const s = await this.getSession(idHash);
+    if (s) this.sessions.write(idHash, { ...s, ending, expiresAt });
+  }
   async deleteSession(idHash: string): Promise<void> {
     if (this.st.direct) {
       this.wroteThrough();
@@ -388,11 +396,26 @@ export abstract class UnitOfWork<B extends Tx = Tx> implements Tx {
   countSessionLeases(idHash: string): Promise<number> {
     return this.read(() => this.base.countSessionLeases(idHash));
   }
-  sessionLeases(idHash: string): Promise<LeaseRow[]> {
-    return this.read(() => this.base.sessionLeases(idHash));
+  countBacklog(family: string, now: Millis, cap: number): Promise<number> {
+    return this.read(() => this.base.countBacklog(family, now, cap));
   }
-  dueLeases(now: Millis, limit: number, family?: string): Promise<LeaseRow[]> {
-    return this.read(() => this.base.dueLeases(now, limit, family));
+  async sessionLeases(idHash: string, limit?: number): Promise<LeaseRow[]> {
+    return this.learnLeases(await this.read(() => this.base.sessionLeases(idHash, limit)));
+  }
+  async sessionReleaseRequests(idHash: string, limit: number): Promise<LeaseRow[]> {
+    return this.learnLeases(await this.read(() => this.base.sessionReleaseRequests(idHash, limit)));
+  }
+  async dueLeases(now: Millis, limit: number, family?: string): Promise<LeaseRow[]> {
+    return this.learnLeases(await this.read(() => this.base.dueLeases(now, limit, family)));
+  }
+  /**
+   * Rows just read (the database held every write so far) are what the
+   * cache would load: ending a page of them then reads none again, one
+   * round trip each on PostgreSQL (docs/design.md "Bounded steps").
+   */
+  private learnLeases(rows: LeaseRow[]): LeaseRow[] {
+    if (!this.st.direct) for (const r of rows) this.leases.learn(leaseKey(r.family, r.route), r);
+    return rows;
   }
   scanLeases(scan: LeaseScan): Promise<LeaseScanResult> {
     return this.read(() => this.base.scanLeases(scan));

@@ -299,3 +299,22 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
   };
   return ts;
 }
+
+/**
+ * A stand-in for the console that, like Next, answers 500 to a method
+ * fetch's `Request` refuses (TRACE, TRACK, CONNECT) and 200 to the rest:
+ * the server must never hand it such a request. Records what reached it.
+ */
+export function consoleLikeFallback(seen: string[] = []): NonNullable<TestServerOptions['fallback']> {
+  return (req, res) => {
+    seen.push(`${req.method} ${req.url}`);
+    try {
+      new Request(`http://console${req.url}`, { method: req.method });
+      res.writeHead(200, { 'Content-Type': 'text/plain' });
+      res.end('console\n');
+    } catch {
+      res.writeHead(500);
+      res.end();
+    }
+  };
+}

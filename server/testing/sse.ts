@@ -98,10 +98,28 @@ export class SseClient {
 
   /** The first event (already received or to come) matching `pred`, or a timeout error. */
   async waitFor(pred: (e: SseEvent) => boolean, timeoutMs = 5_000, what = 'event'): Promise<SseEvent> {
+    // Every event is asked again at each wake: a predicate may also read the client's counters.
+    let hit: SseEvent | undefined;
+    await this.until(() => (hit = this.events.find(pred)) !== undefined, timeoutMs, what);
+    return hit!;
+  }
+
+  /** Wait until `n` events match `pred` (each event is looked at once, however many arrive). */
+  async waitForCount(pred: (e: SseEvent) => boolean, n: number, timeoutMs = 5_000): Promise<SseEvent[]> {
+    const hits: SseEvent[] = [];
+    let scanned = 0;
+    await this.until(() => {
+      for (; scanned < this.events.length; scanned++) if (pred(this.events[scanned]!)) hits.push(this.events[scanned]!);
+      return hits.length >= n;
+    }, timeoutMs, `${n} matching events`);
+    return hits;
+  }
+
+  /** Wait, woken by each event, until `done()` holds; fails when the stream ends first or at the timeout. */
+  private async until(done: () => boolean, timeoutMs: number, what: string): Promise<void> {
     const deadline = performance.now() + timeoutMs;
     for (;;) {
-      const hit = this.events.find(pred);
-      if (hit) return hit;
+      if (done()) return;
       if (this.ended) throw new Error(`stream ended before ${what}; got ${this.describe()}`);
       const left = deadline - performance.now();
       if (left <= 0) throw new Error(`timed out waiting for ${what}; got ${this.describe()}`);
@@ -113,12 +131,6 @@ export class SseClient {
         });
       });
     }
-  }
-
-  /** Wait until `n` events match `pred`. */
-  async waitForCount(pred: (e: SseEvent) => boolean, n: number, timeoutMs = 5_000): Promise<SseEvent[]> {
-    await this.waitFor(() => this.events.filter(pred).length >= n, timeoutMs, `${n} matching events`);
-    return this.events.filter(pred);
   }
 
   /** Events of one type. */

@@ -22,6 +22,16 @@ export function dueSql(d: Dialect, table: 'leases' | 'sessions', oneFamily: bool
     : `SELECT ${cols} FROM ${from} WHERE expires_at <= ${p(d, 1)} ORDER BY expires_at LIMIT ${p(d, 2)}`;
 }
 
+/**
+ * A family's backlog, for readiness (params: now, family, cap, family, cap):
+ * its due leases and the leases of its ending sessions, each counted up to
+ * `cap`, so the count costs at most that however large the backlog.
+ */
+export function backlogSql(d: Dialect): string {
+  return `SELECT (SELECT count(*) FROM (SELECT 1 FROM leases${d.indexedBy('leases_expiry')} WHERE expires_at <= ${p(d, 1)} AND family = ${p(d, 2)} LIMIT ${p(d, 3)}) due)
+     + (SELECT count(*) FROM (SELECT 1 FROM leases WHERE session_hash IN (SELECT id_hash FROM sessions WHERE family = ${p(d, 4)} AND ending IS NOT NULL) LIMIT ${p(d, 5)}) ending) AS n`;
+}
+
 /** Families with a lease or session due (params: now, now, limit). */
 export function dueFamiliesSql(d: Dialect): string {
   return `SELECT family FROM (SELECT family FROM leases${d.indexedBy('leases_expiry')} WHERE expires_at <= ${p(d, 1)}

@@ -290,6 +290,7 @@ export class PgBatchTx extends UnitOfWork<PgTx> {
       if (p.idempotency) idem.set(idemKey(this.family, p.idempotency.op, p.idempotency.route, p.idempotency.requestId), p.idempotency);
       if (p.sessionHash !== undefined) sessions.add(p.sessionHash);
       if (p.route !== undefined) routes.add(p.route);
+      if (p.routes !== undefined) for (const r of p.routes) routes.add(r);
     }
     return { idem, sessions, routes };
   }

@@ -60,6 +60,8 @@ interface Pending {
   timer: ReturnType<typeof setTimeout> | undefined;
   /** Set while its batch runs: abort that batch. */
   abort: (() => void) | undefined;
+  /** Runs in a batch of its own (`StepScope.alone`). */
+  alone: boolean;
 }
 
 /** At most this many steps in one batch (a bound on the lock's hold and the flush's size). */
@@ -157,7 +159,7 @@ export class PgStore implements Store {
     return new Promise<T>((resolve, reject) => {
       let q = this.queued.get(family);
       if (!q) this.queued.set(family, (q = []));
-      const p: Pending = { fn, prefetch: scope?.prefetch, resolve: resolve as (v: unknown) => void, reject, timer: undefined, abort: undefined };
+      const p: Pending = { fn, prefetch: scope?.prefetch, resolve: resolve as (v: unknown) => void, reject, timer: undefined, abort: undefined, alone: scope?.alone === true };
       p.timer = setTimeout(() => this.expire(family, p), this.stepTimeoutMs);
       q.push(p);
       if (!this.running.has(family)) {
@@ -197,7 +199,9 @@ export class PgStore implements Store {
           this.queued.delete(family);
           return;
         }
-        const batch = q.splice(0, MAX_BATCH);
+        // A step that runs alone ends the batch before it, and has its own.
+        const cut = q[0]!.alone ? 1 : q.findIndex((p) => p.alone);
+        const batch = q.splice(0, cut < 0 ? MAX_BATCH : Math.min(cut, MAX_BATCH));
         if (this.closed) {
           for (const p of batch) {
             clearTimeout(p.timer);

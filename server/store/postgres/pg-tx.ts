@@ -36,17 +36,16 @@ import { PgWaiters } from './pg-waiters';
 import { PgPolicies } from './pg-policies';
 import { changeInsertSql, PgChangeLog } from './pg-change-log';
 import { MIGRATIONS } from './schema';
-import { postgres } from '../plan/dialect';
+import { columns, postgres, SESSION_FIELDS } from '../plan/dialect';
 import { planLeaseScan, renderLeaseChunk, runLeaseScan } from '../plan/lease-scan';
 import { planAuditScan, renderAuditScan } from '../plan/audit-scan';
-import { auditPruneSql, dueFamiliesSql, dueSql, familyExcess } from '../plan/expiry';
+import { auditPruneSql, backlogSql, dueFamiliesSql, dueSql, familyExcess } from '../plan/expiry';
 
 export const LEASE_COLS = `family, route, lease_id AS "leaseId", fencing_token AS "fencingToken",
   session_hash AS "sessionHash", owner_id AS "ownerId", incarnation, acquired_at AS "acquiredAt",
   renewed_at AS "renewedAt", expires_at AS "expiresAt", max_expires_at AS "maxExpiresAt",
   ttl_ms AS "ttlMs", renewal_count AS "renewalCount", revision, metadata, release_request AS "releaseRequest"`;
-export const SESSION_COLS = `family, id_hash AS "idHash", incarnation, owner_id AS "ownerId", ttl_ms AS "ttlMs",
-  created_at AS "createdAt", expires_at AS "expiresAt"`;
+export const SESSION_COLS = columns(postgres, SESSION_FIELDS);
 const TOKEN_COLS = `id, secret_hash AS "secretHash", name, family, grants, root, kind,
   created_at AS "createdAt", expires_at AS "expiresAt", revoked_at AS "revokedAt", created_by AS "createdBy"`;
 type RawToken = Omit<TokenRow, 'grants'> & { grants: string };
@@ -190,6 +189,9 @@ export class PgTx implements Tx {
   async setSessionExpiry(idHash: string, expiresAt: number): Promise<void> {
     await this.q('sexp', `UPDATE sessions SET expires_at = $1 WHERE id_hash = $2`, [expiresAt, idHash]);
   }
+  async setSessionEnding(idHash: string, ending: string, expiresAt: number): Promise<void> {
+    await this.q('send', `UPDATE sessions SET ending = $1, expires_at = $2 WHERE id_hash = $3`, [ending, expiresAt, idHash]);
+  }
   async deleteSession(idHash: string): Promise<void> {
     await this.q('sdel', `DELETE FROM sessions WHERE id_hash = $1`, [idHash]);
   }
@@ -207,12 +209,15 @@ export class PgTx implements Tx {
     if (after) {
       return this.q(
         '',
-        `SELECT ${SESSION_COLS} FROM sessions WHERE family = $1 AND (created_at, incarnation) > ($2, $3)${owner}
+        `SELECT ${SESSION_COLS} FROM sessions WHERE family = $1 AND ending IS NULL AND (created_at, incarnation) > ($2, $3)${owner}
          ORDER BY created_at, incarnation LIMIT $4`,
         [family, after[0], after[1], limit, ...extra],
       );
     }
-    return this.q('', `SELECT ${SESSION_COLS} FROM sessions WHERE family = $1${owner} ORDER BY created_at, incarnation LIMIT $2`, [family, limit, ...extra]);
+    return this.q('', `SELECT ${SESSION_COLS} FROM sessions WHERE family = $1 AND ending IS NULL${owner} ORDER BY created_at, incarnation LIMIT $2`, [family, limit, ...extra]);
+  }
+  async countBacklog(family: string, now: number, cap: number): Promise<number> {
+    return this.count('lbkl', backlogSql(postgres), [now, family, cap, family, cap]);
   }
   async countSessionLeases(idHash: string): Promise<number> {
     return this.count('scount', `SELECT count(*)::int8 AS n FROM leases WHERE session_hash = $1`, [idHash]);
@@ -253,8 +258,12 @@ export class PgTx implements Tx {
     ]);
     return n === 1;
   }
-  async sessionLeases(idHash: string): Promise<LeaseRow[]> {
+  async sessionLeases(idHash: string, limit?: number): Promise<LeaseRow[]> {
+    if (limit !== undefined) return this.q('lsesn', `SELECT ${LEASE_COLS} FROM leases WHERE session_hash = $1 ORDER BY route LIMIT $2`, [idHash, limit]);
     return this.q('lses', `SELECT ${LEASE_COLS} FROM leases WHERE session_hash = $1 ORDER BY route`, [idHash]);
+  }
+  async sessionReleaseRequests(idHash: string, limit: number): Promise<LeaseRow[]> {
+    return this.q('lsesrr', `SELECT ${LEASE_COLS} FROM leases WHERE session_hash = $1 AND release_request IS NOT NULL ORDER BY route LIMIT $2`, [idHash, limit]);
   }
   async dueLeases(now: number, limit: number, family?: string): Promise<LeaseRow[]> {
     if (family === undefined) return this.q('ldue', DUE.leases, [now, limit]);

@@ -184,7 +184,7 @@ describe('SQLite batch journal', () => {
     assert.equal((await again.atomic((tx) => tx.getLease('default', 'lease://acme/j/r3')))?.fencingToken, 4);
   });
 
-  test('reading the journal: it ends at a torn line or at an older line left behind; statements are named once per file', () => {
+  test('reading the journal: it ends at a torn line, a line without its newline or an older line left behind; statements are named once per file', () => {
     const dir = dataDir();
     const path = join(dir, 'leasehold.journal');
     const line = (q: number, v: number, d = false) => JSON.stringify({ q, ...(d ? { d: { 1: 'INSERT INTO t VALUES (?)' } } : {}), w: [[1, [v]]] });
@@ -193,6 +193,9 @@ describe('SQLite batch journal', () => {
       { seq: 1, statements: [['INSERT INTO t VALUES (?)', [1]]] },
       { seq: 2, statements: [['INSERT INTO t VALUES (?)', [2]]] },
     ]);
+    // A line is in the journal only with its newline: a write the disk cut short before it is not.
+    writeFileSync(path, `${line(1, 1, true)}\n${line(2, 2)}`);
+    assert.deepEqual(readJournal(path, 0).map((l) => l.seq), [1], 'a last line without its newline');
     // After a commit at 2, line 3 is written over the start of the file; line 2 is left behind it.
     writeFileSync(path, `${line(3, 3, true)}\n${line(2, 2)}\n`);
     assert.deepEqual(readJournal(path, 2).map((l) => l.seq), [3]);

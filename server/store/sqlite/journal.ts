@@ -26,14 +26,36 @@
  *
  * A line is `{"q":seq,"d":{id:sql,…},"w":[[id,params],…]}`: a statement's
  * text is written once per journal file (`d`), later lines name it by id.
+ * A line is in the journal only once it is written whole, newline included:
+ * a write that fails (a full disk) takes back what it wrote, so a batch
+ * refused for it is never applied later (CONTRACT §19 "A failure answer is
+ * the truth"); if even that fails, the batch's outcome is unknown until the
+ * store reads the file again.
  */
 
 import type Database from 'better-sqlite3';
-import { closeSync, constants, fdatasyncSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { closeSync, constants, fdatasyncSync, ftruncateSync, openSync, readFileSync, writeSync } from 'node:fs';
 
 /** Where the write-behind flush reports each statement it runs (journaled when the batch is). */
 export interface WriteLog {
   add(stmt: Database.Statement, params: unknown[]): void;
+}
+
+/**
+ * A line the journal could not write whole. `maybeWritten`: part of it may
+ * be in the file still (it could not be taken back), so its batch's outcome
+ * is unknown until the file is read again; otherwise the file does not hold it.
+ */
+export class JournalWriteError extends Error {
+  readonly code: string | undefined;
+  constructor(
+    readonly cause: unknown,
+    readonly maybeWritten: boolean,
+  ) {
+    super(`cannot write the batch journal: ${cause instanceof Error ? cause.message : String(cause)}`);
+    this.name = 'JournalWriteError';
+    this.code = (cause as NodeJS.ErrnoException | undefined)?.code;
+  }
 }
 
 interface Line {
@@ -92,22 +114,43 @@ export class BatchJournal implements WriteLog {
     return this.seq;
   }
 
-  /** Append this batch's line (a batch with no statements writes none); throws if the file cannot take it. */
+  /**
+   * Append this batch's line (a batch with no statements writes none).
+   * Throws a JournalWriteError if the file cannot take it whole (and synced,
+   * with fsync): the part written is taken back first.
+   */
   write(): void {
     if (this.entries.length === 0) return;
     const line: Line = { q: this.seq + 1, w: this.entries };
     if (this.defs.length > 0) line.d = Object.fromEntries(this.defs);
-    const text = `${JSON.stringify(line)}\n`;
+    const bytes = Buffer.from(`${JSON.stringify(line)}\n`);
+    let done = 0;
     try {
-      this.offset += writeSync(this.fd, text, this.offset);
+      // A write may take part of the line (the disk filled on the way): the rest follows, or fails.
+      while (done < bytes.length) done += writeSync(this.fd, bytes, done, bytes.length - done, this.offset + done);
       if (this.fsync) fdatasyncSync(this.fd);
     } catch (e) {
       this.discard();
-      throw e;
+      throw new JournalWriteError(e, done > 0 && !this.takeBack());
     }
+    this.offset += bytes.length;
     this.seq++;
     this.entries = [];
     this.defs = [];
+  }
+
+  /**
+   * Cut the file where the failed line began; true if it could. Shrinking a
+   * file needs no free space. The lines past that point are older ones
+   * (from before the last commit), never needed again.
+   */
+  private takeBack(): boolean {
+    try {
+      ftruncateSync(this.fd, this.offset);
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   /** Forget this batch's statements (it commits instead, or failed). */
@@ -117,6 +160,18 @@ export class BatchJournal implements WriteLog {
     }
     this.entries = [];
     this.defs = [];
+  }
+
+  /**
+   * The file was read again (after a failed write or commit): its lines
+   * after `committedSeq` up to `seq`, ending at byte `end`, are the ones the
+   * database has not committed; the next line follows them.
+   */
+  reread(committedSeq: number, seq: number, end: number): void {
+    this.discard();
+    this.committedSeq = committedSeq;
+    this.seq = seq;
+    this.offset = end;
   }
 
   /** The transaction holding every written line committed: the next line goes at the start of the file. */
@@ -133,24 +188,40 @@ export class BatchJournal implements WriteLog {
   }
 }
 
+/** A line read back: its sequence number and its statements (text and parameters). */
+export interface JournalLine {
+  seq: number;
+  statements: Array<[string, unknown[]]>;
+}
+
 /**
  * The journal's lines that continue `afterSeq`, parsed: from the start of
  * the file, each line numbered one more than the one before, the first
  * `afterSeq + 1`. The first line that does not parse (cut short by a crash:
- * never acknowledged) or does not continue the count (an older line, from
- * before the last commit) ends it.
+ * never acknowledged), is not ended by a newline (a write that failed) or
+ * does not continue the count (an older line, from before the last commit)
+ * ends it.
  */
-export function readJournal(path: string, afterSeq: number): Array<{ seq: number; statements: Array<[string, unknown[]]> }> {
+export function readJournal(path: string, afterSeq: number): JournalLine[] {
+  return readJournalFile(path, afterSeq).lines;
+}
+
+/** `readJournal`, and the byte offset where the last line it returns ends (0 when none). */
+export function readJournalFile(path: string, afterSeq: number): { lines: JournalLine[]; end: number } {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { lines: [], end: 0 };
     throw e;
   }
   const sqlById = new Map<number, string>();
-  const out: Array<{ seq: number; statements: Array<[string, unknown[]]> }> = [];
-  for (const [i, raw] of text.split('\n').entries()) {
+  const out: JournalLine[] = [];
+  let end = 0;
+  const pieces = text.split('\n');
+  // The last piece follows the last newline: empty, or a line never written whole.
+  pieces.pop();
+  for (const [i, raw] of pieces.entries()) {
     let line: Line;
     try {
       line = JSON.parse(raw) as Line;
@@ -167,6 +238,7 @@ export function readJournal(path: string, afterSeq: number): Array<{ seq: number
         return [sql, params];
       }),
     });
+    end += Buffer.byteLength(raw) + 1;
   }
-  return out;
+  return { lines: out, end };
 }

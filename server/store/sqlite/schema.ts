@@ -166,4 +166,17 @@ export const MIGRATIONS: readonly string[] = [
   -- values for policy_set and policy_delete); null for other events.
   ALTER TABLE audit ADD COLUMN details TEXT;
   `,
+  `
+  -- A closed or expired session whose leases later steps still end
+  -- (docs/design.md "Bounded steps"), JSON text; null while it lives.
+  ALTER TABLE sessions ADD COLUMN ending TEXT;
+  -- Those steps take a session's leases a page at a time, in route order.
+  DROP INDEX leases_session;
+  CREATE INDEX leases_session ON leases (session_hash, route);
+  `,
+  `
+  -- A session's pending release requests, which every renew and keepalive
+  -- answer lists (docs/release-requests.md), without reading its other leases.
+  CREATE INDEX leases_release_requests ON leases (session_hash, route) WHERE release_request IS NOT NULL;
+  `,
 ];

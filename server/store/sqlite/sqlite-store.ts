@@ -30,12 +30,13 @@ import { MIGRATIONS } from './schema';
 import { SqlitePolicies } from './policies';
 import { SqliteChangeLog } from './change-log';
 import { BatchTx, type DirectTx } from './write-behind';
-import { BatchJournal, readJournal, type WriteLog } from './journal';
+import { BatchJournal, JournalWriteError, readJournalFile, type WriteLog } from './journal';
+import { RetryGate, writeFaultOf } from './write-fault';
 import { idempotencyKey, RecentIdempotency } from './recent-idempotency';
-import { sqlite } from '../plan/dialect';
+import { columns, SESSION_FIELDS, sqlite } from '../plan/dialect';
 import { planLeaseScan, renderLeaseChunk, runLeaseScan } from '../plan/lease-scan';
 import { planAuditScan, renderAuditScan } from '../plan/audit-scan';
-import { auditPruneSql, dueFamiliesSql, dueSql, familyExcess } from '../plan/expiry';
+import { auditPruneSql, backlogSql, dueFamiliesSql, dueSql, familyExcess } from '../plan/expiry';
 import {
   RARE_AUDIT_TYPES,
   prunePrefix,
@@ -55,12 +56,16 @@ import {
   type SessionRow,
   type StepScope,
   type Store,
+  type StoreNotice,
   type TokenRow,
   type Tx,
+  type WriteFault,
 } from '../types';
 
 /** A transaction holding journaled batches commits after at most this long (docs/design.md, "SQLite: the batch journal"). */
 export const COMMIT_EVERY_MS = 200;
+/** While writes are refused, how often the store asks whether to try its commit again (write-fault.ts, RetryGate). */
+const RETRY_CHECK_MS = 250;
 
 export interface SqliteStoreOptions {
   dataDir: string;
@@ -84,8 +89,7 @@ const LEASE_COLS = `family, route, lease_id AS leaseId, fencing_token AS fencing
   session_hash AS sessionHash, owner_id AS ownerId, incarnation, acquired_at AS acquiredAt,
   renewed_at AS renewedAt, expires_at AS expiresAt, max_expires_at AS maxExpiresAt,
   ttl_ms AS ttlMs, renewal_count AS renewalCount, revision, metadata, release_request AS releaseRequest`;
-const SESSION_COLS = `family, id_hash AS idHash, incarnation, owner_id AS ownerId, ttl_ms AS ttlMs,
-  created_at AS createdAt, expires_at AS expiresAt`;
+const SESSION_COLS = columns(sqlite, SESSION_FIELDS);
 const TOKEN_COLS = `id, secret_hash AS secretHash, name, family, grants, root, kind,
   created_at AS createdAt, expires_at AS expiresAt, revoked_at AS revokedAt, created_by AS createdBy`;
 
@@ -100,17 +104,28 @@ export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const;
   private readonly db: Database.Database;
   private readonly clock: Clock;
-  private tx: BatchTx;
+  private tx!: BatchTx;
   private readonly journal: BatchJournal;
   /** When the open transaction last committed (performance.now()), and the timer that commits an idle one. */
   private lastCommit = performance.now();
   private commitTimer: NodeJS.Timeout | undefined;
-  /** A commit or flush failed after lines were journaled: the database must be rebuilt from the journal before the next batch. */
-  private recoverFirst = false;
   private readonly commitEveryMs: number;
   private putJournalSeq: Database.Statement | undefined;
   /** Journal lines applied at open: batches answered before a crash that had not committed. */
   readonly replayed: number;
+  /**
+   * Set while writes are refused (CONTRACT §19, docs/operations.md "Disk
+   * full"): a write to the journal or the database failed for the disk's
+   * sake. The open transaction then holds exactly what is durable (the
+   * committed database plus the journal's lines), reads are answered from
+   * it, a step that changes anything is undone and refused, and the commit
+   * is tried again when `retryGate` says so. `held` is false when not even
+   * that transaction could be opened: every step is refused then.
+   */
+  private fault: { kind: WriteFault; held: boolean; error: unknown } | undefined;
+  private readonly retryGate: RetryGate;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private readonly listeners = new Set<(notice: StoreNotice) => void>();
 
   /** Batches answered since the last commit (durable by their journal line alone). */
   get uncommittedBatches(): number {
@@ -124,14 +139,20 @@ export class SqliteStore implements Store {
   /** Transaction control, prepared once (exec would recompile it every batch and step). */
   private readonly ctl: Record<'begin' | 'commit' | 'rollback' | 'savepoint' | 'release' | 'rollbackTo' | 'totalChanges', Database.Statement>;
 
-  /** Open (creating if needed) the store in `dataDir`. Throws if another process holds it. */
+  /**
+   * Open (creating if needed) the store in `dataDir`. Throws if another
+   * process holds it. On a full disk an existing store opens read-only
+   * (writes refused until there is room again); a new one does not open.
+   */
   constructor(opts: SqliteStoreOptions) {
     mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
     this.clock = opts.clock ?? systemClock;
     this.db = new Database(join(opts.dataDir, 'leasehold.sqlite'));
     try {
-      this.db.pragma('journal_mode = WAL');
+      // Exclusive before WAL: the WAL index then lives in this process's
+      // memory, never in a `-shm` file, which a full disk could not create.
       this.db.pragma('locking_mode = EXCLUSIVE');
+      this.db.pragma('journal_mode = WAL');
       this.db.pragma(`synchronous = ${opts.synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
       this.db.pragma('busy_timeout = 0');
       // Savepoint journals in memory, a 64 MiB page cache, and fewer, larger
@@ -158,18 +179,39 @@ export class SqliteStore implements Store {
       rollbackTo: p('ROLLBACK TO step'),
       totalChanges: p('SELECT total_changes()').pluck(),
     };
-    const journalPath = join(opts.dataDir, 'leasehold.journal');
     this.commitEveryMs = opts.commitEveryMs ?? COMMIT_EVERY_MS;
+    this.retryGate = new RetryGate(opts.dataDir);
     const before = this.journalSeq();
-    const seq = this.replayJournal(journalPath);
-    this.replayed = seq - before;
-    this.journal = new BatchJournal(journalPath, seq, opts.synchronous === 'full');
-    // Every line is in the database now: start the file afresh.
-    this.journal.committed();
-    this.tx = this.newTx();
+    this.journal = new BatchJournal(join(opts.dataDir, 'leasehold.journal'), before, opts.synchronous === 'full');
+    const fail: (e: unknown) => never = (e) => {
+      this.closed = true;
+      clearInterval(this.retryTimer);
+      this.rollbackQuietly();
+      this.journal.close();
+      this.db.close();
+      throw e;
+    };
+    // The lines a crash kept from their commit are applied again, then committed.
+    let last = before;
+    try {
+      last = this.hold();
+    } catch (e) {
+      fail(e);
+    }
+    this.replayed = last - before;
+    try {
+      this.commit();
+    } catch (e) {
+      const kind = writeFaultOf(e);
+      if (kind === undefined) fail(e);
+      // A full (or failing) disk: serve what is durable, read-only, until a commit goes through.
+      else this.enterFault(e, kind);
+    }
     const existing = this.db.prepare(`SELECT value FROM meta WHERE key = 'epoch'`).get() as { value: string } | undefined;
     if (existing) {
       this.epochValue = existing.value;
+    } else if (this.fault) {
+      fail(new Error(`cannot create a store in ${opts.dataDir}: ${(this.fault.error as Error).message}`));
     } else {
       this.epochValue = `ep_${randomBytes(12).toString('base64url')}`;
       this.db.prepare(`INSERT INTO meta (key, value) VALUES ('epoch', ?)`).run(this.epochValue);
@@ -185,7 +227,8 @@ export class SqliteStore implements Store {
     this.db.exec('BEGIN IMMEDIATE');
     try {
       for (let v = version; v < MIGRATIONS.length; v++) this.db.exec(MIGRATIONS[v]!);
-      this.db.pragma(`user_version = ${MIGRATIONS.length}`);
+      // Written only when it moves: a store with nothing to migrate opens on a full disk.
+      if (version < MIGRATIONS.length) this.db.pragma(`user_version = ${MIGRATIONS.length}`);
       this.db.exec('COMMIT');
     } catch (e) {
       this.db.exec('ROLLBACK');
@@ -198,44 +241,51 @@ export class SqliteStore implements Store {
     return new BatchTx(this.db, direct, this.ctl, this.journal);
   }
 
-  /**
-   * Apply the journal's lines that the database does not hold yet (a crash
-   * came before their commit), commit them, empty the journal. Returns the
-   * sequence number of the last line applied.
-   */
+  /** The sequence number of the last journal line the committed database holds. */
   private journalSeq(): number {
     const seq = this.db.prepare(`SELECT value FROM meta WHERE key = 'journal_seq'`).pluck().get() as string | undefined;
     return seq === undefined ? 0 : Number(seq);
   }
 
-  private replayJournal(path: string): number {
-    let seq = this.journalSeq();
-    const lines = readJournal(path, seq);
-    if (lines.length > 0) {
-      const prepared = new Map<string, Database.Statement>();
-      this.db.exec('BEGIN IMMEDIATE');
-      try {
-        for (const line of lines) {
-          for (const [sql, params] of line.statements) {
-            let st = prepared.get(sql);
-            if (!st) prepared.set(sql, (st = this.db.prepare(sql)));
-            st.run(params);
-          }
-          seq = line.seq;
-        }
-        this.setJournalSeq(seq);
-        this.db.exec('COMMIT');
-      } catch (e) {
-        this.db.exec('ROLLBACK');
-        throw e;
-      }
-    }
-    return seq;
-  }
-
   private setJournalSeq(seq: number): void {
     this.putJournalSeq ??= this.db.prepare(`INSERT INTO meta (key, value) VALUES ('journal_seq', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`);
     this.putJournalSeq.run(String(seq));
+  }
+
+  /**
+   * Roll back, then open a transaction holding exactly what is durable: the
+   * committed database plus the journal's lines after it (a failed commit,
+   * or a crash, took them out of the database), read from the file, which is
+   * the truth. Starts the caches afresh and returns the last line's sequence
+   * number. A line past the last one answered (a batch whose line could not
+   * be taken back, answered `outcome_unknown`) is applied too, and the
+   * listeners are told (`unpublished`). Throws, rolled back, if the file or
+   * the database refuses.
+   */
+  private hold(): number {
+    this.rollbackQuietly();
+    const answered = this.journal.lastSeq;
+    const committed = this.journalSeq();
+    const { lines, end } = readJournalFile(this.journal.path, committed);
+    this.ctl.begin.run();
+    try {
+      const prepared = new Map<string, Database.Statement>();
+      for (const line of lines) {
+        for (const [sql, params] of line.statements) {
+          let st = prepared.get(sql);
+          if (!st) prepared.set(sql, (st = this.db.prepare(sql)));
+          st.run(params);
+        }
+      }
+    } catch (e) {
+      this.rollbackQuietly();
+      throw e;
+    }
+    const last = lines.at(-1)?.seq ?? committed;
+    this.journal.reread(committed, last, end);
+    this.tx = this.newTx();
+    if (last > answered) this.notify({ type: 'unpublished' });
+    return last;
   }
 
   /** Commit the open transaction (with the journal's position when it holds journaled batches), then empty the journal. */
@@ -244,24 +294,94 @@ export class SqliteStore implements Store {
     this.tx.flushBatch();
     if (this.journal.uncommitted) this.setJournalSeq(this.journal.lastSeq);
     this.ctl.commit.run();
+    this.committed();
+  }
+
+  private committed(): void {
     this.lastCommit = performance.now();
     this.journal.committed();
   }
 
+  private rollbackQuietly(): void {
+    if (!this.db.inTransaction) return;
+    try {
+      this.ctl.rollback.run();
+    } catch {
+      // The transaction is already gone; nothing more to undo.
+    }
+  }
+
   /**
-   * After a failed flush or commit the transaction was rolled back, and with
-   * it any batch that was journaled but not committed: apply the journal
-   * again, commit, and start the caches afresh. Throws if the database
-   * cannot take it (the next batch tries again).
+   * After a failed write, whose rollback took the journaled batches out of
+   * the database too: a fault of the disk holds them in an open transaction
+   * and refuses writes until a retry commits (`enterFault`); any other
+   * failure (one batch's: a value SQLite refuses) applies them again and
+   * commits at once.
    */
-  private recover(): void {
-    if (this.db.inTransaction) this.ctl.rollback.run();
-    this.journal.discard();
-    this.replayJournal(this.journal.path);
-    this.lastCommit = performance.now();
-    this.journal.committed();
-    this.tx = this.newTx();
-    this.recoverFirst = false;
+  private recoverFrom(failure: unknown): void {
+    const kind = writeFaultOf(failure);
+    if (kind !== undefined) return this.enterFault(failure, kind);
+    try {
+      this.hold();
+      this.commit();
+    } catch (e) {
+      this.enterFault(e, writeFaultOf(e) ?? 'io_error');
+    }
+  }
+
+  /** Refuse writes (read-only mode, see `fault`) until a retry commits. */
+  private enterFault(error: unknown, kind: WriteFault): void {
+    const was = this.fault;
+    let held = true;
+    try {
+      this.hold();
+    } catch {
+      held = false;
+    }
+    this.fault = { kind, held, error };
+    this.retryGate.failed(performance.now());
+    if (!this.retryTimer) {
+      this.retryTimer = setInterval(() => this.retry(), RETRY_CHECK_MS);
+      this.retryTimer.unref();
+    }
+    if (!was) this.notify({ type: 'writes_refused', fault: kind, message: error instanceof Error ? error.message : String(error) });
+  }
+
+  /** Try the refused commit again, when the gate says it is worth it; writes are taken again once it goes through. */
+  private retry(): void {
+    if (!this.fault || this.flushing || this.closed || !this.retryGate.due(performance.now())) return;
+    try {
+      if (!this.fault.held || !this.db.inTransaction) this.hold();
+      // Always a page to write, so a commit that goes through proves there is room.
+      this.setJournalSeq(this.journal.lastSeq);
+      this.commit();
+    } catch (e) {
+      this.enterFault(e, writeFaultOf(e) ?? this.fault.kind);
+      return;
+    }
+    this.fault = undefined;
+    clearInterval(this.retryTimer);
+    this.retryTimer = undefined;
+    this.notify({ type: 'writes_accepted' });
+  }
+
+  private notify(notice: StoreNotice): void {
+    for (const l of this.listeners) {
+      try {
+        l(notice);
+      } catch {
+        // A listener's failure is its own: the store's state is already settled.
+      }
+    }
+  }
+
+  subscribe(listener: (notice: StoreNotice) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  writeFault(): WriteFault | undefined {
+    return this.fault?.kind;
   }
 
   /** An idle transaction holding journaled batches commits after `COMMIT_EVERY_MS`. */
@@ -269,12 +389,13 @@ export class SqliteStore implements Store {
     if (this.commitTimer) return;
     this.commitTimer = setTimeout(() => {
       this.commitTimer = undefined;
-      if (this.flushing || this.closed) return;
+      if (this.flushing || this.closed || this.fault) return;
       if (!this.db.inTransaction) return;
       try {
         this.commit();
-      } catch {
-        this.recoverFirst = true;
+      } catch (e) {
+        // Every batch it held was answered, durable by its line: they are held again.
+        this.recoverFrom(e);
       }
     }, Math.min(this.commitEveryMs, 2 ** 31 - 1));
     this.commitTimer.unref();
@@ -310,72 +431,121 @@ export class SqliteStore implements Store {
     });
   }
 
+  /**
+   * Run one batch. What each step is answered agrees with what the disk
+   * holds (CONTRACT §19 "A failure answer is the truth"): a batch whose
+   * journal line was written, or whose commit went through, is answered by
+   * its steps' outcomes, whatever happens after; one that failed before is
+   * refused (`backend_unavailable`: nothing of it was applied), except that
+   * a step that wrote is answered `outcome_unknown` when its line may be in
+   * the file after all or its COMMIT may have reached the disk, and that the
+   * steps before its first write, which read only what was durable, keep
+   * their answers.
+   */
   private async flush(): Promise<void> {
     if (this.flushing || this.queue.length === 0) return;
     this.flushing = true;
     const batch = this.queue;
     this.queue = [];
-    const outcomes: Array<{ ok: boolean; value: unknown }> = [];
+    const fault = this.fault;
     try {
-      if (this.recoverFirst) this.recover();
+      if (fault && !fault.held) throw fault.error;
       // The transaction may be open already, holding journaled batches.
       if (!this.db.inTransaction) this.ctl.begin.run();
     } catch (e) {
-      this.flushing = false;
-      for (const p of batch) p.reject(new StoreUnavailableError(`cannot begin: ${(e as Error).message}`, false));
-      this.schedule();
+      this.settle(batch, batch.map(() => ({ ok: false, wrote: false, value: unavailable('cannot begin', e, false) })));
       return;
     }
+    const outcomes: Outcome[] = [];
+    /** The transaction ended under a step (SQLite rolls it back on some I/O errors): the batch is lost. */
+    let lost: unknown;
     for (const p of batch) {
+      if (lost !== undefined) {
+        outcomes.push({ ok: false, wrote: false, value: unavailable('transaction lost', lost, false) });
+        continue;
+      }
       this.tx.beginStep(this.clock());
+      let o: Outcome;
+      let thrown: unknown;
       try {
         const value = await p.fn(this.tx);
-        this.tx.endStep(true);
-        outcomes.push({ ok: true, value });
+        o = { ok: true, wrote: this.tx.stepWrote(), value };
       } catch (e) {
-        this.tx.endStep(false);
-        outcomes.push({ ok: false, value: e });
+        thrown = e;
+        o = { ok: false, wrote: false, value: writeFaultOf(e) === undefined ? e : unavailable('step failed', e, false) };
       }
+      // Read-only: a step that changed anything is undone and refused; its reads alone would have been answered.
+      if (fault && o.wrote) o = { ok: false, wrote: false, value: unavailable('writes are refused', fault.error, false) };
+      try {
+        this.tx.endStep(o.ok);
+        // The step's own I/O error may have taken the transaction with it.
+        if (!this.db.inTransaction) throw thrown ?? new Error('the transaction ended');
+      } catch (e) {
+        lost = e;
+      }
+      outcomes.push(o);
     }
-    let commitError: unknown;
-    let journaled = false;
+    if (lost !== undefined) {
+      // Nothing of this batch is durable, and the reads may have seen its writes.
+      this.tx.endBatch(false);
+      this.recoverFrom(lost);
+      this.settle(batch, outcomes.map(() => ({ ok: false, wrote: false, value: unavailable('transaction lost', lost, false) })));
+      return;
+    }
+    if (fault) {
+      // Nothing changed (the steps that would have were undone): nothing to journal or commit.
+      this.journal.discard();
+      this.tx.endBatch(true);
+      this.settle(batch, outcomes);
+      return;
+    }
+    let durable = false;
+    let committing = false;
     try {
       if (this.tx.journaled) {
         this.tx.journalBatch();
         this.journal.write();
-        journaled = true;
+        durable = true;
         if (performance.now() - this.lastCommit >= this.commitEveryMs) this.commit();
         else this.armCommitTimer();
       } else {
         this.tx.flushBatch();
         this.journal.discard();
-        this.commit();
+        if (this.journal.uncommitted) this.setJournalSeq(this.journal.lastSeq);
+        committing = true;
+        this.ctl.commit.run();
+        durable = true;
+        this.committed();
       }
+      this.tx.endBatch(true);
     } catch (e) {
-      commitError = e;
+      // A COMMIT refused for space wrote no commit record; one failing otherwise (an fsync) may have.
+      const unknown = !durable && ((e instanceof JournalWriteError && e.maybeWritten) || (committing && writeFaultOf(e) !== 'no_space'));
       this.journal.discard();
-      try {
-        this.ctl.rollback.run();
-      } catch {
-        // The transaction is already gone; nothing more to undo.
-      }
-      // The rollback took every journaled batch with it: rebuild them now.
-      try {
-        this.recover();
-        // This batch's own line was written: recovery committed it.
-        if (journaled) commitError = undefined;
-      } catch {
-        this.recoverFirst = true;
+      this.tx.endBatch(false);
+      // Rebuilds the open transaction from the journal file (which holds this batch if it is durable, or if its line could not be taken back).
+      this.recoverFrom(e);
+      if (unknown && committing) this.notify({ type: 'unpublished' });
+      // A step that wrote is refused; so is any step after it, which may have read its writes. A step
+      // before the first that wrote read only what is durable: its answer stands.
+      let after = false;
+      if (!durable) {
+        for (const [i, o] of outcomes.entries()) {
+          after ||= o.wrote;
+          if (o.ok && after) outcomes[i] = { ok: false, wrote: o.wrote, value: unavailable('commit failed', e, unknown && o.wrote) };
+        }
       }
     }
-    this.tx.endBatch(commitError === undefined);
+    this.settle(batch, outcomes);
+  }
+
+  /** Answer a batch's steps, then start the next batch if steps arrived meanwhile. */
+  private settle(batch: Pending[], outcomes: readonly Outcome[]): void {
     this.flushing = false;
     for (let i = 0; i < batch.length; i++) {
-      const p = batch[i]!;
       const o = outcomes[i]!;
-      if (commitError) p.reject(new StoreUnavailableError(`commit failed: ${(commitError as Error).message}`, false));
-      else if (o.ok) p.resolve(o.value);
-      else p.reject(o.value);
+      if (o.ok) batch[i]!.resolve(o.value);
+      else batch[i]!.reject(o.value);
     }
     if (this.queue.length > 0) this.schedule();
   }
@@ -389,12 +559,33 @@ export class SqliteStore implements Store {
     }
     this.closed = true;
     clearTimeout(this.commitTimer);
-    if (this.recoverFirst) this.recover();
-    if (this.db.inTransaction) this.commit();
+    clearInterval(this.retryTimer);
+    try {
+      if (this.db.inTransaction) this.commit();
+    } catch {
+      // A full disk: every answered batch is in the journal, which the next start applies.
+      this.rollbackQuietly();
+    }
     this.journal.close();
-    this.db.pragma('wal_checkpoint(TRUNCATE)');
+    try {
+      this.db.pragma('wal_checkpoint(TRUNCATE)');
+    } catch {
+      // A full disk: the WAL stays as it is, whole; the next start reads it.
+    }
     this.db.close();
   }
+}
+
+/** A step's outcome in its batch; `wrote`: it changed something (BatchTx.stepWrote). */
+interface Outcome {
+  ok: boolean;
+  wrote: boolean;
+  value: unknown;
+}
+
+/** The store cannot answer a step safely; `maybeCommitted`: its write's fate is unknown (`outcome_unknown`). */
+function unavailable(what: string, cause: unknown, maybeCommitted: boolean): StoreUnavailableError {
+  return new StoreUnavailableError(`${what}: ${cause instanceof Error ? cause.message : String(cause)}`, maybeCommitted);
 }
 
 /** The `Tx` over one connection: prepared statements, answered synchronously but typed async. */
@@ -428,19 +619,21 @@ class SqliteTx implements DirectTx {
          VALUES (@idHash, @family, @incarnation, @ownerId, @ttlMs, @createdAt, @expiresAt)`,
       ),
       setSessionExpiry: p(`UPDATE sessions SET expires_at = ? WHERE id_hash = ?`),
+      setSessionEnding: p(`UPDATE sessions SET ending = ?, expires_at = ? WHERE id_hash = ?`),
       deleteSession: p(`DELETE FROM sessions WHERE id_hash = ?`),
       // Due work through the expiry indexes only (server/store/plan/expiry.ts).
       dueSessions: p(dueSql(sqlite, 'sessions', false)),
       dueSessionsFamily: p(dueSql(sqlite, 'sessions', true)),
       dueFamilies: p(dueFamiliesSql(sqlite)).pluck(),
       listSessionsFirst: p(
-        `SELECT ${SESSION_COLS} FROM sessions WHERE family = ? ORDER BY created_at, incarnation LIMIT ?`,
+        `SELECT ${SESSION_COLS} FROM sessions WHERE family = ? AND ending IS NULL ORDER BY created_at, incarnation LIMIT ?`,
       ),
       listSessionsAfter: p(
-        `SELECT ${SESSION_COLS} FROM sessions WHERE family = ? AND (created_at, incarnation) > (?, ?)
+        `SELECT ${SESSION_COLS} FROM sessions WHERE family = ? AND ending IS NULL AND (created_at, incarnation) > (?, ?)
          ORDER BY created_at, incarnation LIMIT ?`,
       ),
       countSessionLeases: p(`SELECT count(*) FROM leases WHERE session_hash = ?`).pluck(),
+      countBacklog: p(backlogSql(sqlite)).pluck(),
       getLease: p(`SELECT ${LEASE_COLS} FROM leases WHERE family = ? AND route = ?`),
       insertLease: p(
         `INSERT INTO leases (family, route, realm, area, resource, lease_id, fencing_token, session_hash,
@@ -457,6 +650,11 @@ class SqliteTx implements DirectTx {
       deleteLease: p(`DELETE FROM leases WHERE family = ? AND route = ? AND lease_id = ? AND fencing_token = ?`),
       setReleaseRequest: p(`UPDATE leases SET release_request = ? WHERE family = ? AND route = ? AND lease_id = ? AND fencing_token = ?`),
       sessionLeases: p(`SELECT ${LEASE_COLS} FROM leases WHERE session_hash = ? ORDER BY route`),
+      sessionLeasesFirst: p(`SELECT ${LEASE_COLS} FROM leases WHERE session_hash = ? ORDER BY route LIMIT ?`),
+      // The partial index holds only leases with a pending request (named: the planner would as soon take leases_session and read them all).
+      sessionReleaseRequests: p(
+        `SELECT ${LEASE_COLS} FROM leases INDEXED BY leases_release_requests WHERE session_hash = ? AND release_request IS NOT NULL ORDER BY route LIMIT ?`,
+      ),
       dueLeases: p(dueSql(sqlite, 'leases', false)),
       dueLeasesFamily: p(dueSql(sqlite, 'leases', true)),
       countLeasesAll: p(`SELECT count(*) FROM leases`).pluck(),
@@ -567,6 +765,9 @@ class SqliteTx implements DirectTx {
   async setSessionExpiry(idHash: string, expiresAt: number): Promise<void> {
     this.s.setSessionExpiry.run(expiresAt, idHash);
   }
+  async setSessionEnding(idHash: string, ending: string, expiresAt: number): Promise<void> {
+    this.s.setSessionEnding.run(ending, expiresAt, idHash);
+  }
   async deleteSession(idHash: string): Promise<void> {
     this.s.deleteSession.run(idHash);
   }
@@ -592,6 +793,9 @@ class SqliteTx implements DirectTx {
     }
     return out;
   }
+  async countBacklog(family: string, now: number, cap: number): Promise<number> {
+    return this.s.countBacklog.get(now, family, cap, family, cap) as number;
+  }
   async countSessionLeases(idHash: string): Promise<number> {
     return this.s.countSessionLeases.get(idHash) as number;
   }
@@ -612,8 +816,11 @@ class SqliteTx implements DirectTx {
   async setReleaseRequest(family: string, route: string, leaseId: string, fencingToken: number, request: string): Promise<boolean> {
     return this.s.setReleaseRequest.run(request, family, route, leaseId, fencingToken).changes === 1;
   }
-  async sessionLeases(idHash: string): Promise<LeaseRow[]> {
-    return this.s.sessionLeases.all(idHash) as LeaseRow[];
+  async sessionLeases(idHash: string, limit?: number): Promise<LeaseRow[]> {
+    return (limit === undefined ? this.s.sessionLeases.all(idHash) : this.s.sessionLeasesFirst.all(idHash, limit)) as LeaseRow[];
+  }
+  async sessionReleaseRequests(idHash: string, limit: number): Promise<LeaseRow[]> {
+    return this.s.sessionReleaseRequests.all(idHash, limit) as LeaseRow[];
   }
   async dueLeases(now: number, limit: number, family?: string): Promise<LeaseRow[]> {
     return (family === undefined ? this.s.dueLeases.all(now, limit) : this.s.dueLeasesFamily.all(now, family, limit)) as LeaseRow[];

@@ -284,7 +284,9 @@ export class BatchTx extends UnitOfWork<DirectTx> {
     through: boolean;
     /** `total_changes()` once the writing-through step's own written-behind rows were flushed (logged). */
     changesAtThrough: number;
-  } = { direct: false, stale: false, poisoned: undefined, noDelays: undefined, audit: [], stepAudit: [], changes: [], stepChanges: [], loggedAudit: [], loggedChanges: [], through: false, changesAtThrough: 0 };
+    /** `total_changes()` at the writing-through step's savepoint: what it changed since is its own (`stepWrote`). */
+    changesAtSavepoint: number;
+  } = { direct: false, stale: false, poisoned: undefined, noDelays: undefined, audit: [], stepAudit: [], changes: [], stepChanges: [], loggedAudit: [], loggedChanges: [], through: false, changesAtThrough: 0, changesAtSavepoint: 0 };
   private readonly sql: Statements;
   protected readonly leases: SqliteTable<LeaseRow>;
   protected readonly sessions: SqliteTable<SessionRow>;
@@ -351,6 +353,18 @@ export class BatchTx extends UnitOfWork<DirectTx> {
   beginStep(now: Millis): void {
     this.now = now;
     this.base.now = now;
+  }
+
+  /**
+   * The current step changed something: rows waiting in its overlay, audit
+   * or change-log rows, or (writing through) rows changed since its
+   * savepoint. A step that wrote through without changing a row (a sweep
+   * with nothing to prune) did not. The store asks before keeping a step
+   * while it refuses writes (a full disk).
+   */
+  stepWrote(): boolean {
+    if (this.st.stepAudit.length > 0 || this.st.stepChanges.length > 0 || this.tables.some((t) => t.stepWrites > 0)) return true;
+    return this.st.direct && (this.ctl.totalChanges.get() as number) !== this.st.changesAtSavepoint;
   }
 
   /** End the current step: keep its writes (ok) or drop them. */
@@ -523,6 +537,7 @@ export class BatchTx extends UnitOfWork<DirectTx> {
     for (const t of this.tables) t.logBatch();
     this.flushBatch();
     this.ctl.savepoint.run();
+    this.st.changesAtSavepoint = this.ctl.totalChanges.get() as number;
     this.base.recentIdempotency.savepoint();
     this.st.direct = true;
     if (this.tables.some((t) => t.stepWrites > 0)) this.st.stale = true;
