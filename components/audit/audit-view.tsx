@@ -14,7 +14,7 @@ import { queryKeys } from '@/components/query-keys';
 import { Badge } from '@/components/ui/badge';
 import { Button } from '@/components/ui/button';
 import { cn } from '@/components/ui/cn';
-import { formatDateTime } from '@/components/ui/time';
+import { Timestamp } from '@/components/ui/timestamp';
 import { TrailPager } from '@/components/ui/pager';
 import { RefreshButton } from '@/components/ui/refresh-button';
 import { ShortId } from '@/components/ui/short-id';
@@ -120,9 +120,7 @@ function AuditRow({ event: e }: { event: AuditEvent }) {
   return (
     <tr className={cn(look.notable && (look.tone === 'bad' ? 'bg-red-50/60 dark:bg-red-950/25' : 'bg-amber-50/70 dark:bg-amber-950/25'))}>
       <Td className="align-top text-xs whitespace-nowrap text-zinc-700 tabular-nums dark:text-zinc-300">
-        <time dateTime={e.time} title={e.time}>
-          {formatDateTime(e.time)}
-        </time>
+        <Timestamp at={e.time} format="date" />
       </Td>
       <Td className="align-top">
         <Badge tone={look.tone} title={e.event_type} className={cn('whitespace-nowrap', look.notable && 'font-semibold')}>

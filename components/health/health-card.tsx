@@ -2,6 +2,7 @@
 
 import type { ReactNode } from 'react';
 import { cn } from '@/components/ui/cn';
+import { Timestamp } from '@/components/ui/timestamp';
 import { formatUptime, HealthError, type Health } from '@/components/health/fetch-health';
 import { useHealth } from '@/components/health/use-health';
 
@@ -73,7 +74,7 @@ export function HealthCard() {
       <div className="px-5 py-5">{body}</div>
       <footer className="border-t border-zinc-200 px-5 py-3 text-xs text-zinc-500 dark:border-zinc-800 dark:text-zinc-400">
         {query.dataUpdatedAt > 0 ? (
-          <>Checked at {new Date(query.dataUpdatedAt).toLocaleTimeString()} · refreshes every 10 s</>
+          <>Checked at <Timestamp at={query.dataUpdatedAt} format="clock" /> · refreshes every 10 s</>
         ) : (
           <>
             From <code className="font-mono">GET /api/v1/health</code>

@@ -11,6 +11,7 @@ import { useFeedStore } from '@/components/feed/feed-store';
 import { Button } from '@/components/ui/button';
 import { DeniedPanel, ErrorAlert, isDenied } from '@/components/ui/states';
 import { formatAgo } from '@/components/ui/time';
+import { Timestamp } from '@/components/ui/timestamp';
 import { useNow } from '@/components/ui/use-now';
 import { AuditTrail } from '@/components/lease-detail/audit-trail';
 import { CheckpointPanel } from '@/components/lease-detail/checkpoint-panel';
@@ -199,7 +200,7 @@ function FreeRoute({ delayUntil, onDelayEnd }: { delayUntil: number | null; onDe
           <p className="mt-1 max-w-prose text-sm text-zinc-600 dark:text-zinc-400">
             The last lease ended without its holder&apos;s consent, so the route accepts no new holder for{' '}
             <span className="font-mono tabular-nums">{left} s</span> more (until{' '}
-            <time dateTime={new Date(delayUntil).toISOString()}>{new Date(delayUntil).toLocaleTimeString()}</time>): a paused former holder has time to notice it lost the lease. Waiting clients get it when the delay ends.
+            <Timestamp at={delayUntil} now={now} />): a paused former holder has time to notice it lost the lease. Waiting clients get it when the delay ends.
           </p>
         </div>
       </div>

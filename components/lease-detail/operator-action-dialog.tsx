@@ -10,7 +10,8 @@ import { Button } from '@/components/ui/button';
 import { cn } from '@/components/ui/cn';
 import { Dialog } from '@/components/ui/dialog';
 import { ErrorAlert } from '@/components/ui/states';
-import { formatAgo, formatTime } from '@/components/ui/time';
+import { formatAgo } from '@/components/ui/time';
+import { Timestamp } from '@/components/ui/timestamp';
 import { useNow } from '@/components/ui/use-now';
 import { SessionLeases } from '@/components/lease-detail/session-leases';
 
@@ -174,7 +175,7 @@ function ActionForm({
 
       <section aria-label="The lease as you saw it" className="rounded-lg border border-zinc-200 bg-zinc-50 px-4 py-3 dark:border-zinc-800 dark:bg-zinc-950/40">
         <p className="text-xs font-medium tracking-wide text-zinc-500 uppercase dark:text-zinc-400">
-          The lease as you saw it at {formatTime(new Date(action.openedAt).toISOString(), action.openedAt)}
+          The lease as you saw it at <Timestamp at={action.openedAt} now={action.openedAt} />
         </p>
         <dl className="mt-2 grid grid-cols-[7.5rem_minmax(0,1fr)] gap-x-3 gap-y-1 text-sm">
           <dt className="text-zinc-500 dark:text-zinc-400">Route</dt>

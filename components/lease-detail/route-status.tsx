@@ -3,6 +3,7 @@
 import type { ReactNode } from 'react';
 import type { LeaseView } from '@/lib/client';
 import { Badge } from '@/components/ui/badge';
+import { isoOf } from '@/components/ui/time';
 import { useNow } from '@/components/ui/use-now';
 
 /** Whole seconds left until `until` (epoch ms), rounded up; 0 when past or unknown. */
@@ -32,7 +33,7 @@ export function RouteStatus({ lease, delayUntil }: { lease: LeaseView | null | u
         ? [
             'delay',
             <Badge tone="warn">
-              <time dateTime={new Date(delayUntil!).toISOString()} title={new Date(delayUntil!).toISOString()} className="tabular-nums">
+              <time dateTime={isoOf(delayUntil!)} title={isoOf(delayUntil!)} className="tabular-nums">
                 Lock-delay {left} s
               </time>
             </Badge>,

@@ -11,7 +11,7 @@ import { cn } from '@/components/ui/cn';
 import { CopyButton } from '@/components/ui/copy-button';
 import { SkeletonRows } from '@/components/ui/states';
 import { Table, TBody, Td, Th, THead } from '@/components/ui/table';
-import { formatTime } from '@/components/ui/time';
+import { Timestamp } from '@/components/ui/timestamp';
 
 const COLUMNS = ['Route', 'Owner', 'Holder', 'Acquired', 'Expires in', 'Renewals', 'Fencing token', 'Waiters'] as const;
 
@@ -71,9 +71,7 @@ const LeaseRow = memo(function LeaseRow({ lease }: { lease: LeaseView }) {
         </span>
       </Td>
       <Td className="whitespace-nowrap text-zinc-600 dark:text-zinc-400">
-        <time dateTime={lease.acquired_at} title={lease.acquired_at}>
-          {formatTime(lease.acquired_at)}
-        </time>
+        <Timestamp at={lease.acquired_at} />
       </Td>
       <Td className="whitespace-nowrap">
         {/* Keyed by the renewal's arrival, so each renewal replays the highlight. */}

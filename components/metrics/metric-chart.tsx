@@ -7,6 +7,7 @@ import { useDarkMode } from '@/components/ui/use-dark-mode';
 import { chartTheme, seriesColor } from '@/components/metrics/chart-theme';
 import type { ChartData } from '@/components/metrics/series';
 import { UPlotChart, type PlotOptions } from '@/components/metrics/uplot-chart';
+import { axisLabels, formatClock } from '@/components/ui/time';
 
 export interface ChartSeries {
   /** The summary's series name. */
@@ -86,7 +87,7 @@ export function MetricChart(props: MetricChartProps) {
             {title}
           </figcaption>
           <p className="text-xs text-zinc-500 dark:text-zinc-400">
-            {at === null ? `latest · ${windowLong}` : `at ${new Date(data.x[at]! * 1000).toLocaleTimeString(undefined, { hour12: false })}`}
+            {at === null ? `latest · ${windowLong}` : `at ${formatClock(data.x[at]! * 1000)}`}
           </p>
         </div>
         {series.length > 0 && (
@@ -153,7 +154,8 @@ function plotOptions(props: MetricChartProps, dark: boolean): PlotOptions {
       y: { range: (_u, _min, max) => uPlot.rangeNum(0, Math.max(max ?? 0, minTop), 0.1, true) },
     },
     axes: [
-      { ...axis, space: 60 },
+      // Time labels the console's way (24 h, the operator's zone), not uPlot's "6:55pm 12/2/26".
+      { ...axis, space: 60, values: (_u, splits, _axis, _space, incr) => axisLabels(splits.map((s) => s * 1000), incr * 1000) },
       {
         ...axis,
         size: 52,

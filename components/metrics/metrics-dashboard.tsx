@@ -6,6 +6,7 @@ import { isLeaseholdError, type MetricsSummary } from '@/lib/client';
 import { consoleClient } from '@/components/console/client';
 import { queryKeys } from '@/components/query-keys';
 import { DeniedPanel, describeError, ErrorAlert } from '@/components/ui/states';
+import { Timestamp } from '@/components/ui/timestamp';
 import { MetricChart, type ChartSeries } from '@/components/metrics/metric-chart';
 import { useMetricsWindow, type MetricsWindow } from '@/components/metrics/metrics-window';
 import { alignSeries, formatCount, formatMs, latencyOperations } from '@/components/metrics/series';
@@ -80,7 +81,7 @@ function Charts({ summary, range, updatedAt }: { summary: MetricsSummary; range:
     <>
       <p className="text-xs text-zinc-500 dark:text-zinc-400">
         One point per second over the {windowLong}; rates show complete seconds. Updated{' '}
-        <time dateTime={new Date(updatedAt).toISOString()}>{new Date(updatedAt).toLocaleTimeString(undefined, { hour12: false })}</time>.
+        <Timestamp at={updatedAt} format="clock" />.
       </p>
       <MetricChart
         title="Acquisitions, conflicts and releases per second"

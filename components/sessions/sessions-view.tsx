@@ -17,7 +17,8 @@ import { RefreshButton } from '@/components/ui/refresh-button';
 import { ShortId } from '@/components/ui/short-id';
 import { DeniedPanel, EmptyState, ListLoadError, SkeletonRows } from '@/components/ui/states';
 import { Table, TBody, Td, Th, THead } from '@/components/ui/table';
-import { formatAgo, formatTime } from '@/components/ui/time';
+import { formatAgo, isoOf } from '@/components/ui/time';
+import { Timestamp } from '@/components/ui/timestamp';
 import { useNow } from '@/components/ui/use-now';
 
 const PAGE_SIZE = 50;
@@ -129,9 +130,7 @@ function SessionRow({ session: s }: { session: SessionView }) {
         </Link>
       </Td>
       <Td className="whitespace-nowrap">
-        <time dateTime={s.created_at} title={s.created_at}>
-          {formatTime(s.created_at, now || undefined)}
-        </time>
+        <Timestamp at={s.created_at} now={now} />
         {now > 0 && <span className="ml-2 text-xs text-zinc-500 dark:text-zinc-400">{formatAgo(s.created_at, now)}</span>}
       </Td>
       <Td className="whitespace-nowrap">
@@ -182,8 +181,8 @@ function OwnerFilter({ owner, onApply }: { owner: string; onApply: (owner: strin
 function ReadAt({ at }: { at: number }) {
   const now = useNow();
   return (
-    <span className="text-xs text-zinc-500 dark:text-zinc-400" title={new Date(at).toISOString()}>
-      Read {now > 0 ? formatAgo(new Date(at).toISOString(), now) : 'just now'}
+    <span className="text-xs text-zinc-500 dark:text-zinc-400" title={isoOf(at)}>
+      Read {now > 0 ? formatAgo(at, now) : 'just now'}
     </span>
   );
 }

@@ -9,7 +9,7 @@ import { queryKeys } from '@/components/query-keys';
 import { SecretOnce, SecretValue } from '@/components/tokens/secret-once';
 import { Button } from '@/components/ui/button';
 import { controlVariants, describedBy, Field } from '@/components/ui/field';
-import { formatDateTime } from '@/components/ui/time';
+import { Timestamp } from '@/components/ui/timestamp';
 import { ErrorAlert } from '@/components/ui/states';
 
 const MAX_TTL_MIN = 24 * 60;
@@ -67,9 +67,7 @@ export function EmbedTokenForm() {
       >
         <p className="text-sm text-amber-950 dark:text-amber-100">
           Read-only for <span className="font-mono">{made.selector}</span>, until{' '}
-          <time dateTime={made.expires_at} title={made.expires_at}>
-            {formatDateTime(made.expires_at)}
-          </time>
+          <Timestamp at={made.expires_at} format="date" />
           .
         </p>
         <SecretValue label="Embed token" value={made.token} copyLabel="Copy embed token" />

@@ -8,7 +8,7 @@ import { queryKeys } from '@/components/query-keys';
 import { RevokeTokenDialog } from '@/components/tokens/revoke-token-dialog';
 import { Badge } from '@/components/ui/badge';
 import { Button } from '@/components/ui/button';
-import { formatDateTime } from '@/components/ui/time';
+import { Timestamp } from '@/components/ui/timestamp';
 import { RefreshButton } from '@/components/ui/refresh-button';
 import { ShortId } from '@/components/ui/short-id';
 import { DeniedPanel, EmptyState, ErrorAlert, SkeletonRows } from '@/components/ui/states';
@@ -115,16 +115,12 @@ function TokenRow({ token: t, own, onRevoke }: { token: TokenInfo; own: boolean;
         </ul>
       </Td>
       <Td className="text-xs whitespace-nowrap">
-        <time dateTime={t.created_at} title={t.created_at}>
-          {formatDateTime(t.created_at)}
-        </time>
+        <Timestamp at={t.created_at} format="date" />
         {now > 0 && <div className="text-zinc-500 dark:text-zinc-400">{formatAgo(t.created_at, now)}</div>}
       </Td>
       <Td className="text-xs whitespace-nowrap">
         {t.expires_at ? (
-          <time dateTime={t.expires_at} title={t.expires_at} className={expiresSoon ? 'text-amber-700 dark:text-amber-400' : undefined}>
-            {formatDateTime(t.expires_at)}
-          </time>
+          <Timestamp at={t.expires_at} format="date" className={expiresSoon ? 'text-amber-700 dark:text-amber-400' : undefined} />
         ) : (
           <span className="text-zinc-500 dark:text-zinc-400">never</span>
         )}

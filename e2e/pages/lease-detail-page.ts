@@ -17,6 +17,10 @@ export class LeaseDetailPage {
   readonly statusBadges: Locator;
   /** The success notice after an operator action. */
   readonly notice: Locator;
+  /** The "Lease history" timeline, its text list of tenures, and the panel hover and focus fill. */
+  readonly history: Locator;
+  readonly tenures: Locator;
+  readonly tenureDetails: Locator;
 
   constructor(readonly page: Page) {
     this.feed = page.getByRole('status', { name: 'Feed' });
@@ -32,10 +36,23 @@ export class LeaseDetailPage {
     this.askDialog = page.getByRole('dialog', { name: 'Ask holder to release' });
     this.statusBadges = page.getByRole('list', { name: 'Route status' }).getByRole('listitem');
     this.notice = page.getByRole('status').filter({ hasText: /^Lease (force-released|revoked)/ });
+    this.history = page.getByRole('figure', { name: 'Lease history' });
+    this.tenures = this.history.getByRole('list', { name: 'Tenures' }).getByRole('listitem');
+    this.tenureDetails = this.history.getByRole('status');
   }
 
   async goto(route: string): Promise<void> {
     await this.page.goto(`/leases/${route.slice('lease://'.length)}`);
+  }
+
+  /** A tenure's bar on the timeline, by (the start of) its description: "owner, token N; from …; how it ended; …". */
+  tenureBar(name: RegExp): Locator {
+    return this.history.getByRole('button', { name });
+  }
+
+  /** The shaded lock-delay gaps on the timeline. */
+  lockDelayGaps(): Locator {
+    return this.history.getByRole('img', { name: /^Lock-delay after/ });
   }
 
   heading(route: string): Locator {
