@@ -24,6 +24,14 @@
  *   child's code (128 + the signal number if a signal ended it).
  * - A held route exits 3 at once, or after `--wait` in the route's FIFO queue
  *   (saying on stderr that it is queued, and behind whom).
+ * - `--all ROUTE ROUTE… -- <command…>` holds several leases at once: it
+ *   acquires every route or none (`session.acquireAll`; a held route exits 3
+ *   naming the routes that were held, and nothing is acquired; it never
+ *   waits), gives the child LEASEHOLD_ROUTES, LEASEHOLD_FENCING_TOKENS and
+ *   LEASEHOLD_LEASE_IDS (space-separated, in the order given) instead of the
+ *   single-lease variables, renews them in one batched request per tick, and
+ *   treats the loss of any as the loss of all (SIGTERM, SIGKILL after the
+ *   grace, exit 4).
  */
 
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -42,6 +50,7 @@ interface RunOptions extends CommonOptions {
   grace?: number;
   ignoreReleaseRequests?: boolean;
   passToken?: boolean;
+  all?: string[];
 }
 
 /** The server holds a waiting acquire at most this long; longer waits queue again. */
@@ -54,6 +63,8 @@ const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'] as const;
  * saved login is a file, which the command, as the same user, can read.
  */
 const CREDENTIAL_VARS: ReadonlySet<string> = new Set(['LEASEHOLD_TOKEN']);
+/** What `run` sets for the child's leases; an outer `run`'s are removed first, so the child sees only its own. */
+const LEASE_VARS = ['LEASEHOLD_ROUTE', 'LEASEHOLD_FENCING_TOKEN', 'LEASEHOLD_LEASE_ID', 'LEASEHOLD_ROUTES', 'LEASEHOLD_FENCING_TOKENS', 'LEASEHOLD_LEASE_IDS'] as const;
 
 export function registerRun(program: Command): void {
   example(
@@ -63,8 +74,9 @@ export function registerRun(program: Command): void {
         .description(
           'hold a lease while a command runs; the child gets LEASEHOLD_ROUTE, LEASEHOLD_FENCING_TOKEN and LEASEHOLD_LEASE_ID, but not LEASEHOLD_TOKEN (unless --pass-token), and is stopped if the lease is lost (exit 4)',
         )
-        .argument('<route>', 'the lease to hold, e.g. lease://acme/cron/nightly-report')
-        .argument('<command...>', 'the command and its arguments, after --')
+        .argument('<route>', 'the lease to hold, e.g. lease://acme/cron/nightly-report (with --all, the command)')
+        .argument('[command...]', 'the command and its arguments, after --')
+        .option('--all <routes...>', 'hold every one of these routes or none (at most 16; never waits); the child gets LEASEHOLD_ROUTES, LEASEHOLD_FENCING_TOKENS and LEASEHOLD_LEASE_IDS, space-separated in this order, and is stopped if any is lost')
         .option('--ttl <duration>', 'lease TTL, renewed at a third of it (default 30s)', durationArg)
         .option('--wait <duration>', 'wait this long in the route\'s queue if it is held (default: exit 3 at once)', durationArg)
         .option('--owner <owner>', 'owner id shown to others (default: host:pid)')
@@ -72,11 +84,12 @@ export function registerRun(program: Command): void {
         .option('--ignore-release-requests', 'keep the command running when someone asks the holder to release (default: SIGTERM it)')
         .option('--pass-token', "give the command run's own token and server as LEASEHOLD_TOKEN and LEASEHOLD_URL, for a job that calls the API itself (default: LEASEHOLD_TOKEN is removed from its environment)"),
     ).action(async (route: string, command: string[], opts: RunOptions) => {
-      process.exitCode = await run(clientFor(opts), route, command, opts);
+      process.exitCode = opts.all !== undefined ? await runAll(clientFor(opts), opts.all, [route, ...command], opts) : await run(clientFor(opts), route, command, opts);
     }),
     "leasehold run lease://acme/cron/nightly-report --ttl 30s -- ./nightly-report.sh --since yesterday",
     'leasehold run lease://acme/cron/backup --wait 5m -- sh -c \'pg_dump app > "/backups/$LEASEHOLD_FENCING_TOKEN.sql"\'',
     'leasehold run lease://acme/cron/sync --pass-token -- ./sync.sh   # sync.sh calls the API with $LEASEHOLD_TOKEN',
+    'leasehold run --all lease://acme/db/orders lease://acme/db/invoices -- ./migrate.sh   # both or neither',
   );
 }
 
@@ -92,12 +105,42 @@ async function run(client: LeaseholdClient, route: string, command: string[], op
   try {
     const lease = await acquire(client, session, route, ttlMs, opts.wait ?? 0);
     if (lease === undefined) return 128 + constants.signals.SIGINT;
-    const env = childEnv(process.env, lease, pass);
-    return await supervise(client, lease, command, env, graceMs, opts.ignoreReleaseRequests === true);
+    const env = childEnv(process.env, [lease], false, pass);
+    return await supervise(client, [lease], command, env, graceMs, opts.ignoreReleaseRequests === true);
   } finally {
     await session.close().catch(() => {});
   }
 }
+
+/** `run --all`: every route or none, held while the command runs; the loss of any is the loss of all. */
+async function runAll(client: LeaseholdClient, routes: string[], command: string[], opts: RunOptions): Promise<number> {
+  if (opts.wait !== undefined) throw new CliError('--all never waits (waiting for several routes is how deadlocks start): drop --wait', EXIT.usage);
+  if (routes.length > MAX_ALL) throw new CliError(`--all takes at most ${MAX_ALL} routes (got ${routes.length})`, EXIT.usage);
+  if (new Set(routes).size !== routes.length) throw new CliError('--all takes each route once', EXIT.usage);
+  const ttlMs = opts.ttl ?? 30_000;
+  const graceMs = opts.grace ?? 10_000;
+  const ownerId = opts.owner ?? `${hostname()}:${process.pid}`;
+  const pass = opts.passToken === true ? resolveConnection(opts) : undefined;
+  const session = await client.openSession({ ownerId, ttlMs: Math.min(300_000, Math.max(2_000, ttlMs)) });
+  try {
+    let leases: LeaseHandle[];
+    try {
+      leases = await session.acquireAll(routes, { ttlMs });
+    } catch (e) {
+      if (!isLeaseholdError(e, 'lease_conflict')) throw e;
+      const held = e.held ?? [];
+      const what = held.length === 0 ? 'a route is held' : `${held.join(', ')} ${held.length === 1 ? 'is' : 'are'} held`;
+      throw new CliError(`${what}; nothing was acquired (--all takes every route or none)`, EXIT.conflict, e);
+    }
+    const env = childEnv(process.env, leases, true, pass);
+    return await supervise(client, leases, command, env, graceMs, opts.ignoreReleaseRequests === true);
+  } finally {
+    await session.close().catch(() => {});
+  }
+}
+
+/** Routes of one `run --all` at most (the server's all-or-nothing acquire takes 16). */
+const MAX_ALL = 16;
 
 /** Acquire, queueing up to `waitMs` in slices the server accepts; undefined when interrupted while waiting. */
 async function acquire(client: LeaseholdClient, session: Session, route: string, ttlMs: number, waitMs: number): Promise<LeaseHandle | undefined> {
@@ -143,10 +186,11 @@ async function announceQueued(client: LeaseholdClient, session: Session, route: 
 
 /**
  * The command's environment: `run`'s own without the credential variables,
- * plus the lease's route, fencing token and id; with `pass` (`--pass-token`),
- * the token and server `run` uses, wherever it found them.
+ * plus the lease's route, fencing token and id (for `--all`, every lease's,
+ * space-separated in the order given); with `pass` (`--pass-token`), the
+ * token and server `run` uses, wherever it found them.
  */
-function childEnv(parent: NodeJS.ProcessEnv, lease: Pick<LeaseHandle, 'route' | 'fencingToken' | 'leaseId'>, pass?: { url: string; token: string | undefined }): NodeJS.ProcessEnv {
+function childEnv(parent: NodeJS.ProcessEnv, leases: readonly Pick<LeaseHandle, 'route' | 'fencingToken' | 'leaseId'>[], all: boolean, pass?: { url: string; token: string | undefined }): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...parent };
   // Windows names environment variables without regard to case.
   const fold = process.platform === 'win32' ? (k: string): string => k.toUpperCase() : (k: string): string => k;
@@ -155,14 +199,23 @@ function childEnv(parent: NodeJS.ProcessEnv, lease: Pick<LeaseHandle, 'route' | 
     env.LEASEHOLD_URL = pass.url;
     if (pass.token !== undefined) env.LEASEHOLD_TOKEN = pass.token;
   }
-  env.LEASEHOLD_ROUTE = lease.route;
-  env.LEASEHOLD_FENCING_TOKEN = String(lease.fencingToken);
-  env.LEASEHOLD_LEASE_ID = lease.leaseId;
+  for (const k of LEASE_VARS) delete env[k];
+  const [lease] = leases;
+  if (!all && lease !== undefined) {
+    env.LEASEHOLD_ROUTE = lease.route;
+    env.LEASEHOLD_FENCING_TOKEN = String(lease.fencingToken);
+    env.LEASEHOLD_LEASE_ID = lease.leaseId;
+  } else {
+    // Routes, tokens and lease ids hold no spaces: `for r in $LEASEHOLD_ROUTES` works.
+    env.LEASEHOLD_ROUTES = leases.map((l) => l.route).join(' ');
+    env.LEASEHOLD_FENCING_TOKENS = leases.map((l) => String(l.fencingToken)).join(' ');
+    env.LEASEHOLD_LEASE_IDS = leases.map((l) => l.leaseId).join(' ');
+  }
   return env;
 }
 
-/** Runs the child under the lease; resolves with `run`'s exit code. */
-async function supervise(client: LeaseholdClient, lease: LeaseHandle, command: string[], env: NodeJS.ProcessEnv, graceMs: number, ignoreReleaseRequests: boolean): Promise<number> {
+/** Runs the child under its leases (one, or `--all`'s); resolves with `run`'s exit code. The loss of any is the loss of all. */
+async function supervise(client: LeaseholdClient, leases: readonly LeaseHandle[], command: string[], env: NodeJS.ProcessEnv, graceMs: number, ignoreReleaseRequests: boolean): Promise<number> {
   const [file, ...args] = command;
   if (file === undefined) throw new CliError('no command given after --', EXIT.usage);
   // Its own process group (and session), so that a signal reaches whatever
@@ -184,43 +237,56 @@ async function supervise(client: LeaseholdClient, lease: LeaseHandle, command: s
   for (const sig of FORWARDED) process.on(sig, forward);
 
   let lost = false;
+  let asked = false;
   let killAt = 0;
   let killTimer: NodeJS.Timeout | undefined;
-  const onLost = (): void => {
-    if (lease.state !== 'lost') return; // released by us: not a loss
-    lost = true;
-    note(`leasehold: the lease on ${lease.route} was lost (${lease.lostReason?.message ?? 'unknown'}); sending SIGTERM, SIGKILL in ${shortDuration(graceMs)}`);
-    group.kill('SIGTERM');
-    killAt = Date.now() + graceMs;
-    killTimer = setTimeout(() => group.kill('SIGKILL'), graceMs);
-  };
-  lease.signal.addEventListener('abort', onLost, { once: true });
+  const cleanups: (() => void)[] = [];
+  for (const lease of leases) {
+    const onLost = (): void => {
+      if (lease.state !== 'lost' || lost) return; // released by us: not a loss; or another lease was lost first
+      lost = true;
+      note(`leasehold: the lease on ${lease.route} was lost (${lease.lostReason?.message ?? 'unknown'}); sending SIGTERM, SIGKILL in ${shortDuration(graceMs)}`);
+      group.kill('SIGTERM');
+      killAt = Date.now() + graceMs;
+      killTimer = setTimeout(() => group.kill('SIGKILL'), graceMs);
+    };
+    lease.signal.addEventListener('abort', onLost, { once: true });
 
-  // A release request asks the command to finish: SIGTERM once (no SIGKILL:
-  // the lease is still held), then the lease is released when it exits.
-  const onReleaseRequested = (): void => {
-    const request = lease.releaseRequest;
-    if (ignoreReleaseRequests) {
-      note(`leasehold: release of ${lease.route} requested (${request?.reason ?? 'no reason'}); ignored (--ignore-release-requests)`);
-      return;
-    }
-    note(`leasehold: release of ${lease.route} requested (${request?.reason ?? 'no reason'}); sending SIGTERM`);
-    group.kill('SIGTERM');
-  };
-  lease.releaseRequested.addEventListener('abort', onReleaseRequested, { once: true });
+    // A release request asks the command to finish: SIGTERM once (no SIGKILL:
+    // the lease is still held), then the lease is released when it exits.
+    const onReleaseRequested = (): void => {
+      const request = lease.releaseRequest;
+      if (ignoreReleaseRequests) {
+        note(`leasehold: release of ${lease.route} requested (${request?.reason ?? 'no reason'}); ignored (--ignore-release-requests)`);
+        return;
+      }
+      if (asked) return;
+      asked = true;
+      note(`leasehold: release of ${lease.route} requested (${request?.reason ?? 'no reason'}); sending SIGTERM`);
+      group.kill('SIGTERM');
+    };
+    lease.releaseRequested.addEventListener('abort', onReleaseRequested, { once: true });
+    cleanups.push(() => {
+      lease.signal.removeEventListener('abort', onLost);
+      lease.releaseRequested.removeEventListener('abort', onReleaseRequested);
+    });
+  }
 
   // Renewals notice a loss within a third of the TTL; the feed, when the token
-  // may read the route, tells at once: any change on it other than our own
-  // acquisition makes the handle check with a renewal.
-  const feed = client.subscribe([lease.route]);
+  // may read the routes, tells at once: any change on one other than our own
+  // acquisition makes its handle check with a renewal.
+  const byRoute = new Map(leases.map((l) => [l.route, l]));
+  const feed = client.subscribe([...byRoute.keys()]);
   feed.opened.catch(() => {});
-  // A release_requested notice for this lease makes it renew too, so the
+  // A release_requested notice for a lease makes it renew too, so the
   // request (listed in the renew answer) is seen at once.
   feed.on((ev) => {
-    if (lease.state !== 'held') return;
-    const changed = ev.type === 'change' && ev.route === lease.route && ev.revision > lease.lease.revision;
-    const asked = ev.type === 'release_requested' && ev.route === lease.route && ev.fencing_token === lease.fencingToken && lease.releaseRequest === undefined;
-    if (changed || asked) lease.renew().catch(() => {});
+    if (ev.type !== 'change' && ev.type !== 'release_requested') return;
+    const lease = byRoute.get(ev.route);
+    if (lease === undefined || lease.state !== 'held') return;
+    const changed = ev.type === 'change' && ev.revision > lease.lease.revision;
+    const askedNow = ev.type === 'release_requested' && ev.fencing_token === lease.fencingToken && lease.releaseRequest === undefined;
+    if (changed || askedNow) lease.renew().catch(() => {});
   });
 
   const result = await exited;
@@ -230,21 +296,22 @@ async function supervise(client: LeaseholdClient, lease: LeaseHandle, command: s
   if (lost && (await group.endsBy(killAt)) === false) group.kill('SIGKILL');
   for (const sig of FORWARDED) process.off(sig, forward);
   if (killTimer !== undefined) clearTimeout(killTimer);
-  lease.signal.removeEventListener('abort', onLost);
-  lease.releaseRequested.removeEventListener('abort', onReleaseRequested);
+  for (const cleanup of cleanups) cleanup();
   feed.close();
 
   if (result.error) {
-    await lease.release().catch(() => {});
+    await Promise.all(leases.map((l) => l.release().catch(() => {})));
     throw new CliError(`could not start ${file}: ${result.error.message}`, 127);
   }
   if (lost) return EXIT.lost;
-  try {
-    await lease.release();
-  } catch (e) {
-    // The command's work is done either way: report, and keep its exit code.
-    if (isLeaseholdError(e, 'lease_lost')) note(`leasehold: the lease on ${lease.route} was already lost when the command ended`);
-    else note(`leasehold: could not release ${lease.route} (${e instanceof Error ? e.message : String(e)}); it expires by itself within its TTL`);
+  for (const lease of leases) {
+    try {
+      await lease.release();
+    } catch (e) {
+      // The command's work is done either way: report, and keep its exit code.
+      if (isLeaseholdError(e, 'lease_lost')) note(`leasehold: the lease on ${lease.route} was already lost when the command ended`);
+      else note(`leasehold: could not release ${lease.route} (${e instanceof Error ? e.message : String(e)}); it expires by itself within its TTL`);
+    }
   }
   if (result.code !== null) return result.code;
   return 128 + (result.signal ? (constants.signals[result.signal] ?? 0) : 0);

@@ -32,7 +32,15 @@ import type {
   Whoami,
 } from './types';
 
-export type LeaseholdClientOptions = TransportOptions;
+export interface LeaseholdClientOptions extends TransportOptions {
+  /**
+   * Renew each session's handles through one batched request per tick
+   * (`POST /api/v1/sessions/renew`, which also keeps the session alive).
+   * Default true; false renews every handle alone and keeps sessions alive
+   * with their own keepalives.
+   */
+  batchRenewals?: boolean | undefined;
+}
 
 export interface ListOptions {
   /** Items per page (default 100, at most 1,000). */
@@ -134,11 +142,13 @@ export interface CreateTokenOptions {
 
 export class LeaseholdClient {
   readonly #transport: Transport;
+  readonly #batchRenewals: boolean;
   /** Per-pattern policies (set, list, delete, explain). */
   readonly policies: Policies;
 
   constructor(opts: LeaseholdClientOptions = {}) {
     this.#transport = new Transport(opts);
+    this.#batchRenewals = opts.batchRenewals ?? true;
     this.policies = new Policies(this.#transport);
   }
 
@@ -178,7 +188,7 @@ export class LeaseholdClient {
     const sentAt = this.#transport.clock.now();
     const answer = await this.#transport.call<{ session: SessionView & { session_id: string } }>('POST', '/api/v1/sessions', { body, retry: 'never' });
     const { session_id, ...view } = answer.data.session;
-    return new Session(this.#transport, session_id, view, sentAt);
+    return new Session(this.#transport, session_id, view, sentAt, { batchRenewals: this.#batchRenewals });
   }
 
   async listSessions(opts: { ownerId?: string; limit?: number; cursor?: string } = {}): Promise<SessionPage> {

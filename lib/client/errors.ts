@@ -40,6 +40,8 @@ export interface LeaseholdErrorInit {
   retryAfterMs?: number;
   /** The route is in lock-delay until then (epoch ms): an acquire refused by it, or inspect of a free route in it. */
   lockDelayUntil?: number;
+  /** The routes that were held, for an all-or-nothing acquire refused with `lease_conflict`. */
+  held?: readonly string[] | undefined;
   correlationId?: string;
   cause?: unknown;
   /**
@@ -60,6 +62,11 @@ export class LeaseholdError extends Error {
   readonly retryAfterMs: number | undefined;
   /** When the route leaves lock-delay (epoch ms), for a refusal by it. */
   readonly lockDelayUntil: number | undefined;
+  /**
+   * The routes that were held or in lock-delay, in the request's order, when
+   * `session.acquireAll` was refused with `lease_conflict` (nothing was acquired).
+   */
+  readonly held: readonly string[] | undefined;
   readonly correlationId: string | undefined;
   readonly #fromServer: boolean;
 
@@ -71,6 +78,7 @@ export class LeaseholdError extends Error {
     this.retryable = init.retryable ?? false;
     this.retryAfterMs = init.retryAfterMs;
     this.lockDelayUntil = init.lockDelayUntil;
+    this.held = init.held === undefined ? undefined : Object.freeze([...init.held]);
     this.correlationId = init.correlationId;
     this.#fromServer = init.fromServer ?? SERVER_CODES.has(init.code);
   }

@@ -35,6 +35,9 @@ export class Keeper {
   #deadline = 0;
   #failures = 0;
   #stopped = false;
+  /** When the next refresh is scheduled (local clock); Infinity while none is. */
+  #dueAt = Number.POSITIVE_INFINITY;
+  #refreshing = false;
 
   /** Starts keeping: the object is alive until `deadline` (local clock) unless a refresh extends it. */
   constructor(opts: KeeperOptions, deadline: number) {
@@ -55,6 +58,28 @@ export class Keeper {
   /** Stop refreshing for now (the deadline still holds). */
   pause(): void {
     this.#refreshTimer.clear();
+    this.#dueAt = Number.POSITIVE_INFINITY;
+  }
+
+  /** When the next refresh is due (local clock): Infinity while a refresh runs, or none is scheduled. */
+  get dueAt(): number {
+    return this.#dueAt;
+  }
+
+  /**
+   * Refresh now instead of at the scheduled time (a batch is going out anyway):
+   * the outcome counts as the scheduled refresh's would. No-op while one runs.
+   */
+  refreshNow(): void {
+    if (this.#stopped || this.#refreshing) return;
+    this.#refreshTimer.clear();
+    this.#run();
+  }
+
+  /** Something else refreshed the object (a batch kept the session alive): start the interval again. */
+  reschedule(): void {
+    if (this.#stopped || this.#refreshing) return;
+    this.resume(false);
   }
 
   /** Schedule the next refresh: a normal one, or a retry after a failure. */
@@ -65,25 +90,33 @@ export class Keeper {
     const delay = afterFailure
       ? Math.min(backoffMs(this.#failures, retry.baseDelayMs * 2, 1000, random), room)
       : Math.min(jitter(this.#opts.ttlMs() * REFRESH_FRACTION, REFRESH_JITTER, random), room);
-    this.#refreshTimer.set(() => {
-      this.#opts.refresh().then(
-        () => {
-          this.#failures = 0;
-          this.resume(false);
-        },
-        () => {
-          // A refusal that ends the object stops the keeper; anything else is
-          // transient until the deadline says otherwise.
-          this.#failures++;
-          this.resume(true);
-        },
-      );
-    }, delay);
+    this.#dueAt = clock.now() + delay;
+    this.#refreshTimer.set(() => this.#run(), delay);
+  }
+
+  #run(): void {
+    this.#dueAt = Number.POSITIVE_INFINITY;
+    this.#refreshing = true;
+    this.#opts.refresh().then(
+      () => {
+        this.#refreshing = false;
+        this.#failures = 0;
+        this.resume(false);
+      },
+      () => {
+        // A refusal that ends the object stops the keeper; anything else is
+        // transient until the deadline says otherwise.
+        this.#refreshing = false;
+        this.#failures++;
+        this.resume(true);
+      },
+    );
   }
 
   /** Stop for good. */
   stop(): void {
     this.#stopped = true;
+    this.#dueAt = Number.POSITIVE_INFINITY;
     this.#refreshTimer.clear();
     this.#deadlineTimer.clear();
   }

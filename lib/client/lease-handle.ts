@@ -28,6 +28,12 @@ export interface HandleHost {
   ended(handle: LeaseHandle): void;
   /** A renew answer listed the session's pending release requests (the host tells each handle). */
   releaseRequests(requests: readonly PendingReleaseRequest[]): void;
+  /**
+   * The handle's scheduled renewal, in the session's next batched renew
+   * (`POST /api/v1/sessions/renew`); undefined when the session does not
+   * batch (turned off, or a server without the endpoint): renew alone then.
+   */
+  batchRenew?(handle: LeaseHandle): Promise<HeldLease> | undefined;
 }
 
 /** Dispatched on a lease handle when someone asked its holder to release (docs/release-requests.md). */
@@ -64,6 +70,9 @@ export class LeaseHandle extends EventTarget {
   #state: LeaseState = 'held';
   readonly #keeper: Keeper;
   #renewing: Promise<HeldLease> | undefined;
+  /** When the last successful renewal (or the acquire) was sent, on the local clock. */
+  #renewedAt: number;
+  #releasing = false;
 
   /** @internal Made by `Session.acquire`. */
   constructor(host: HandleHost, lease: HeldLease, queued: boolean, sentAt: number) {
@@ -74,11 +83,12 @@ export class LeaseHandle extends EventTarget {
     this.leaseId = lease.lease_id;
     this.fencingToken = lease.fencing_token;
     this.queued = queued;
+    this.#renewedAt = sentAt;
     this.#keeper = new Keeper(
       {
         transport: host.transport,
         ttlMs: () => this.#lease.ttl_ms,
-        refresh: () => this.renew(),
+        refresh: () => this.#scheduledRenew(),
         expired: () => this.#lose(new LeaseholdError({ code: 'lease_lost', message: 'no renewal succeeded before the lease expired', fromServer: false })),
       },
       sentAt + lease.remaining_ms,
@@ -156,9 +166,11 @@ export class LeaseHandle extends EventTarget {
     if (this.#state === 'lost') throw this.lostReason;
     this.#keeper.pause();
     const body = { session_id: this.#host.sessionId, request_id: newRequestId(), lease_id: this.leaseId, fencing_token: this.fencingToken };
+    this.#releasing = true;
     try {
       await this.#host.transport.call('POST', leasePath(this.route, 'release'), { body, retry: 'idempotent' });
     } catch (e) {
+      this.#releasing = false;
       if (isLeaseholdError(e, 'lease_lost')) {
         this.#lose(e);
         throw e;
@@ -168,6 +180,7 @@ export class LeaseHandle extends EventTarget {
       if (this.#state === 'held') this.#keeper.resume(true);
       throw e;
     }
+    this.#releasing = false;
     this.end('released');
   }
 
@@ -208,6 +221,37 @@ export class LeaseHandle extends EventTarget {
     }
   }
 
+  /** @internal Join the batch going out now if the last renewal was sent at least `minAgeMs` ago (and none runs). */
+  joinBatch(now: number, minAgeMs: number): void {
+    if (this.#state === 'held' && this.#renewing === undefined && now - this.#renewedAt >= minAgeMs) this.#keeper.refreshNow();
+  }
+
+  /** @internal When the handle's next renewal is due (local clock). */
+  get renewDueAt(): number {
+    return this.#state === 'held' && this.#renewing === undefined ? this.#keeper.dueAt : Number.POSITIVE_INFINITY;
+  }
+
+  /**
+   * @internal A batched renew (sent at `sentAt`) answered for this lease: the
+   * renewed lease, or `lease_lost` (ignored while this handle's own release
+   * is in flight: the release, not a loss, ended it).
+   */
+  settleBatch(outcome: HeldLease | LeaseholdError, sentAt: number): void {
+    if (this.#state !== 'held') return;
+    if (outcome instanceof LeaseholdError) {
+      if (!this.#releasing) this.#lose(outcome);
+      return;
+    }
+    this.#lease = Object.freeze({ ...outcome });
+    this.#renewedAt = sentAt;
+    this.#keeper.extend(sentAt + outcome.remaining_ms);
+  }
+
+  /** @internal Renew alone, as before batching (a server without the batched endpoint). */
+  renewAlone(): Promise<HeldLease> {
+    return this.#renewOnce();
+  }
+
   /** @internal End the handle without a call (its session closed, or was lost). */
   end(how: 'released' | LeaseholdError): void {
     if (this.#state !== 'held') return;
@@ -226,6 +270,17 @@ export class LeaseHandle extends EventTarget {
     if (this.#state === 'released') throw closedError('the lease handle', 'was released');
   }
 
+  /** The keeper's renewal: batched with the session's other due handles when the session batches. */
+  #scheduledRenew(): Promise<HeldLease> {
+    if (this.#renewing !== undefined) return this.#renewing;
+    const batched = this.#host.batchRenew?.(this);
+    if (batched === undefined) return this.renew();
+    this.#renewing = batched.finally(() => {
+      this.#renewing = undefined;
+    });
+    return this.#renewing;
+  }
+
   async #renewOnce(ttlMs?: number): Promise<HeldLease> {
     const body: Record<string, unknown> = { session_id: this.#host.sessionId, request_id: newRequestId(), lease_id: this.leaseId, fencing_token: this.fencingToken };
     if (ttlMs !== undefined) body.ttl_ms = ttlMs;
@@ -239,6 +294,7 @@ export class LeaseHandle extends EventTarget {
       });
       if (this.#state === 'held') {
         this.#lease = Object.freeze({ ...answer.data.lease });
+        this.#renewedAt = sentAt;
         this.#keeper.extend(sentAt + answer.data.lease.remaining_ms);
       }
       if (answer.data.release_requests?.length) this.#host.releaseRequests(answer.data.release_requests);

@@ -7,12 +7,47 @@
 
 import { LeaseholdError, closedError, isLeaseholdError } from './errors';
 import { installAsyncDispose } from './disposable';
-import { attemptTimeoutMs, Keeper } from './keeper';
+import { attemptTimeoutMs, Keeper, REFRESH_FRACTION } from './keeper';
 import { LeaseHandle, type HandleHost } from './lease-handle';
 import { leasePath } from './paths';
-import { newRequestId } from './runtime';
+import { newRequestId, Timer } from './runtime';
 import type { Transport } from './transport';
-import type { HeldLease, Metadata, PendingReleaseRequest, SessionView } from './types';
+import type { AcquireAllOptions, AcquireAllRoute, HeldLease, Metadata, PendingReleaseRequest, SessionView } from './types';
+
+/** Items of one batched renew at most (the server's bound). */
+export const MAX_BATCH_RENEW = 1000;
+/** Routes of one all-or-nothing acquire at most (the server's bound). */
+export const MAX_ACQUIRE_ALL = 16;
+/** Renewals falling due this close together go out in one request. */
+const COALESCE_MS = 5;
+/**
+ * A batch going out takes along every handle at least this share of its own
+ * interval (TTL/3) past its last renewal: it renews early rather than in a
+ * request of its own. Two groups of handles out of step merge at the next
+ * tick (a group fires at 0.8 to 1.2 of the interval, so when one fires the
+ * other is at least 0.4 of it past its renewal, or in flight), and only
+ * while they merge does a handle renew sooner than its schedule says.
+ */
+const PULL_FORWARD = 0.3;
+/** A batch's body stays below the server's 128 KiB limit: split by size too. */
+const MAX_BATCH_BYTES = 100_000;
+
+/** How a session keeps its handles: batched renewals unless turned off (or the server lacks them). */
+export interface SessionOptions {
+  /** Renew the session's handles through `POST /api/v1/sessions/renew` (default true). */
+  batchRenewals?: boolean | undefined;
+}
+
+interface BatchItem {
+  handle: LeaseHandle;
+  resolve(lease: HeldLease): void;
+  reject(e: unknown): void;
+}
+
+interface Waiter {
+  resolve(): void;
+  reject(e: unknown): void;
+}
 
 export type SessionState = 'open' | 'closed' | 'lost';
 
@@ -58,9 +93,16 @@ export class Session extends EventTarget {
   #view: SessionView;
   #state: SessionState = 'open';
   readonly #keeper: Keeper;
+  /** False once batching is off, or the server answered that it has no batched renew. */
+  #batching: boolean;
+  readonly #queue: BatchItem[] = [];
+  /** The session's keepalive, waiting for the next batch to do it. */
+  #waiters: Waiter[] = [];
+  readonly #flushTimer: Timer;
+  #flushSet = false;
 
   /** @internal Made by `LeaseholdClient.openSession`. */
-  constructor(transport: Transport, id: string, view: SessionView, sentAt: number) {
+  constructor(transport: Transport, id: string, view: SessionView, sentAt: number, opts: SessionOptions = {}) {
     super();
     this.#transport = transport;
     this.#id = id;
@@ -68,6 +110,8 @@ export class Session extends EventTarget {
     this.ownerId = view.owner_id;
     this.ttlMs = view.ttl_ms;
     this.holderIncarnation = view.holder_incarnation;
+    this.#batching = opts.batchRenewals ?? true;
+    this.#flushTimer = new Timer(transport.clock);
     const handles = this.#handles;
     this.#host = {
       transport,
@@ -76,12 +120,13 @@ export class Session extends EventTarget {
         handles.delete(h);
       },
       releaseRequests: (requests) => this.#releaseRequests(requests),
+      batchRenew: (h) => (this.#batching ? this.#enqueue(h) : undefined),
     };
     this.#keeper = new Keeper(
       {
         transport,
         ttlMs: () => this.ttlMs,
-        refresh: () => this.keepAlive(),
+        refresh: () => this.#refresh(),
         expired: () => this.#lose(new LeaseholdError({ code: 'session_not_found', message: 'no keepalive succeeded before the session expired', fromServer: false })),
       },
       sentAt + view.ttl_ms,
@@ -136,6 +181,43 @@ export class Session extends EventTarget {
     return handle;
   }
 
+  /**
+   * Acquire every route or none, in one atomic step
+   * (`POST /api/v1/sessions/acquire`, 1 to 16 distinct routes). Resolves with
+   * one handle per route, in the order given, each renewing (batched with the
+   * session's others), releasable and losable on its own. When any route is
+   * held (or in lock-delay) it throws `lease_conflict` with `held` (those
+   * routes) and `retryAfterMs`, having acquired nothing. It never waits:
+   * waiting for several routes is how deadlocks start.
+   */
+  async acquireAll(routes: readonly AcquireAllRoute[], opts: AcquireAllOptions = {}): Promise<LeaseHandle[]> {
+    this.#assertOpen();
+    if (routes.length === 0 || routes.length > MAX_ACQUIRE_ALL) {
+      throw new LeaseholdError({ code: 'invalid_request', message: `acquireAll takes 1 to ${MAX_ACQUIRE_ALL} routes (got ${routes.length})`, fromServer: false });
+    }
+    const leases = routes.map((r) => {
+      const terms = typeof r === 'string' ? { route: r } : r;
+      const item: Record<string, unknown> = { route: terms.route };
+      const ttlMs = terms.ttlMs ?? opts.ttlMs;
+      const maxLifetimeMs = terms.maxLifetimeMs ?? opts.maxLifetimeMs;
+      const metadata = terms.metadata ?? opts.metadata;
+      if (ttlMs !== undefined) item.ttl_ms = ttlMs;
+      if (maxLifetimeMs !== undefined) item.max_lifetime_ms = maxLifetimeMs;
+      if (metadata !== undefined) item.metadata = metadata;
+      return item;
+    });
+    const body = { session_id: this.#id, request_id: newRequestId(), leases };
+    const sentAt = this.#transport.clock.now();
+    const answer = await this.#transport.call<{ leases: HeldLease[] }>('POST', '/api/v1/sessions/acquire', { body, retry: 'idempotent', signal: opts.signal });
+    const handles = answer.data.leases.map((lease) => new LeaseHandle(this.#host, lease, false, sentAt));
+    if (this.#state !== 'open') {
+      for (const h of handles) h.end(this.#state === 'lost' ? this.#lostError() : 'released');
+      throw this.#state === 'lost' ? this.#lostError() : closedError('session');
+    }
+    for (const h of handles) this.#handles.add(h);
+    return handles;
+  }
+
   /** Keep the session alive now (it also does this by itself). Throws `session_not_found` (and reports loss) if it is gone. */
   async keepAlive(): Promise<void> {
     this.#assertOpen();
@@ -166,6 +248,7 @@ export class Session extends EventTarget {
     if (this.#state !== 'open') return;
     this.#state = 'closed';
     this.#keeper.stop();
+    this.#dropQueue(closedError('session'));
     try {
       await this.#transport.call('POST', '/api/v1/sessions/close', { body: { session_id: this.#id }, retry: 'idempotent' });
     } catch (e) {
@@ -181,6 +264,131 @@ export class Session extends EventTarget {
 
   dispose(): Promise<void> {
     return this.close();
+  }
+
+  /**
+   * The session's own refresh: with handles to renew, the next batch keeps it
+   * alive (the handle due first goes now); without, a keepalive.
+   */
+  #refresh(): Promise<void> {
+    if (!this.#batching || this.#handles.size === 0) return this.keepAlive();
+    return new Promise<void>((resolve, reject) => {
+      this.#waiters.push({ resolve, reject });
+      this.#flush();
+    });
+  }
+
+  /** A handle's renewal is due: it goes in the next batch, sent within a few ms with whatever else is due. */
+  #enqueue(handle: LeaseHandle): Promise<HeldLease> {
+    return new Promise<HeldLease>((resolve, reject) => {
+      this.#queue.push({ handle, resolve, reject });
+      if (!this.#flushSet) {
+        this.#flushSet = true;
+        this.#flushTimer.set(() => {
+          this.#flushSet = false;
+          this.#flush();
+        }, COALESCE_MS);
+      }
+    });
+  }
+
+  /** Send what is queued, with every handle due soon, in as few requests as the bounds allow. */
+  #flush(): void {
+    const now = this.#transport.clock.now();
+    // Handles joining now go in this flush: no timer for another.
+    this.#flushTimer.clear();
+    this.#flushSet = true;
+    for (const h of this.#handles) h.joinBatch(now, h.lease.ttl_ms * REFRESH_FRACTION * PULL_FORWARD);
+    if (this.#queue.length === 0 && this.#waiters.length > 0) {
+      // The keepalive is due before any handle: the handle due first renews early.
+      let first: LeaseHandle | undefined;
+      for (const h of this.#handles) if (first === undefined || h.renewDueAt < first.renewDueAt) first = h;
+      if (first !== undefined && first.renewDueAt < Number.POSITIVE_INFINITY) first.joinBatch(now, Number.NEGATIVE_INFINITY);
+    }
+    this.#flushSet = false;
+    const items = this.#queue.splice(0);
+    const waiters = this.#waiters;
+    this.#waiters = [];
+    if (items.length === 0) {
+      // Every handle is renewing already: the session keeps itself alive.
+      if (waiters.length > 0) this.keepAlive().then(() => settle(waiters), (e: unknown) => settle(waiters, e));
+      return;
+    }
+    let chunk: BatchItem[] = [];
+    let bytes = 0;
+    for (const item of items) {
+      const size = item.handle.route.length + item.handle.leaseId.length + 64;
+      if (chunk.length === MAX_BATCH_RENEW || (chunk.length > 0 && bytes + size > MAX_BATCH_BYTES)) {
+        void this.#sendBatch(chunk, []);
+        chunk = [];
+        bytes = 0;
+      }
+      chunk.push(item);
+      bytes += size;
+    }
+    void this.#sendBatch(chunk, waiters);
+  }
+
+  /** One `POST /api/v1/sessions/renew`: each item's outcome goes to its handle alone. */
+  async #sendBatch(items: BatchItem[], waiters: Waiter[]): Promise<void> {
+    const leases = items.map(({ handle: h }) => ({ route: h.route, lease_id: h.leaseId, fencing_token: h.fencingToken }));
+    const body = { session_id: this.#id, request_id: newRequestId(), leases };
+    const shortestTtl = Math.min(this.ttlMs, ...items.map(({ handle: h }) => h.lease.ttl_ms));
+    const sentAt = this.#transport.clock.now();
+    type Outcome = { route: string; code: 'lease_renewed'; lease: HeldLease } | { route: string; code: 'lease_lost' };
+    let answer;
+    try {
+      answer = await this.#transport.call<{ session: SessionView; results: Outcome[]; release_requests?: PendingReleaseRequest[] }>('POST', '/api/v1/sessions/renew', {
+        body,
+        retry: 'idempotent',
+        signal: this.#controller.signal,
+        timeoutMs: attemptTimeoutMs(shortestTtl, this.#transport.timeoutMs),
+      });
+    } catch (e) {
+      if (isLeaseholdError(e) && (e.status === 404 || e.status === 405) && e.code !== 'session_not_found') {
+        // A server without batched renewals: every handle renews alone from now on.
+        this.#batching = false;
+        for (const item of items) item.handle.renewAlone().then(item.resolve, item.reject);
+        if (waiters.length > 0) this.keepAlive().then(() => settle(waiters), (err: unknown) => settle(waiters, err));
+        return;
+      }
+      if (isLeaseholdError(e, 'session_not_found')) this.#lose(e);
+      // Anything else is transient: each handle (and the session) retries on its own schedule, within its deadline.
+      for (const item of items) item.reject(e);
+      settle(waiters, e);
+      return;
+    }
+    const { session, results, release_requests } = answer.data;
+    if (!Array.isArray(results) || results.length !== items.length) {
+      const e = new LeaseholdError({ code: 'invalid_response', message: 'a batched renew answered without one result per item', status: answer.status, correlationId: answer.correlationId });
+      for (const item of items) item.reject(e);
+      settle(waiters, e);
+      return;
+    }
+    if (this.#state === 'open') {
+      this.#view = session;
+      this.#keeper.extend(sentAt + session.ttl_ms);
+      if (waiters.length === 0) this.#keeper.reschedule();
+    }
+    items.forEach((item, i) => {
+      const outcome = results[i];
+      if (outcome?.code === 'lease_renewed') {
+        item.handle.settleBatch(outcome.lease, sentAt);
+        item.resolve(outcome.lease);
+        return;
+      }
+      const lost = new LeaseholdError({
+        code: 'lease_lost',
+        message: 'the lease is not held by this session with this lease_id and token',
+        status: 409,
+        correlationId: answer.correlationId,
+        fromServer: true,
+      });
+      item.handle.settleBatch(lost, sentAt);
+      item.reject(lost);
+    });
+    if (release_requests?.length) this.#releaseRequests(release_requests);
+    settle(waiters);
   }
 
   #assertOpen(): void {
@@ -202,6 +410,14 @@ export class Session extends EventTarget {
     for (const h of this.#handles) for (const r of requests) h.noteReleaseRequest(r);
   }
 
+  /** The session ended: nothing queued goes out. */
+  #dropQueue(reason: unknown): void {
+    this.#flushTimer.clear();
+    this.#flushSet = false;
+    for (const item of this.#queue.splice(0)) item.reject(reason);
+    settle(this.#waiters.splice(0), reason);
+  }
+
   #endHandles(how: 'released' | LeaseholdError): void {
     for (const h of [...this.#handles]) h.end(how);
     this.#handles.clear();
@@ -211,9 +427,17 @@ export class Session extends EventTarget {
     if (this.#state !== 'open') return;
     this.#state = 'lost';
     this.#keeper.stop();
+    this.#dropQueue(reason);
     this.#controller.abort(reason);
     this.#endHandles(this.#lostError());
     this.dispatchEvent(new Event('lost'));
+  }
+}
+
+function settle(waiters: readonly Waiter[], error?: unknown): void {
+  for (const w of waiters) {
+    if (error === undefined) w.resolve();
+    else w.reject(error);
   }
 }
 

@@ -151,7 +151,7 @@ export interface AuditEvent {
   readonly latency_ms: number;
   /** The token a token event is about (an extension of AuditEvent; see docs/design.md). */
   readonly subject_token_id?: string | null;
-  /** What the event recorded besides the reason: a policy's values, an operator's choices (`close_session`, `lock_delay_ms`), the route a session was closed for (`revoke_of`). */
+  /** What the event recorded besides the reason: a policy's values, an operator's choices (`close_session`, `lock_delay_ms`), the route a session was closed for (`revoke_of`), the lock-delay an end of a lease started (`lock_delay_until`). */
   readonly details?: Readonly<Record<string, unknown>>;
 }
 
@@ -226,4 +226,25 @@ export interface EffectivePolicy {
     readonly lock_delay_ms: number;
     readonly max_waiters: number;
   };
+}
+
+/** One route of `session.acquireAll`: the route alone, or the route with its own terms (which override the call's). */
+export type AcquireAllRoute =
+  | string
+  | {
+      readonly route: string;
+      /** 1 s to 600 s; the call's `ttlMs`, else the server's default (30 s), when omitted. */
+      readonly ttlMs?: number | undefined;
+      readonly maxLifetimeMs?: number | undefined;
+      readonly metadata?: Readonly<Metadata> | undefined;
+    };
+
+/** Options of `session.acquireAll` (all or nothing; it never waits). */
+export interface AcquireAllOptions {
+  /** Every route's TTL unless its entry gives one: 1 s to 600 s; the server's default (30 s) when omitted. */
+  ttlMs?: number | undefined;
+  maxLifetimeMs?: number | undefined;
+  metadata?: Readonly<Metadata> | undefined;
+  /** Abandons the call (its outcome is then unknown; a granted batch expires with its TTL, or with the session). */
+  signal?: AbortSignal | undefined;
 }
