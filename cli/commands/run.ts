@@ -93,7 +93,8 @@ export function registerRun(program: Command): void {
   );
 }
 
-async function run(client: LeaseholdClient, route: string, command: string[], opts: RunOptions): Promise<number> {
+/** What `run` and `run --all` both start with: their timings, what --pass-token passes, and the session that will hold the leases. */
+async function openRunSession(client: LeaseholdClient, opts: RunOptions) {
   const ttlMs = opts.ttl ?? 30_000;
   const graceMs = opts.grace ?? 10_000;
   const ownerId = opts.owner ?? `${hostname()}:${process.pid}`;
@@ -102,6 +103,11 @@ async function run(client: LeaseholdClient, route: string, command: string[], op
   // The session lives as long as the lease would without it, within the
   // server's bounds (2 s to 300 s): losing it loses the lease too.
   const session = await client.openSession({ ownerId, ttlMs: Math.min(300_000, Math.max(2_000, ttlMs)) });
+  return { ttlMs, graceMs, pass, session };
+}
+
+async function run(client: LeaseholdClient, route: string, command: string[], opts: RunOptions): Promise<number> {
+  const { ttlMs, graceMs, pass, session } = await openRunSession(client, opts);
   try {
     const lease = await acquire(client, session, route, ttlMs, opts.wait ?? 0);
     if (lease === undefined) return 128 + constants.signals.SIGINT;
@@ -117,11 +123,7 @@ async function runAll(client: LeaseholdClient, routes: string[], command: string
   if (opts.wait !== undefined) throw new CliError('--all never waits (waiting for several routes is how deadlocks start): drop --wait', EXIT.usage);
   if (routes.length > MAX_ALL) throw new CliError(`--all takes at most ${MAX_ALL} routes (got ${routes.length})`, EXIT.usage);
   if (new Set(routes).size !== routes.length) throw new CliError('--all takes each route once', EXIT.usage);
-  const ttlMs = opts.ttl ?? 30_000;
-  const graceMs = opts.grace ?? 10_000;
-  const ownerId = opts.owner ?? `${hostname()}:${process.pid}`;
-  const pass = opts.passToken === true ? resolveConnection(opts) : undefined;
-  const session = await client.openSession({ ownerId, ttlMs: Math.min(300_000, Math.max(2_000, ttlMs)) });
+  const { ttlMs, graceMs, pass, session } = await openRunSession(client, opts);
   try {
     let leases: LeaseHandle[];
     try {
