@@ -14,6 +14,7 @@
 # `postgres pass: N passed, N failed`; exits non-zero when any test fails.
 # LEASEHOLD_TEST_PASSES=sqlite or =postgres runs one pass alone;
 # LEASEHOLD_TEST_FILES="a.test.ts b.test.ts" runs only those files.
+# LEASEHOLD_TEST_TAP_DIR keeps each pass's TAP there as <pass>.tap.
 # 3. Last, whichever passes ran: tests/logs/secrets.test.ts scans every
 #    server log they wrote (LEASEHOLD_TEST_LOG_DIR) for every secret used.
 set -uo pipefail
@@ -62,6 +63,8 @@ run() {
   local rc=$?
   echo "== $label pass summary"
   grep -E '^# (tests|suites|pass|fail|cancelled|skipped|todo|duration_ms) ' "$tap"
+  # scripts/test.sh digests each pass's failures at the end of the log.
+  [[ -n ${LEASEHOLD_TEST_TAP_DIR:-} ]] && mkdir -p "$LEASEHOLD_TEST_TAP_DIR" && cp "$tap" "$LEASEHOLD_TEST_TAP_DIR/$label.tap"
   ((rc != 0)) && status=1
   return 0
 }

@@ -13,10 +13,13 @@ export NEXT_TELEMETRY_DISABLED=1
 passed=0
 failed=0
 status=0
+stage_failures=()
 e2e_json=playwright-report/results.json
 e2e_json_pg=playwright-report/results-postgres.json
 unit_log="$(mktemp -t leasehold-unit-XXXXXX.log)"
-trap 'rm -f "$unit_log"' EXIT
+# Each unit pass's TAP, for the failure digest at the end.
+export LEASEHOLD_TEST_TAP_DIR="$(mktemp -d -t leasehold-tap-XXXXXX)"
+trap 'rm -f "$unit_log"; rm -rf "$LEASEHOLD_TEST_TAP_DIR"' EXIT
 
 echo "== system packages (Debian: chromium; Java, python3 and Go for the generated clients)"
 bash scripts/system-deps.sh || status=1
@@ -28,6 +31,7 @@ else
   built=0
   status=1
   echo "build failed: the end-to-end tests cannot run" >&2
+  stage_failures+=("the build failed (its output is above): the end-to-end tests did not run")
 fi
 
 echo "== typecheck and lint (import boundaries)"
@@ -36,6 +40,7 @@ if npm run --silent typecheck && npm run --silent lint; then
 else
   status=1
   failed=$((failed + 1))
+  stage_failures+=("typecheck or lint failed (its output is above)")
 fi
 
 echo "== unit and HTTP tests (SQLite, then PostgreSQL)"
@@ -46,7 +51,10 @@ unit_fail=$(awk '/^# (fail|cancelled) /{n+=$3} END{print n+0}' "$unit_log")
 if ((unit_rc != 0)); then
   status=1
   # A runner that died before its summary still counts as a failure.
-  ((unit_fail == 0)) && unit_fail=1
+  if ((unit_fail == 0)); then
+    unit_fail=1
+    stage_failures+=("a unit pass exited $unit_rc without counting a failure (a runner died: see its output above)")
+  fi
 fi
 passed=$((passed + unit_pass))
 failed=$((failed + unit_fail))
@@ -82,5 +90,17 @@ else
   failed=$((failed + 1))
 fi
 
+# CI keeps the log's tail: name every failure there, with what it waited
+# for and what it saw (scripts/failure-digest.mjs), just above the totals.
+if ((failed > 0)); then
+  for f in "${stage_failures[@]}"; do echo "✖ $f"; done
+  reports=()
+  for tap in "$LEASEHOLD_TEST_TAP_DIR"/*.tap; do
+    [[ -f $tap ]] && reports+=("$(basename "$tap" .tap)=$tap")
+  done
+  [[ -f $e2e_json ]] && reports+=("e2e sqlite=$e2e_json")
+  [[ -f $e2e_json_pg ]] && reports+=("e2e postgres=$e2e_json_pg")
+  node scripts/failure-digest.mjs "${reports[@]}"
+fi
 echo "$passed passed, $failed failed"
 exit "$status"
