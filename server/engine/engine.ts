@@ -394,6 +394,25 @@ export class LeaseEngine {
     return value;
   }
 
+  /**
+   * A read, given whether the store refuses writes (read-only.ts). A read
+   * that shared its batch with writes the disk then refused is refused with
+   * them, since it may have seen them; the store refuses writes from then
+   * on, so the read runs once more, read-only, over what is durable: reads
+   * keep answering on a full disk (CONTRACT §19, docs/design.md "A full
+   * disk"). Safe to repeat: the first run changed nothing that stayed.
+   */
+  private async read<T>(fn: (readOnly: boolean) => Promise<T>): Promise<T> {
+    const readOnly = this.store.writeFault?.() !== undefined;
+    try {
+      return await fn(readOnly);
+    } catch (e) {
+      const refusedWithItsBatch = !readOnly && e instanceof LeaseholdError && e.code === 'backend_unavailable' && this.store.writeFault?.() !== undefined;
+      if (!refusedWithItsBatch) throw e;
+      return fn(true);
+    }
+  }
+
   /** The audit spec of an engine call. */
   private spec(caller: Caller, type: AuditEventType, route: string | null, success: string, extra?: Partial<AuditSpec>): AuditSpec {
     // The hot calls have no extra: one literal, no spread.
@@ -527,13 +546,13 @@ export class LeaseEngine {
 
   /** The route's checkpoint as last written (linearizable), or `checkpoint_not_found`. */
   async readCheckpoint(p: Principal, route: string): Promise<{ checkpoint: { route: string; value: Json; fencing_token: number; written_at: string; version: number } }> {
-    return this.run(async (step) => {
+    return this.read(() => this.run(async (step) => {
       const c = await step.tx.getCheckpoint(p.family, route);
       if (!c) fail('checkpoint_not_found', 'this route never had a checkpoint');
       return {
         checkpoint: { route, value: JSON.parse(c.value) as Json, fencing_token: c.fencingToken, written_at: new Date(c.writtenAt).toISOString(), version: c.version },
       };
-    }, undefined, p.family);
+    }, undefined, p.family));
   }
 
   /**
@@ -542,8 +561,7 @@ export class LeaseEngine {
    * (read-only.ts).
    */
   async inspect(p: Principal, route: string): Promise<{ lease: LeaseView }> {
-    const readOnly = this.store.writeFault?.() !== undefined;
-    return this.run(async (step) => {
+    return this.read((readOnly) => this.run(async (step) => {
       const l = readOnly ? await heldLease(step, p.family, route) : await settleRoute(this.ctx, step, p.family, route);
       if (!l) {
         const until = readOnly ? await runningLockDelay(step, p.family, route) : await activeLockDelay(step, p.family, route, (f, r) => grantNext(this.ctx, step, f, r));
@@ -553,7 +571,7 @@ export class LeaseEngine {
         fail('lease_not_found', until === undefined ? 'no lease is held on this route' : 'no lease is held on this route; it is in lock-delay', { lockDelayUntil: until });
       }
       return { lease: leaseView(l, step.now, await waiterCount(this.ctx, step, p.family, route)) };
-    }, undefined, p.family, { route });
+    }, undefined, p.family, { route }));
   }
 
   /**
@@ -563,8 +581,7 @@ export class LeaseEngine {
    */
   async list(p: Principal, sel: ParsedSelector, q: ListQuery): Promise<ListPage> {
     const c = this.cursor(p.family, 'leases', listQueryKey(sel, q), q.cursor, (x): x is string => typeof x === 'string');
-    const readOnly = this.store.writeFault?.() !== undefined;
-    const page = await this.run((step) => listStep(this.ctx, step, p.family, sel, q, c.after, c.encode, readOnly), undefined, p.family);
+    const page = await this.read((readOnly) => this.run((step) => listStep(this.ctx, step, p.family, sel, q, c.after, c.encode, readOnly), undefined, p.family));
     return { ...page, epoch: this.store.epoch() };
   }
 
@@ -784,7 +801,7 @@ export class LeaseEngine {
     if (oldestFirst && triple.some((t) => t === null)) fail('invalid_request', 'order=oldest needs one exact route');
     const query = JSON.stringify([triple, q.eventType ?? null, q.since ?? null, q.until ?? null, ...(oldestFirst ? ['oldest'] : [])]);
     const c = this.cursor(p.family, 'audit', query, q.cursor, (x): x is [Millis, number] => Array.isArray(x) && x.length === 2 && x.every((n) => Number.isSafeInteger(n)));
-    const scan = await this.run((step) =>
+    const scan = await this.read(() => this.run((step) =>
       step.tx.scanAudit({
         family: p.family,
         triple,
@@ -798,7 +815,7 @@ export class LeaseEngine {
         limit: q.limit + 1,
         budget: this.ctx.limits.listBudget,
       }),
-    );
+    ));
     const page = scan.rows.slice(0, q.limit);
     const last = page[page.length - 1];
     // Resume after the last event shown; or, on a short page that ran out of

@@ -18,8 +18,14 @@ import { RecordingSink } from '../testing/feed-sink';
 /** What a step may not call while the store refuses writes (here: the writes of ending leases and sessions, and audit). */
 const WRITES = new Set<string | symbol>(['insertAudit', 'deleteLease', 'bumpRevision', 'deleteSession', 'setSessionExpiry', 'setSessionEnding', 'insertLease']);
 
-/** The real store, with notices sent by the test and (while `fault` is set) writes refused as a full disk refuses them. */
-function playing(state: { fault?: WriteFault; listener?: (n: StoreNotice) => void }) {
+/**
+ * The real store, with notices sent by the test and (while `fault` is set)
+ * writes refused as a full disk refuses them. `refuseNextBatch` plays the
+ * SQLite store's failed group commit: the next step is refused with the
+ * batch it shared (as a read after a write the disk refused is), and from
+ * then on the store refuses writes (unless `refusalKeepsWrites`).
+ */
+function playing(state: { fault?: WriteFault; listener?: (n: StoreNotice) => void; refuseNextBatch?: boolean; refusalKeepsWrites?: boolean }) {
   return (inner: Store): Store => ({
     kind: inner.kind,
     now: () => inner.now(),
@@ -30,8 +36,13 @@ function playing(state: { fault?: WriteFault; listener?: (n: StoreNotice) => voi
       state.listener = l;
       return () => (state.listener = undefined);
     },
-    atomic: (fn, scope) =>
-      inner.atomic(
+    atomic: (fn, scope) => {
+      if (state.refuseNextBatch) {
+        state.refuseNextBatch = false;
+        if (!state.refusalKeepsWrites) state.fault = 'no_space';
+        return Promise.reject(new StoreUnavailableError('injected: its batch was refused for space', false));
+      }
+      return inner.atomic(
         (tx) =>
           fn(
             state.fault === undefined
@@ -41,7 +52,8 @@ function playing(state: { fault?: WriteFault; listener?: (n: StoreNotice) => voi
                 }) as Tx),
           ),
         scope,
-      ),
+      );
+    },
   });
 }
 
@@ -101,4 +113,33 @@ test('while the store refuses writes, inspect and LIST leave out what fell due i
   state.fault = undefined;
   await rejectsWith(f.engine.inspect(f.admin, 'lease://ro/a/lapsed'), 'lease_not_found');
   assert.deepEqual(f.changes().filter((c) => c.change === 'expired').map((c) => c.route), ['lease://ro/a/lapsed'], 'ended once writes are taken');
+});
+
+test('a read refused with its batch when the disk filled runs again, read-only, and answers', async () => {
+  const state: Parameters<typeof playing>[0] = {};
+  const f = await engineFixture({}, playing(state));
+  fixtures.push(f);
+  const route = 'lease://ro/b/held';
+  const session = await f.open('reader', 60_000);
+  const { lease } = (await f.acquire(route, session, { ttlMs: 60_000 })).answer;
+  await f.engine.writeCheckpoint(f.admin, route, { sessionId: session, leaseId: lease.lease_id, fencingToken: lease.fencing_token, requestId: 'cp-1', digest: 'cp-1', value: '{"n":1}' });
+  await f.engine.listAudit(f.admin, { selector: selectorOrThrow('lease://**'), limit: 1 }); // the audit buffer is written: the next read is one step
+  const reads: Array<[string, () => Promise<unknown>, (v: unknown) => unknown]> = [
+    ['inspect', () => f.engine.inspect(f.admin, route), (v) => (v as { lease: { route: string } }).lease.route],
+    ['list', () => f.engine.list(f.admin, selectorOrThrow('lease://ro/**'), { limit: 10 }), (v) => (v as { items: Array<{ route: string }> }).items.map((l) => l.route).join()],
+    ['checkpoint', () => f.engine.readCheckpoint(f.admin, route), (v) => (v as { checkpoint: { route: string } }).checkpoint.route],
+    ['audit', () => f.engine.listAudit(f.admin, { selector: selectorOrThrow(route), limit: 10 }), (v) => ((v as { items: unknown[] }).items.length > 0 ? route : 'no events')],
+  ];
+  for (const [what, read, seen] of reads) {
+    state.fault = undefined;
+    state.refuseNextBatch = true;
+    assert.equal(seen(await read()), route, `${what}: answered by the read-only run`);
+    assert.equal(state.fault, 'no_space', `${what}: the refusal was played`);
+  }
+  // A refusal while the store still takes writes is no full disk: it is the answer, not run again.
+  state.fault = undefined;
+  state.refuseNextBatch = true;
+  state.refusalKeepsWrites = true;
+  await rejectsWith(f.engine.inspect(f.admin, route), 'backend_unavailable');
+  assert.equal(state.refuseNextBatch, false, 'played once');
 });
