@@ -80,19 +80,26 @@ const server = (env: Record<string, string>, url: string) => ({
 });
 const serverA = server({ PORT: port!, LEASEHOLD_DATA_DIR: process.env.LEASEHOLD_E2E_DATA_DIR! }, baseURL);
 
+/**
+ * Which run this is (scripts/test.sh runs the SQLite and PostgreSQL passes
+ * side by side, then the time-budget test alone): each run has its own JSON
+ * report and output folder, so runs at once never clear each other's.
+ */
+const run = process.env.LEASEHOLD_E2E_RUN ?? (postgres ? 'postgres' : 'sqlite');
+
 /** Waits scale under CI=true, as the unit tests' do (server/testing/wait.ts; docs/design.md "Flake hunting"). */
 const TIME_FACTOR = Number(process.env.LEASEHOLD_TEST_TIME_FACTOR ?? '') || (process.env.CI ? 2 : 1);
 
 export default defineConfig({
   testDir: 'e2e',
-  outputDir: 'test-results',
+  outputDir: `test-results/${run}`,
   fullyParallel: false,
   workers: 1,
   forbidOnly: !!process.env.CI,
   retries: 0,
   timeout: 30_000 * TIME_FACTOR,
   expect: { timeout: 10_000 * TIME_FACTOR },
-  reporter: [['list'], ['json', { outputFile: postgres ? 'playwright-report/results-postgres.json' : 'playwright-report/results.json' }]],
+  reporter: [['list'], ['json', { outputFile: `playwright-report/results-${run}.json` }]],
   use: {
     baseURL,
     colorScheme: 'light',

@@ -61,7 +61,7 @@ for pass in "${passes[@]}"; do
         rc=$?
         ;;
       e2e-sqlite | e2e-postgres)
-        json=playwright-report/results.json
+        json=playwright-report/results-sqlite.json
         store=()
         if [[ $pass == e2e-postgres ]]; then
           json=playwright-report/results-postgres.json

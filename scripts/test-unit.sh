@@ -12,16 +12,19 @@
 # Node 20 does not expand globs itself, so the shell does. Each pass prints
 # node's summary lines (`# pass N`, `# fail N`) under its own heading, then
 # `postgres pass: N passed, N failed`; exits non-zero when any test fails.
-# LEASEHOLD_TEST_PASSES=sqlite or =postgres runs one pass alone;
+# LEASEHOLD_TEST_PASSES (default "sqlite postgres logs") names the passes
+# to run, so LEASEHOLD_TEST_PASSES=sqlite runs one alone;
 # LEASEHOLD_TEST_FILES="a.test.ts b.test.ts" runs only those files.
 # LEASEHOLD_TEST_TAP_DIR keeps each pass's TAP there as <pass>.tap.
-# 3. Last, whichever passes ran: tests/logs/secrets.test.ts scans every
-#    server log they wrote (LEASEHOLD_TEST_LOG_DIR) for every secret used.
+# 3. logs, last: tests/logs/secrets.test.ts scans every server log the
+#    passes wrote (LEASEHOLD_TEST_LOG_DIR) for every secret used; passes run
+#    side by side (scripts/test.sh) share one LEASEHOLD_TEST_LOG_DIR and
+#    run the scan once both are done.
 set -uo pipefail
 shopt -s globstar nullglob
 cd "$(dirname "$0")/.."
 
-passes="${LEASEHOLD_TEST_PASSES:-sqlite postgres}"
+passes="${LEASEHOLD_TEST_PASSES:-sqlite postgres logs}"
 # The secrets scan of every server log the passes wrote runs last, on its own (tests/logs/secrets.test.ts).
 scan=tests/logs/secrets.test.ts
 all=()
@@ -76,8 +79,8 @@ for pass in $passes; do
       LEASEHOLD_TEST_STORE=postgres run postgres "${http[@]}"
       awk '/^# pass /{p=$3} /^# (fail|cancelled) /{f+=$3} END{printf "postgres pass: %d passed, %d failed\n", p, f}' "$tap"
       ;;
-    *) echo "unknown pass: $pass (sqlite or postgres)" >&2; status=2 ;;
+    logs) [[ -f $scan ]] && run logs "$scan" ;;
+    *) echo "unknown pass: $pass (sqlite, postgres or logs)" >&2; status=2 ;;
   esac
 done
-[[ -f $scan ]] && run logs "$scan"
 exit "$status"

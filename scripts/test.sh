@@ -1,11 +1,20 @@
 #!/usr/bin/env bash
-# The project's test command (`npm test`): build, unit/HTTP tests (a SQLite
-# pass, then the HTTP-level files on PostgreSQL with two instances), then the
-# Playwright end-to-end tests against the built server, twice: on SQLite, and
-# on PostgreSQL with the console on instance A and the tests' API calls on B.
+# The project's test command (`npm test`): build, typecheck and lint, the
+# unit/HTTP tests (a SQLite pass and the HTTP-level files on PostgreSQL with
+# two instances), then the Playwright end-to-end tests against the built
+# server, twice: on SQLite, and on PostgreSQL with the console on instance A
+# and the tests' API calls on B.
+#
+# The two unit passes run side by side, then the two end-to-end passes, each
+# into its own log, printed whole when it ends (docs/design.md "How the CI
+# time splits"); the one test with a time budget (the leases page at 5,000
+# leases) runs alone after them, on an idle machine.
+# LEASEHOLD_TEST_SERIAL=1 runs every pass one after another instead.
+#
 # Every stage runs even when an earlier one failed (except e2e, which needs a
-# build), each prints its own counts, and the last line is always the totals
-# of all of them: `N passed, N failed`.
+# build), each prints its own counts and its wall and CPU time, and the end
+# of the output names every failure (scripts/failure-digest.mjs) above the
+# last line, always the totals of all of them: `N passed, N failed`.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export NEXT_TELEMETRY_DISABLED=1
@@ -14,12 +23,40 @@ passed=0
 failed=0
 status=0
 stage_failures=()
-e2e_json=playwright-report/results.json
-e2e_json_pg=playwright-report/results-postgres.json
-unit_log="$(mktemp -t leasehold-unit-XXXXXX.log)"
+work="$(mktemp -d -t leasehold-test-XXXXXX)"
 # Each unit pass's TAP, for the failure digest at the end.
-export LEASEHOLD_TEST_TAP_DIR="$(mktemp -d -t leasehold-tap-XXXXXX)"
-trap 'rm -f "$unit_log"; rm -rf "$LEASEHOLD_TEST_TAP_DIR"' EXIT
+export LEASEHOLD_TEST_TAP_DIR="$work/tap"
+# Every test server's log, from both unit passes, for the secrets scan after them.
+export LEASEHOLD_TEST_LOG_DIR="${LEASEHOLD_TEST_LOG_DIR:-$work/server-logs}"
+mkdir -p "$LEASEHOLD_TEST_TAP_DIR" "$LEASEHOLD_TEST_LOG_DIR"
+trap 'rm -rf "$work"' EXIT
+serial=${LEASEHOLD_TEST_SERIAL:-0}
+# The test with a time budget: alone, after the side-by-side passes.
+timed='with 5,000 held leases'
+
+# timed_run <log> <command…>: the command's output and its wall and CPU time into <log>; its exit code.
+timed_run() {
+  local log=$1
+  shift
+  local TIMEFORMAT="-- %0R s wall, %0U s user + %0S s system CPU: $*"
+  { time "$@"; } >"$log" 2>&1
+}
+
+# side_by_side <name>… : runs "$name" (a function) for each name, at once unless serial; prints each log in order.
+side_by_side() {
+  local pids=() name
+  for name in "$@"; do
+    if ((serial)); then
+      "$name"
+      echo $? >"$work/$name.rc"
+    else
+      { "$name"; echo $? >"$work/$name.rc"; } &
+      pids+=($!)
+    fi
+  done
+  ((${#pids[@]})) && wait "${pids[@]}"
+  for name in "$@"; do cat "$work/$name.log"; done
+}
 
 echo "== system packages (Debian: chromium; Java, python3 and Go for the generated clients)"
 bash scripts/system-deps.sh || status=1
@@ -27,6 +64,8 @@ bash scripts/system-deps.sh || status=1
 echo "== build"
 if npm run build; then
   built=1
+  # dist/ is fresh: tests use it as built, never rebuild it under each other (server/testing/process.ts).
+  export LEASEHOLD_TEST_PREBUILT=1
 else
   built=0
   status=1
@@ -43,30 +82,34 @@ else
   stage_failures+=("typecheck or lint failed (its output is above)")
 fi
 
-echo "== unit and HTTP tests (SQLite, then PostgreSQL)"
-bash scripts/test-unit.sh 2>&1 | tee "$unit_log"
-unit_rc=${PIPESTATUS[0]}
-unit_pass=$(awk '/^# pass /{n+=$3} END{print n+0}' "$unit_log")
-unit_fail=$(awk '/^# (fail|cancelled) /{n+=$3} END{print n+0}' "$unit_log")
-if ((unit_rc != 0)); then
-  status=1
-  # A runner that died before its summary still counts as a failure.
-  if ((unit_fail == 0)); then
-    unit_fail=1
-    stage_failures+=("a unit pass exited $unit_rc without counting a failure (a runner died: see its output above)")
-  fi
-fi
-passed=$((passed + unit_pass))
-failed=$((failed + unit_fail))
+unit_sqlite() { LEASEHOLD_TEST_PASSES=sqlite timed_run "$work/unit_sqlite.log" bash scripts/test-unit.sh; }
+unit_postgres() { LEASEHOLD_TEST_PASSES=postgres timed_run "$work/unit_postgres.log" bash scripts/test-unit.sh; }
+unit_logs() { LEASEHOLD_TEST_PASSES=logs timed_run "$work/unit_logs.log" bash scripts/test-unit.sh; }
 
-# e2e <label> <results.json> [VAR=value…]: one Playwright run, counted.
-e2e() {
-  local label=$1 json=$2
-  shift 2
-  echo "== end-to-end tests ($label)"
-  rm -f "$json"
-  env "$@" npx playwright test
-  local rc=$? e2e_pass=0 e2e_fail=0
+echo "== unit and HTTP tests: SQLite and PostgreSQL$( ((serial)) && echo ', one after the other' || echo ', side by side')"
+side_by_side unit_sqlite unit_postgres
+echo "== the secrets scan of every server log the unit passes wrote"
+side_by_side unit_logs
+for pass in unit_sqlite unit_postgres unit_logs; do
+  log="$work/$pass.log"
+  rc=$(cat "$work/$pass.rc")
+  n_pass=$(awk '/^# pass /{n+=$3} END{print n+0}' "$log")
+  n_fail=$(awk '/^# (fail|cancelled) /{n+=$3} END{print n+0}' "$log")
+  if ((rc != 0)); then
+    status=1
+    # A runner that died before its summary still counts as a failure.
+    if ((n_fail == 0)); then
+      n_fail=1
+      stage_failures+=("$pass exited $rc without counting a failure (a runner died: see its output above)")
+    fi
+  fi
+  passed=$((passed + n_pass))
+  failed=$((failed + n_fail))
+done
+
+# e2e_counted <label> <results.json> <rc>: adds one Playwright run's counts.
+e2e_counted() {
+  local label=$1 json=$2 rc=$3 e2e_pass=0 e2e_fail=0
   if [[ -f $json ]]; then
     read -r e2e_pass e2e_fail < <(node -e '
       const s = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).stats ?? {};
@@ -75,32 +118,50 @@ e2e() {
   fi
   if ((rc != 0)); then
     status=1
-    ((e2e_fail == 0)) && e2e_fail=1
+    if ((e2e_fail == 0)); then
+      e2e_fail=1
+      stage_failures+=("end-to-end ($label) exited $rc without counting a failure: see its output above")
+    fi
   fi
   echo "end-to-end ($label): $e2e_pass passed, $e2e_fail failed"
   passed=$((passed + e2e_pass))
   failed=$((failed + e2e_fail))
 }
 
+# Each Playwright run has its own report and output folder (playwright.config.ts).
+reports=playwright-report
+e2e_sqlite() { LEASEHOLD_E2E_RUN=sqlite timed_run "$work/e2e_sqlite.log" npx playwright test --grep-invert "$timed"; }
+e2e_postgres() { LEASEHOLD_E2E_RUN=postgres LEASEHOLD_E2E_STORE=postgres timed_run "$work/e2e_postgres.log" npx playwright test; }
+e2e_timed() { LEASEHOLD_E2E_RUN=sqlite-timed timed_run "$work/e2e_timed.log" npx playwright test --grep "$timed"; }
+
 if ((built)); then
-  e2e sqlite "$e2e_json"
-  # The console on instance A, the tests' API calls on instance B, one PostgreSQL database.
-  e2e "postgres, two instances" "$e2e_json_pg" LEASEHOLD_E2E_STORE=postgres
+  rm -f "$reports"/results-*.json
+  echo "== end-to-end tests: SQLite, and PostgreSQL with two instances$( ((serial)) && echo ', one after the other' || echo ', side by side')"
+  side_by_side e2e_sqlite e2e_postgres
+  echo "== end-to-end: the test with a time budget, alone on SQLite"
+  side_by_side e2e_timed
+  e2e_counted sqlite "$reports/results-sqlite.json" "$(cat "$work/e2e_sqlite.rc")"
+  e2e_counted "postgres, two instances" "$reports/results-postgres.json" "$(cat "$work/e2e_postgres.rc")"
+  e2e_counted "sqlite, time budget" "$reports/results-sqlite-timed.json" "$(cat "$work/e2e_timed.rc")"
 else
   failed=$((failed + 1))
 fi
+
+echo "== time: every pass's wall and CPU time"
+grep -h '^-- [0-9]* s wall' "$work"/*.log
 
 # CI keeps the log's tail: name every failure there, with what it waited
 # for and what it saw (scripts/failure-digest.mjs), just above the totals.
 if ((failed > 0)); then
   for f in "${stage_failures[@]}"; do echo "✖ $f"; done
-  reports=()
+  digests=()
   for tap in "$LEASEHOLD_TEST_TAP_DIR"/*.tap; do
-    [[ -f $tap ]] && reports+=("$(basename "$tap" .tap)=$tap")
+    [[ -f $tap ]] && digests+=("$(basename "$tap" .tap)=$tap")
   done
-  [[ -f $e2e_json ]] && reports+=("e2e sqlite=$e2e_json")
-  [[ -f $e2e_json_pg ]] && reports+=("e2e postgres=$e2e_json_pg")
-  node scripts/failure-digest.mjs "${reports[@]}"
+  for run in sqlite postgres sqlite-timed; do
+    [[ -f $reports/results-$run.json ]] && digests+=("e2e $run=$reports/results-$run.json")
+  done
+  node scripts/failure-digest.mjs "${digests[@]}"
 fi
 echo "$passed passed, $failed failed"
 exit "$status"

@@ -12,7 +12,13 @@ import { testLogDir } from './log-capture';
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const SERVER = join(ROOT, 'dist', 'server.mjs');
 
-let built = false;
+/**
+ * Set by scripts/test.sh after `npm run build`: dist/ is fresh, and test
+ * files running side by side must not rewrite what another is starting.
+ */
+export const PREBUILT = process.env.LEASEHOLD_TEST_PREBUILT === '1';
+
+let built = PREBUILT;
 /** Bundle server/main.ts into dist/server.mjs (under a second), once per test process, so tests never run a stale build. */
 export function ensureServerBuilt(): void {
   if (built) return;

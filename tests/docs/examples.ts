@@ -7,7 +7,7 @@
 import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ROOT } from '../../server/testing/process';
+import { PREBUILT, ROOT } from '../../server/testing/process';
 
 export interface DocBlock {
   /** `README.md` or `docs/x.md`. */
@@ -53,7 +53,8 @@ export function blocksOf(text: string, file: string, langs: readonly string[] = 
 let built = false;
 /** Builds dist/sdk (the package the examples import) once per test process. */
 export function buildSdk(): string {
-  if (!built) {
+  // After `npm run build` (scripts/test.sh) dist/sdk is fresh: passes running side by side must not rebuild it under each other.
+  if (!built && !PREBUILT) {
     const r = spawnSync(process.execPath, [join(ROOT, 'scripts', 'build-sdk.mjs')], { cwd: ROOT, encoding: 'utf8' });
     if (r.status !== 0) throw new Error(`build-sdk failed:\n${r.stdout}\n${r.stderr}`);
     built = true;
