@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { leasePath, rid, startTestServer, type TestServer } from '../testing/harness';
 import { SseClient, SseRefused, type SseEvent } from '../testing/sse';
 import { gatedStore } from '../testing/gated-store';
+import { waitFor } from '../testing/wait';
 
 let s: TestServer;
 let gated: ReturnType<typeof gatedStore>;
@@ -127,7 +128,7 @@ describe('live feed: stream and registrations', () => {
     const q = await hold(`${base}/q`);
     const waiter = await s.openSession('waiter');
     const waiting = s.call('POST', leasePath(`${base}/q`, 'acquire'), { session_id: waiter.sessionId, request_id: rid(), wait_ms: 10_000 });
-    await new Promise((r) => setTimeout(r, 100));
+    await waitUntil(async () => (await s.call('GET', leasePath(`${base}/q`))).body.lease?.waiters === 1);
     await s.call('POST', leasePath(`${base}/q`, 'release'), proof(q));
     assert.equal((await waiting).status, 200);
     const qs = await changesOf(c, `${base}/q`, 3);
@@ -152,7 +153,7 @@ describe('live feed: stream and registrations', () => {
     const waiter = await s.openSession('gone');
     const ac = new AbortController();
     const waiting = s.call('POST', leasePath(route, 'acquire'), { session_id: waiter.sessionId, request_id: rid(), wait_ms: 10_000 }, { signal: ac.signal }).catch(() => 'aborted');
-    await new Promise((r) => setTimeout(r, 100));
+    await waitUntil(async () => (await s.call('GET', leasePath(route))).body.lease?.waiters === 1);
     // Hold the release's step after it commits (the waiter is granted but not yet answered), drop the waiter's client, then let go.
     await s.call('GET', '/api/v1/auth/whoami'); // the token is cached now: the release needs no step of its own to authenticate
     const open = gated.hold();
@@ -473,10 +474,7 @@ describe('live feed: stream caps', () => {
   });
 });
 
-async function waitUntil(cond: () => boolean | Promise<boolean>, timeoutMs = 3_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error('condition not reached');
-    await new Promise((r) => setTimeout(r, 10));
-  }
+/** The harness's waitFor (its budget scaled under CI, its failure naming what it saw), for a yes/no condition. */
+async function waitUntil(cond: () => boolean | Promise<boolean>, timeoutMs = 3_000, what = `the condition ${cond.toString().slice(0, 160)}`): Promise<void> {
+  await waitFor(what, cond, (v) => v === true, timeoutMs);
 }

@@ -1,7 +1,7 @@
 /**
  * Test support: one session holding thousands of leases, written straight
- * into a stopped server's store through the store's own write path (one
- * step), so a test of what a huge session does to its family (CONTRACT §19)
+ * into a stopped server's store through the store's own write path (steps
+ * of 5,000 leases), so a test of what a huge session does to its family (CONTRACT §19)
  * does not spend its time acquiring them one by one. The leases are what
  * acquires would have left: fencing tokens (and the family's revision) 1…n
  * after `revision`, in route order.
@@ -47,9 +47,12 @@ export type SeedTarget = { backend: Backend; dataDir: string } | { backend: 'pos
 async function openStore(t: SeedTarget): Promise<Store> {
   if (t.backend === 'sqlite') return new SqliteStore({ dataDir: t.dataDir });
   const url = 'databaseUrl' in t ? t.databaseUrl : readFileSync(join(t.dataDir, 'test-database'), 'utf8');
-  // One step writes every lease: more than a request's step may take.
+  // A step writes 5,000 leases: more than a request's step may take.
   return PgStore.open({ url, stepTimeoutMs: 600_000 });
 }
+
+/** Leases written by one step of the seed. */
+const SEED_STEP = 5_000;
 
 export async function seedSession(target: SeedTarget, o: SeedOptions): Promise<SeededSession> {
   const family = o.family ?? 'default';
@@ -59,43 +62,50 @@ export async function seedSession(target: SeedTarget, o: SeedOptions): Promise<S
   const ownerId = 'big-worker';
   const width = String(o.count - 1).length;
   const routes = Array.from({ length: o.count }, (_, i) => `${o.prefix}${String(i).padStart(width, '0')}`);
+  const now = systemClock();
+  const sessionHash = hashSecret(sessionId);
   try {
-    const revision = await store.atomic(async (tx) => {
-      const now = systemClock();
-      const sessionHash = hashSecret(sessionId);
-      await tx.insertSession({
-        family,
-        idHash: sessionHash,
-        incarnation,
-        ownerId,
-        ttlMs: o.sessionTtlMs,
-        createdAt: now,
-        expiresAt: millis(now + (o.sessionExpiresInMs ?? o.sessionTtlMs)),
-      });
-      let revision = 0;
-      for (const route of routes) {
-        revision = await tx.bumpRevision(family);
-        await tx.insertLease({
-          family,
-          route,
-          leaseId: randomId('ls_'),
-          fencingToken: revision,
-          sessionHash,
-          ownerId,
-          incarnation,
-          acquiredAt: now,
-          renewedAt: now,
-          expiresAt: millis(now + o.leaseTtlMs),
-          maxExpiresAt: millis(now + 86_400_000),
-          ttlMs: o.leaseTtlMs,
-          renewalCount: 0,
-          revision,
-          metadata: null,
-          releaseRequest: null,
-        });
-      }
-      return revision;
-    }, { family });
+    // Steps of SEED_STEP leases: one step of 100,000 would outlast the
+    // database's statement and idle-in-transaction bounds on a loaded machine.
+    let revision = 0;
+    for (let from = 0; from < routes.length || from === 0; from += SEED_STEP) {
+      revision = await store.atomic(async (tx) => {
+        if (from === 0) {
+          await tx.insertSession({
+            family,
+            idHash: sessionHash,
+            incarnation,
+            ownerId,
+            ttlMs: o.sessionTtlMs,
+            createdAt: now,
+            expiresAt: millis(now + (o.sessionExpiresInMs ?? o.sessionTtlMs)),
+          });
+        }
+        let last = revision;
+        for (const route of routes.slice(from, from + SEED_STEP)) {
+          last = await tx.bumpRevision(family);
+          await tx.insertLease({
+            family,
+            route,
+            leaseId: randomId('ls_'),
+            fencingToken: last,
+            sessionHash,
+            ownerId,
+            incarnation,
+            acquiredAt: now,
+            renewedAt: now,
+            expiresAt: millis(now + o.leaseTtlMs),
+            maxExpiresAt: millis(now + 86_400_000),
+            ttlMs: o.leaseTtlMs,
+            renewalCount: 0,
+            revision: last,
+            metadata: null,
+            releaseRequest: null,
+          });
+        }
+        return last;
+      }, { family });
+    }
     return { sessionId, incarnation, ownerId, routes, revision };
   } finally {
     await store.close();

@@ -7,10 +7,10 @@
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { leasePath, rid } from '../../server/testing/harness';
 import { startInstances, type Instance, type Instances } from '../../server/testing/instances';
 import { SseClient } from '../../server/testing/sse';
+import { TIME_FACTOR, waitFor } from '../../server/testing/wait';
 
 let I: Instances;
 let A: Instance;
@@ -62,7 +62,8 @@ describe('one lease universe across instances', () => {
 
   test('tokens strictly increase across instances over 200 acquire/release cycles', async () => {
     const route = 'lease://fence/cycle/r';
-    const sessions = await Promise.all(I.list.map((i) => I.openSession(i, `cycler-${i.name}`)));
+    // The sessions outlive the 200 cycles however loaded the machine (no keepalive here: that is not under test).
+    const sessions = await Promise.all(I.list.map((i) => I.openSession(i, `cycler-${i.name}`, 300_000)));
     let last = 0;
     for (let n = 0; n < 200; n++) {
       const k = n % 3;
@@ -120,10 +121,11 @@ describe('waiters and failures across instances', () => {
     assert.equal(held.status, 200);
     const w1 = await I.openSession(B, 'w1');
     const w2 = await I.openSession(C, 'w2');
-    const p1 = I.acquire(B, route, w1, { wait_ms: 10_000 });
-    await sleep(300);
-    const p2 = I.acquire(C, route, w2, { wait_ms: 10_000 });
-    await sleep(300);
+    const waiters = async () => (await A.call('GET', leasePath(route))).body.lease?.waiters;
+    const p1 = I.acquire(B, route, w1, { wait_ms: 20_000 });
+    await waitFor('w1 queued on B', waiters, (n) => n === 1);
+    const p2 = I.acquire(C, route, w2, { wait_ms: 20_000 });
+    await waitFor('w2 queued on C, behind w1', waiters, (n) => n === 2);
     const inspect = await A.call('GET', leasePath(route));
     assert.equal(inspect.body.lease.waiters, 2, 'A sees both waiters');
     const listed = await A.call('GET', `/api/v1/leases?selector=${encodeURIComponent(route)}`);
@@ -144,7 +146,9 @@ describe('waiters and failures across instances', () => {
   test('SIGKILL of one instance loses no acknowledged state; its sessions expire and release on time through the others', async () => {
     const D = await I.start('D');
     const { c } = await openStream(A, ['lease://kill/d/*']);
-    const session = await I.openSession(D, 'doomed', 2_000);
+    // Long enough for the checks below to run before it ends on a loaded machine, short enough to wait for.
+    const ttl = 2_000 * TIME_FACTOR;
+    const session = await I.openSession(D, 'doomed', ttl);
     const acked: Array<{ route: string; body: Record<string, unknown>; answer: any }> = [];
     for (let i = 0; i < 5; i++) {
       const route = `lease://kill/d/r${i}`;
@@ -155,8 +159,11 @@ describe('waiters and failures across instances', () => {
       const cp = await D.call('PUT', leasePath(route, 'checkpoint'), { session_id: session, request_id: rid(), lease_id: r.body.lease.lease_id, fencing_token: r.body.lease.fencing_token, value: { i } });
       assert.equal(cp.status, 200);
     }
-    D.proc.proc.kill('SIGKILL');
+    // The session's deadline is now + ttl: the kill's time is measured from here.
+    const kept = await D.call('POST', '/api/v1/sessions/keepalive', { session_id: session });
+    assert.equal(kept.status, 200, kept.text);
     const killedAt = Date.now();
+    D.proc.proc.kill('SIGKILL');
     await new Promise((r) => D.proc.proc.once('exit', r));
     for (const a of acked) {
       const inspect = await B.call('GET', leasePath(a.route));
@@ -168,10 +175,10 @@ describe('waiters and failures across instances', () => {
       assert.equal(replay.status, 200);
       assert.equal(replay.body.lease.lease_id, a.answer.lease.lease_id);
     }
-    // The session's TTL is 2 s: the others' sweeps end its leases as session_closed within a second of the deadline.
-    const ends = await c.waitForCount((e) => e.event === 'change' && e.data.change === 'session_closed', 5, 6_000);
+    // The others' sweeps end its leases as session_closed soon after the deadline (1.5 s, scaled on CI).
+    const ends = await c.waitForCount((e) => e.event === 'change' && e.data.change === 'session_closed', 5, ttl + 6_000 * TIME_FACTOR);
     const elapsed = Date.now() - killedAt;
-    assert.ok(elapsed < 2_000 + 1_500, `released ${elapsed} ms after the kill (session TTL 2 s)`);
+    assert.ok(elapsed < ttl + 1_500 * TIME_FACTOR, `released ${elapsed} ms after the kill (session TTL ${ttl} ms)`);
     assert.equal(ends.length, 5);
     for (const a of acked) assert.equal((await C.call('GET', leasePath(a.route))).status, 404);
     c.res.destroy();
