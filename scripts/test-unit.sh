@@ -59,7 +59,11 @@ run() {
     printf '# tests 0\n# pass 0\n# fail 0\n'
     return
   fi
-  node --import tsx --test --test-concurrency=1 --test-timeout=120000 \
+  # Node 20 applies --test-timeout to each file as a whole too, not only to
+  # its tests: the CLI files run a process per command and, on a loaded
+  # machine, take over two minutes. A hung test still ends in 5 minutes;
+  # the harness's own waits (server/testing/wait.ts) fail long before that.
+  node --import tsx --test --test-concurrency=1 --test-timeout=300000 \
     --test-reporter=spec --test-reporter-destination=stdout \
     --test-reporter=tap --test-reporter-destination="$tap" \
     "$@"
