@@ -11,6 +11,9 @@ import assert from 'node:assert/strict';
 import { LeaseholdClient, LeaseholdError, type LeaseHandle } from '@/lib/client';
 import { leasePath, rid, startTestServer, type TestServer } from '../../server/testing/harness';
 import { eventually } from './support';
+import { TIME_FACTOR } from '../../server/testing/wait';
+
+// Renewals run on real time: TTLs scale with the CI time factor, so a loaded machine's scheduling delays stay well inside a TTL.
 
 let s: TestServer;
 before(async () => {
@@ -61,10 +64,10 @@ async function inspect(route: string): Promise<{ status: number; token: number |
 test('30 handles of one session renew with one batched request per tick, which also keeps the session alive', async (t) => {
   const rec = new Recorder();
   const client = new LeaseholdClient({ baseUrl: s.url, token: s.token, fetch: rec.fetch });
-  const session = await client.openSession({ ownerId: 'fleet-30', ttlMs: 6000 });
+  const session = await client.openSession({ ownerId: 'fleet-30', ttlMs: 6000 * TIME_FACTOR });
   try {
     const handles: LeaseHandle[] = [];
-    for (let i = 0; i < 30; i++) handles.push(await session.acquire(`lease://sdk/batch/h${i}`, { ttlMs: 1500 }));
+    for (let i = 0; i < 30; i++) handles.push(await session.acquire(`lease://sdk/batch/h${i}`, { ttlMs: 1500 * TIME_FACTOR }));
     const all = new Set(handles.map((h) => h.route));
     const acquiredBy = rec.batches().length;
     const full = (b: string[]): boolean => b.length === 30 && b.every((r) => all.has(r));
@@ -95,10 +98,10 @@ test('30 handles of one session renew with one batched request per tick, which a
 test('a handle lost in a batch is lost alone, with the same reason as a single renew gives; the others go on', async () => {
   const rec = new Recorder();
   const client = new LeaseholdClient({ baseUrl: s.url, token: s.token, fetch: rec.fetch });
-  const session = await client.openSession({ ownerId: 'fleet-loss', ttlMs: 6000 });
+  const session = await client.openSession({ ownerId: 'fleet-loss', ttlMs: 6000 * TIME_FACTOR });
   try {
     const handles: LeaseHandle[] = [];
-    for (let i = 0; i < 5; i++) handles.push(await session.acquire(`lease://sdk/batch-loss/h${i}`, { ttlMs: 1500 }));
+    for (let i = 0; i < 5; i++) handles.push(await session.acquire(`lease://sdk/batch-loss/h${i}`, { ttlMs: 1500 * TIME_FACTOR }));
     const victim = handles[2]!;
     const events: string[] = [];
     victim.signal.addEventListener('abort', () => events.push('abort'));
@@ -131,10 +134,10 @@ test('a handle lost in a batch is lost alone, with the same reason as a single r
 test('acquireAll grants every route, each a handle renewed by the batch', async () => {
   const rec = new Recorder();
   const client = new LeaseholdClient({ baseUrl: s.url, token: s.token, fetch: rec.fetch });
-  const session = await client.openSession({ ownerId: 'all-ok', ttlMs: 6000 });
+  const session = await client.openSession({ ownerId: 'all-ok', ttlMs: 6000 * TIME_FACTOR });
   try {
     const routes = ['lease://sdk/all/a', 'lease://sdk/all/b', { route: 'lease://sdk/all/c', metadata: { shard: 3 } }];
-    const handles = await session.acquireAll(routes, { ttlMs: 1500 });
+    const handles = await session.acquireAll(routes, { ttlMs: 1500 * TIME_FACTOR });
     assert.deepEqual(
       handles.map((h) => h.route),
       ['lease://sdk/all/a', 'lease://sdk/all/b', 'lease://sdk/all/c'],
@@ -155,8 +158,8 @@ test('acquireAll grants every route, each a handle renewed by the batch', async 
 
 test('acquireAll refused by one held route throws lease_conflict with held, acquires nothing and leaves no handle', async () => {
   const client = new LeaseholdClient({ baseUrl: s.url, token: s.token, fetch: s.fetch });
-  const holder = await client.openSession({ ownerId: 'holder', ttlMs: 6000 });
-  const session = await client.openSession({ ownerId: 'all-refused', ttlMs: 6000 });
+  const holder = await client.openSession({ ownerId: 'holder', ttlMs: 6000 * TIME_FACTOR });
+  const session = await client.openSession({ ownerId: 'all-refused', ttlMs: 6000 * TIME_FACTOR });
   try {
     const held = await holder.acquire('lease://sdk/all-refused/b', { ttlMs: 5000 });
     const err = await session.acquireAll(['lease://sdk/all-refused/a', 'lease://sdk/all-refused/b', 'lease://sdk/all-refused/c']).then(
@@ -182,9 +185,9 @@ test('a server without the batched renew gets single renewals and keepalives', a
   const rec = new Recorder();
   rec.noBatchEndpoint = true;
   const client = new LeaseholdClient({ baseUrl: s.url, token: s.token, fetch: rec.fetch });
-  const session = await client.openSession({ ownerId: 'old-server', ttlMs: 2000 });
+  const session = await client.openSession({ ownerId: 'old-server', ttlMs: 2000 * TIME_FACTOR });
   try {
-    const handles = [await session.acquire('lease://sdk/no-batch/a', { ttlMs: 1000 }), await session.acquire('lease://sdk/no-batch/b', { ttlMs: 1000 })];
+    const handles = [await session.acquire('lease://sdk/no-batch/a', { ttlMs: 1000 * TIME_FACTOR }), await session.acquire('lease://sdk/no-batch/b', { ttlMs: 1000 * TIME_FACTOR })];
     await eventually('single renewals and keepalives', () => rec.singleRenews() >= 4 && rec.keepalives() >= 2, 5000);
     assert.equal(rec.batches().length, 1, 'one refused batch, then no more');
     for (const h of handles) assert.equal(h.state, 'held');
@@ -197,9 +200,9 @@ test('a server without the batched renew gets single renewals and keepalives', a
 test('batching can be turned off per client', async () => {
   const rec = new Recorder();
   const client = new LeaseholdClient({ baseUrl: s.url, token: s.token, fetch: rec.fetch, batchRenewals: false });
-  const session = await client.openSession({ ownerId: 'unbatched', ttlMs: 2000 });
+  const session = await client.openSession({ ownerId: 'unbatched', ttlMs: 2000 * TIME_FACTOR });
   try {
-    const h = await session.acquire('lease://sdk/unbatched/a', { ttlMs: 1000 });
+    const h = await session.acquire('lease://sdk/unbatched/a', { ttlMs: 1000 * TIME_FACTOR });
     await eventually('two single renewals', () => rec.singleRenews() >= 2, 5000);
     assert.equal(rec.batches().length, 0);
     assert.equal(h.state, 'held');

@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { LeaseholdClient, LeaseholdError, type LeaseHandle } from '@/lib/client';
 import { leasePath, startTestServer, type TestServer } from '../../server/testing/harness';
 import { ControlledFetch, eventually } from './support';
+import { TIME_FACTOR } from '../../server/testing/wait';
 
 let s: TestServer;
 let client: LeaseholdClient;
@@ -34,10 +35,12 @@ function abortedAt(signal: AbortSignal): Promise<number> {
 }
 
 test('a handle renews itself across several TTLs and keeps its token', async () => {
-  const session = await client.openSession({ ownerId: 'renewer', ttlMs: 2000 });
+  // Real time on purpose (renewals across TTLs), scaled so a loaded machine's delays stay inside a TTL.
+  const ttl = 1000 * TIME_FACTOR;
+  const session = await client.openSession({ ownerId: 'renewer', ttlMs: 2 * ttl });
   try {
-    const h = await session.acquire('lease://sdk/renew/a', { ttlMs: 1000 });
-    await new Promise((r) => setTimeout(r, 3500));
+    const h = await session.acquire('lease://sdk/renew/a', { ttlMs: ttl });
+    await new Promise((r) => setTimeout(r, 3.5 * ttl));
     assert.equal(h.state, 'held');
     assert.equal(h.signal.aborted, false);
     const seen = await inspect(h.route);
