@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { leasePath, rid, type TestServer } from '../../server/testing/harness';
 import { startCli, type CliHarness } from './support';
+import { TIME_FACTOR } from '../../server/testing/wait';
 
 let s: TestServer;
 let cli: CliHarness;
@@ -30,7 +31,7 @@ async function inspect(route: string): Promise<{ owner_id: string; fencing_token
 
 test('run --all holds every route while the child runs, passes their tokens in order, renews them and releases them all', async () => {
   const routes = ['lease://run-all/ok/a', 'lease://run-all/ok/b', 'lease://run-all/ok/c'];
-  // The child waits until every lease has been renewed twice (1 s TTL: a renewal about every 333 ms), then reports.
+  // The child waits until every lease has been renewed twice (a renewal every third of the TTL), then reports.
   const probe = `
     const routes = process.env.LEASEHOLD_ROUTES.split(' ');
     const get = (r) => fetch(process.env.LEASEHOLD_URL + '/api/v1/leases/' + r.slice('lease://'.length), { headers: { authorization: 'Bearer ' + process.env.PROBE_TOKEN } }).then((res) => res.json());
@@ -43,7 +44,8 @@ test('run --all holds every route while the child runs, passes their tokens in o
       setTimeout(poll, 50);
     };
     poll();`;
-  const r = await cli.run(['run', '--all', ...routes, '--ttl', '1s', '--owner', 'migrator', '--', ...node(probe)], { env: { PROBE_TOKEN: s.token, LEASEHOLD_ROUTE: 'lease://outer/run/x' } });
+  // 1 s × the CI time factor: short enough to see renewals soon, long enough for a loaded machine's delays.
+  const r = await cli.run(['run', '--all', ...routes, '--ttl', `${TIME_FACTOR}s`, '--owner', 'migrator', '--', ...node(probe)], { env: { PROBE_TOKEN: s.token, LEASEHOLD_ROUTE: 'lease://outer/run/x' } });
   assert.equal(r.code, 7, r.stderr);
   const seen = JSON.parse(r.stdout) as { env: { routes: string; tokens: string; ids: string; single: string | null }; leases: { route: string; owner_id: string; fencing_token: number }[] };
   assert.equal(seen.env.routes, routes.join(' '));
