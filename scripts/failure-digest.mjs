@@ -18,7 +18,6 @@ const MAX_FAILURES = 12;
 const MAX_LINES = 8;
 const MAX_LINE_CHARS = 240;
 
-// eslint-disable-next-line no-control-regex
 const ansi = /\u001b\[[0-9;]*m/g;
 const clip = (line) => (line.length > MAX_LINE_CHARS ? `${line.slice(0, MAX_LINE_CHARS)}…` : line);
 const here = process.cwd();
