@@ -104,20 +104,19 @@ async function assertEveryEndPublished(s: TestServer, seeded: SeededSession, kin
 }
 
 /**
- * The family answered throughout: no 5xx, and no stall (p99 under 5 s × the
- * CI time factor: a drain in one step held the family for all of it). The
- * targets themselves (p99, the 2 s to end) are measured on a quiet machine
- * by `npm run bench:big-session` (docs/benchmarks.md "A huge session"),
- * not asserted here, where the machine may be loaded.
+ * The family answered throughout: no 5xx, p99 under 1 s (× the CI time
+ * factor, as every budget here: docs/design.md "Flake hunting"). The same
+ * figures on a quiet machine, against a run without the big session:
+ * `npm run bench:big-session` (docs/benchmarks.md "A huge session").
  */
 function assertServed(t: TestContext, probe: { p99: number; n: number; failures: string[] }): void {
   t.diagnostic(`the family's p99 was ${probe.p99.toFixed(0)} ms over ${probe.n} requests`);
   assert.deepEqual(probe.failures, [], 'no request of the family failed');
   assert.ok(probe.n > 0, 'the family was asked something');
-  assert.ok(probe.p99 < 5_000 * TIME_FACTOR, `the family's p99 was ${probe.p99.toFixed(0)} ms over ${probe.n} requests`);
+  assert.ok(probe.p99 < 1_000 * TIME_FACTOR, `the family's p99 was ${probe.p99.toFixed(0)} ms over ${probe.n} requests`);
 }
 
-test(`a session with ${N} leases that expires ends them all soon after its deadline, in bounded steps, while its family is served`, async (t) => {
+test(`a session with ${N} leases that expires ends them all within 2 s of its deadline, in bounded steps, while its family is served`, async (t) => {
   const sessionMs = 3_000;
   const { s, seeded } = await withBigSession({ sessionTtlMs: 60_000, sessionExpiresInMs: sessionMs });
   const deadline = Date.now() + sessionMs - 500; // seeded a moment before this line
@@ -127,8 +126,7 @@ test(`a session with ${N} leases that expires ends them all soon after its deadl
     const late = Date.now() - deadline;
     const served = await probe.stop();
     t.diagnostic(`the last lease ended ${late} ms after the deadline`);
-    // A stall detector: the 2 s target is the benchmark's (see assertServed).
-    assert.ok(late < 10_000 * TIME_FACTOR, `the last lease ended ${late} ms after the deadline`);
+    assert.ok(late < 2_000 * TIME_FACTOR + 500, `the last lease ended ${late} ms after the deadline`);
     assertServed(t, served);
     await assertEveryEndPublished(s, seeded, ['session_closed']);
     const keepalive = await s.call('POST', '/api/v1/sessions/keepalive', { session_id: seeded.sessionId });
@@ -147,8 +145,7 @@ test(`closing a session with ${N} leases answers at once, closes it from the fir
     const closeMs = performance.now() - t0;
     assert.deepEqual([closed.status, closed.body.code, closed.body.released], [200, 'session_closed', N], closed.text);
     t.diagnostic(`the close answered in ${closeMs.toFixed(0)} ms`);
-    // At once: one bounded step, not the whole drain (its time on a quiet machine: bench:big-session).
-    assert.ok(closeMs < 5_000 * TIME_FACTOR, `the close answered in ${closeMs.toFixed(0)} ms`);
+    assert.ok(closeMs < 1_000 * TIME_FACTOR, `the close answered in ${closeMs.toFixed(0)} ms`);
     // Closed from the first step: its holder can no longer act, whatever is still held.
     const keepalive = await s.call('POST', '/api/v1/sessions/keepalive', { session_id: seeded.sessionId });
     assert.equal(keepalive.body.code, 'session_not_found', keepalive.text);
