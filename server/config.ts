@@ -50,6 +50,8 @@ const Env = z.object({
   LEASEHOLD_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
   /** Leases one atomic step may end: a larger session end or sweep runs as several steps (CONTRACT §19, docs/design.md "Bounded steps"). */
   LEASEHOLD_STEP_MAX_LEASES: int(1, 1_000_000).default(1_000),
+  /** The longest one acquire waits in a queue (ms): a longer wait_ms ends here with a queue ticket (docs/design.md "Queue tickets"). */
+  LEASEHOLD_MAX_WAIT_MS: int(1, 30_000).default(30_000),
   /** `full` fsyncs every commit: survives power loss, costs throughput (docs/benchmarks.md). */
   LEASEHOLD_SYNC: z.enum(['normal', 'full']).default('normal'),
   /** SQLite: batches made durable by the batch journal commit to the database within this many ms (docs/operations.md "Durability"). */

@@ -23,7 +23,9 @@
  * - When the child exits the lease is released and `run` exits with the
  *   child's code (128 + the signal number if a signal ended it).
  * - A held route exits 3 at once, or after `--wait` in the route's FIFO queue
- *   (saying on stderr that it is queued, and behind whom).
+ *   (saying on stderr that it is queued, and behind whom). `--wait` takes
+ *   any duration: the SDK re-issues the wait with the server's queue ticket
+ *   every 30 s, so it keeps its place throughout; Ctrl-C gives it up.
  * - `--all ROUTE ROUTE… -- <command…>` holds several leases at once: it
  *   acquires every route or none (`session.acquireAll`; a held route exits 3
  *   naming the routes that were held, and nothing is acquired; it never
@@ -53,8 +55,6 @@ interface RunOptions extends CommonOptions {
   all?: string[];
 }
 
-/** The server holds a waiting acquire at most this long; longer waits queue again. */
-const MAX_SERVER_WAIT_MS = 30_000;
 const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'] as const;
 /**
  * The environment variables the command line takes its credential from
@@ -78,7 +78,7 @@ export function registerRun(program: Command): void {
         .argument('[command...]', 'the command and its arguments, after --')
         .option('--all <routes...>', 'hold every one of these routes or none (at most 16; never waits); the child gets LEASEHOLD_ROUTES, LEASEHOLD_FENCING_TOKENS and LEASEHOLD_LEASE_IDS, space-separated in this order, and is stopped if any is lost')
         .option('--ttl <duration>', 'lease TTL, renewed at a third of it (default 30s)', durationArg)
-        .option('--wait <duration>', 'wait this long in the route\'s queue if it is held (default: exit 3 at once)', durationArg)
+        .option('--wait <duration>', 'wait this long in the route\'s queue if it is held, keeping its place however long (any duration, e.g. 2h; default: exit 3 at once)', durationArg)
         .option('--owner <owner>', 'owner id shown to others (default: host:pid)')
         .option('--grace <duration>', 'after SIGTERM on loss, SIGKILL this much later (default 10s)', durationArg)
         .option('--ignore-release-requests', 'keep the command running when someone asks the holder to release (default: SIGTERM it)')
@@ -144,29 +144,24 @@ async function runAll(client: LeaseholdClient, routes: string[], command: string
 /** Routes of one `run --all` at most (the server's all-or-nothing acquire takes 16). */
 const MAX_ALL = 16;
 
-/** Acquire, queueing up to `waitMs` in slices the server accepts; undefined when interrupted while waiting. */
+/** Acquire, queueing up to `waitMs` (any duration: the SDK keeps the place across requests with its queue ticket); undefined when interrupted while waiting. */
 async function acquire(client: LeaseholdClient, session: Session, route: string, ttlMs: number, waitMs: number): Promise<LeaseHandle | undefined> {
   const interrupted = new AbortController();
   const onSignal = (): void => interrupted.abort();
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
-  const deadline = Date.now() + waitMs;
   // A waiting acquire is silent until it ends: say, once, that it is queued and behind whom.
   let settled = false;
   const queued = waitMs > 0 ? setTimeout(() => void announceQueued(client, session, route, waitMs, () => settled), QUEUED_NOTE_MS) : undefined;
   try {
-    for (;;) {
-      const slice = Math.min(MAX_SERVER_WAIT_MS, Math.max(0, deadline - Date.now()));
-      try {
-        return await session.acquire(route, { ttlMs, waitMs: slice, signal: interrupted.signal });
-      } catch (e) {
-        if (interrupted.signal.aborted) return undefined;
-        if (!isLeaseholdError(e, 'lease_conflict')) throw e;
-        if (deadline - Date.now() > 0) continue;
-        const holder = await client.inspect(route).catch(() => undefined);
-        const who = holder ? ` by ${holder.owner_id} (fencing token ${holder.fencing_token}, expires in ${shortDuration(holder.remaining_ms)})` : '';
-        throw new CliError(`${route} is held${who}${waitMs > 0 ? ` after waiting ${shortDuration(waitMs)}` : '; --wait to queue for it'}`, EXIT.conflict, e);
-      }
+    try {
+      return await session.acquire(route, { ttlMs, waitMs, signal: interrupted.signal });
+    } catch (e) {
+      if (interrupted.signal.aborted) return undefined;
+      if (!isLeaseholdError(e, 'lease_conflict')) throw e;
+      const holder = await client.inspect(route).catch(() => undefined);
+      const who = holder ? ` by ${holder.owner_id} (fencing token ${holder.fencing_token}, expires in ${shortDuration(holder.remaining_ms)})` : '';
+      throw new CliError(`${route} is held${who}${waitMs > 0 ? ` after waiting ${shortDuration(waitMs)}` : '; --wait to queue for it'}`, EXIT.conflict, e);
     }
   } finally {
     settled = true;

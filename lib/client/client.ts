@@ -22,7 +22,9 @@ import type {
   EffectivePolicy,
   Health,
   LeasePage,
+  LeaseSummary,
   LeaseView,
+  LockDelayPage,
   MetricsSummary,
   Policy,
   SessionPage,
@@ -49,11 +51,32 @@ export interface ListOptions {
   holderIncarnation?: string | undefined;
 }
 
-export interface ListPageOptions {
+export interface ListPageOptions extends LeaseFilters {
   limit?: number | undefined;
   cursor?: string | undefined;
+}
+
+/** LIST's filters (docs/api.md), which `leaseSummary` takes too; a cursor is bound to them. */
+export interface LeaseFilters {
   ownerId?: string | undefined;
   holderIncarnation?: string | undefined;
+  /** "Expiring soon": only leases expiring within this many milliseconds (1 to 3,600,000). */
+  expiresWithinMs?: number | undefined;
+  /** Only leases whose route has waiters. */
+  withWaiters?: boolean | undefined;
+  /** Only leases with a pending release request. */
+  releaseRequested?: boolean | undefined;
+}
+
+/** LIST's filters as query parameters (an unset one is left out). */
+function filterQuery(opts: LeaseFilters) {
+  return {
+    owner_id: opts.ownerId,
+    holder_incarnation: opts.holderIncarnation,
+    expires_within_ms: opts.expiresWithinMs,
+    with_waiters: opts.withWaiters ? 'true' : undefined,
+    release_requested: opts.releaseRequested ? 'true' : undefined,
+  };
 }
 
 /** What `requestRelease` takes: asking ends nothing, so there is no lock-delay to choose. */
@@ -225,9 +248,21 @@ export class LeaseholdClient {
 
   /** One page of LIST (docs/semantics.md §7). */
   async listPage(selector: string, opts: ListPageOptions = {}): Promise<LeasePage> {
-    const query = { selector, owner_id: opts.ownerId, holder_incarnation: opts.holderIncarnation, limit: opts.limit, cursor: opts.cursor };
+    const query = { selector, ...filterQuery(opts), limit: opts.limit, cursor: opts.cursor };
     const { data } = await this.#transport.call<LeasePage>('GET', '/api/v1/leases', { query, retry: 'safe' });
     return { items: data.items, next_cursor: data.next_cursor, revision: data.revision, epoch: data.epoch };
+  }
+
+  /** How many held leases match `selector` and the filters, per owner (the top 10); counted up to the server's per-read budget (`exact: false` past it). */
+  async leaseSummary(selector: string, opts: LeaseFilters = {}): Promise<LeaseSummary> {
+    const { data } = await this.#transport.call<LeaseSummary>('GET', '/api/v1/leases/summary', { query: { selector, ...filterQuery(opts) }, retry: 'safe' });
+    return { total: data.total, exact: data.exact, examined: data.examined, owners: data.owners, others: data.others, owner_count: data.owner_count };
+  }
+
+  /** One page of the free routes in lock-delay matching `selector`, in route order, with their deadlines. */
+  async lockDelays(selector: string, opts: { limit?: number | undefined; cursor?: string | undefined } = {}): Promise<LockDelayPage> {
+    const { data } = await this.#transport.call<LockDelayPage>('GET', '/api/v1/lock-delays', { query: { selector, limit: opts.limit, cursor: opts.cursor }, retry: 'safe' });
+    return { items: data.items, next_cursor: data.next_cursor };
   }
 
   /**

@@ -42,6 +42,8 @@ export interface LeaseholdErrorInit {
   lockDelayUntil?: number;
   /** The routes that were held, for an all-or-nothing acquire refused with `lease_conflict`. */
   held?: readonly string[] | undefined;
+  /** An acquire whose wait ended without a grant: the ticket that continues its kept place (5 s). */
+  queueTicket?: string | undefined;
   correlationId?: string;
   cause?: unknown;
   /**
@@ -67,6 +69,12 @@ export class LeaseholdError extends Error {
    * `session.acquireAll` was refused with `lease_conflict` (nothing was acquired).
    */
   readonly held: readonly string[] | undefined;
+  /**
+   * A `lease_conflict` of an acquire whose wait ended without a grant: its
+   * place in the route's queue is kept 5 s more for an acquire of the same
+   * session and route given this ticket (`AcquireOptions.queueTicket`).
+   */
+  readonly queueTicket: string | undefined;
   readonly correlationId: string | undefined;
   readonly #fromServer: boolean;
 
@@ -79,6 +87,7 @@ export class LeaseholdError extends Error {
     this.retryAfterMs = init.retryAfterMs;
     this.lockDelayUntil = init.lockDelayUntil;
     this.held = init.held === undefined ? undefined : Object.freeze([...init.held]);
+    this.queueTicket = init.queueTicket;
     this.correlationId = init.correlationId;
     this.#fromServer = init.fromServer ?? SERVER_CODES.has(init.code);
   }

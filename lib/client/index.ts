@@ -1,7 +1,7 @@
 /** The Leasehold TypeScript SDK (`leasehold/client`). See docs/sdk.md. */
 
 export { LeaseholdClient } from './client';
-export type { AuditQuery, CreateTokenOptions, LeaseholdClientOptions, ListOptions, ListPageOptions, OperatorActionOptions, PolicyFields, ReleaseRequestOptions } from './client';
+export type { AuditQuery, CreateTokenOptions, LeaseFilters, LeaseholdClientOptions, ListOptions, ListPageOptions, OperatorActionOptions, PolicyFields, ReleaseRequestOptions } from './client';
 export { Policies } from './client';
 export { LeaseholdError, isLeaseholdError, CLIENT_ERROR_CODES } from './errors';
 export type { ClientErrorCode, LeaseholdErrorCode } from './errors';

@@ -11,7 +11,7 @@ import { attemptTimeoutMs, Keeper, REFRESH_FRACTION } from './keeper';
 import { LeaseHandle, type HandleHost } from './lease-handle';
 import { leasePath } from './paths';
 import { newRequestId, Timer } from './runtime';
-import type { Transport } from './transport';
+import type { Answer, Transport } from './transport';
 import type { AcquireAllOptions, AcquireAllRoute, HeldLease, Metadata, PendingReleaseRequest, SessionView } from './types';
 
 /** Items of one batched renew at most (the server's bound). */
@@ -61,12 +61,23 @@ export interface AcquireOptions {
   /** 1 s to 600 s; the server's default (30 s) when omitted. */
   ttlMs?: number | undefined;
   maxLifetimeMs?: number | undefined;
-  /** Wait in the route's FIFO queue up to this long (0 to 30 s); 0 answers `lease_conflict` at once. */
+  /**
+   * Wait in the route's FIFO queue up to this long: any duration
+   * (`Infinity`: until `signal` aborts). A request waits 30 s at most on the
+   * server; a longer wait re-issues it with the server's `queue_ticket`, so
+   * it keeps its place throughout. 0 answers `lease_conflict` at once.
+   * Absent: 0, or with `signal` alone, until it aborts.
+   */
   waitMs?: number | undefined;
   metadata?: Metadata | undefined;
-  /** Abandons the call (a waiting acquire leaves the queue). */
+  /** Abandons the call: a waiting acquire leaves the queue (a place kept between two requests lapses within 5 s). */
   signal?: AbortSignal | undefined;
+  /** Continue the place an earlier acquire of this session for this route kept (`LeaseholdError.queueTicket`, good for 5 s). */
+  queueTicket?: string | undefined;
 }
+
+/** The longest one acquire request waits on the server (its `wait_ms` maximum): longer waits are re-issued with their queue ticket. */
+export const MAX_WAIT_PER_REQUEST_MS = 30_000;
 
 /** The events a session dispatches, by type: what `addEventListener` gives each listener. */
 export interface SessionEventMap {
@@ -153,23 +164,47 @@ export class Session extends EventTarget {
 
   /**
    * Acquire `route`. Resolves with a self-renewing handle; throws
-   * `lease_conflict` when the route is held (after waiting, with `waitMs`).
-   * One request_id serves every retry, so a lost answer never acquires twice.
+   * `lease_conflict` when the route is held (after waiting, with `waitMs`,
+   * or until `signal` aborts). A wait longer than one request's
+   * (`MAX_WAIT_PER_REQUEST_MS`, or the server's own, shorter, maximum) is
+   * re-issued with the server's `queue_ticket`: it keeps its place in the
+   * queue however long it waits. Each request has its own request_id, which
+   * serves every retry of it, so a lost answer never acquires twice. The
+   * last `lease_conflict` of a wait carries the ticket (`queueTicket`).
    */
   async acquire(route: string, opts: AcquireOptions = {}): Promise<LeaseHandle> {
     this.#assertOpen();
-    const body: Record<string, unknown> = { session_id: this.#id, request_id: newRequestId() };
-    if (opts.ttlMs !== undefined) body.ttl_ms = opts.ttlMs;
-    if (opts.maxLifetimeMs !== undefined) body.max_lifetime_ms = opts.maxLifetimeMs;
-    if (opts.waitMs !== undefined) body.wait_ms = opts.waitMs;
-    if (opts.metadata !== undefined) body.metadata = opts.metadata;
-    const sentAt = this.#transport.clock.now();
-    const answer = await this.#transport.call<{ lease: HeldLease; queued: boolean }>('POST', leasePath(route, 'acquire'), {
-      body,
-      retry: 'idempotent',
-      signal: opts.signal,
-      extraTimeoutMs: opts.waitMs ?? 0,
-    });
+    const waitMs = opts.waitMs ?? (opts.signal !== undefined ? Infinity : 0);
+    if (!(waitMs >= 0)) throw new LeaseholdError({ code: 'invalid_request', message: `waitMs must be 0 or more (got ${String(opts.waitMs)})`, fromServer: false });
+    const clock = this.#transport.clock;
+    const deadline = clock.now() + waitMs;
+    let ticket = opts.queueTicket;
+    let sentAt: number;
+    let answer: Answer<{ lease: HeldLease; queued: boolean }>;
+    for (;;) {
+      const segment = Math.floor(Math.min(MAX_WAIT_PER_REQUEST_MS, Math.max(0, deadline - clock.now())));
+      const body: Record<string, unknown> = { session_id: this.#id, request_id: newRequestId() };
+      if (opts.ttlMs !== undefined) body.ttl_ms = opts.ttlMs;
+      if (opts.maxLifetimeMs !== undefined) body.max_lifetime_ms = opts.maxLifetimeMs;
+      if (segment > 0 || opts.waitMs !== undefined) body.wait_ms = segment;
+      if (opts.metadata !== undefined) body.metadata = opts.metadata;
+      if (ticket !== undefined) body.queue_ticket = ticket;
+      sentAt = clock.now();
+      try {
+        answer = await this.#transport.call<{ lease: HeldLease; queued: boolean }>('POST', leasePath(route, 'acquire'), {
+          body,
+          retry: 'idempotent',
+          signal: opts.signal,
+          extraTimeoutMs: segment,
+        });
+        break;
+      } catch (e) {
+        // The wait ended without a grant and its place is kept: continue from it while time is left.
+        if (!isLeaseholdError(e, 'lease_conflict') || e.queueTicket === undefined || deadline - clock.now() <= 0 || opts.signal?.aborted === true) throw e;
+        this.#assertOpen();
+        ticket = e.queueTicket;
+      }
+    }
     const handle = new LeaseHandle(this.#host, answer.data.lease, answer.data.queued, sentAt);
     if (this.#state !== 'open') {
       // The session ended while the call was in flight: the server released

@@ -258,6 +258,7 @@ function throwEnvelope(status: number, body: Envelope, correlationId: string | u
     retryAfterMs: typeof body.retry_after_ms === 'number' ? body.retry_after_ms : undefined,
     lockDelayUntil: typeof body.lock_delay_until === 'string' ? Date.parse(body.lock_delay_until) : undefined,
     held: Array.isArray(body.held) ? body.held.filter((r): r is string => typeof r === 'string') : undefined,
+    queueTicket: typeof body.queue_ticket === 'string' ? body.queue_ticket : undefined,
     correlationId: typeof body.correlation_id === 'string' ? body.correlation_id : correlationId,
     fromServer: true,
   });

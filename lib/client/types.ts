@@ -65,6 +65,32 @@ export interface LeasePage {
   readonly epoch: string;
 }
 
+/** How many held leases match a selector and LIST's filters, and who holds them (GET /api/v1/leases/summary). */
+export interface LeaseSummary {
+  /** Matching leases counted: all of them when `exact`, else a lower bound. */
+  readonly total: number;
+  /** False when the server stopped at its per-read budget of examined routes. */
+  readonly exact: boolean;
+  readonly examined: number;
+  /** The owners holding the most matching leases (at most 10), most first. */
+  readonly owners: ReadonlyArray<{ readonly owner_id: string; readonly leases: number }>;
+  /** Matching leases of the owners not named. */
+  readonly others: number;
+  readonly owner_count: number;
+}
+
+/** A free route that accepts no new holder until `lock_delay_until`. */
+export interface LockDelayView {
+  readonly route: string;
+  readonly lock_delay_until: string;
+  readonly remaining_ms: number;
+}
+
+export interface LockDelayPage {
+  readonly items: readonly LockDelayView[];
+  readonly next_cursor: string | null;
+}
+
 export interface SessionPage {
   readonly items: readonly SessionView[];
   readonly next_cursor: string | null;

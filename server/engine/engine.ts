@@ -60,6 +60,8 @@ import { askedLeases, releaseRequestStep, withReleaseRequests, type PendingRelea
 import { assertLiveChain, newSecret, planEmbedToken, planToken, TokenAuthority, tokenInfo, type CreateTokenInput, type Principal, type TokenInfo } from './tokens';
 import { leaseView, type Json, type LeaseView, type Metadata, type SessionView } from './views';
 import { listQueryKey, listStep, type ListPage, type ListQuery } from './inventory';
+import { summaryStep, type LeaseSummary } from './inventory-summary';
+import { lockDelayStep, type LockDelayPage } from './lock-delay-list';
 import { acquireAllStep, renewAllStep, type AcquireItem, type BatchInput, type LeasesAcquired, type RenewItem, type SessionRenewed } from './session-batch';
 import { closeSessionStep, keepAliveStep, listSessionsStep, newSessionId, openSessionStep, type SessionPage } from './sessions';
 
@@ -74,6 +76,7 @@ function policyValues(r: PolicyRow): Record<string, Json> {
 /** The caller of system events (expiry): no token, no request. */
 const SYSTEM: Principal = { tokenId: '', name: 'system', family: '', grants: [], root: false, kind: 'api', expiresAt: null };
 import { waitQueueFor, type WaitQueue } from './waiters';
+import { QueueTickets } from './queue-tickets';
 import type { Logger } from './logger';
 
 export interface Outcome<T> {
@@ -94,6 +97,8 @@ export interface AcquireInput {
   digest: string;
   /** Aborted when the client goes away while waiting. */
   signal?: AbortSignal;
+  /** Continue the queue place this ticket names (CONTRACT §20, queue-tickets.ts). */
+  queueTicket?: string;
 }
 
 /** A session's batched call (CONTRACT §20): its secret id, request_id, body digest and items. */
@@ -204,6 +209,7 @@ export class LeaseEngine {
       instanceId: store.bus?.instanceId,
       policies: this.policyCache,
       onDelayRefusal: () => this.delayRefusals++,
+      tickets: new QueueTickets(),
     };
     this.scheduler = opts.scheduler ?? systemScheduler;
     // A sweep step may end up to LEASEHOLD_STEP_MAX_LEASES leases: it runs alone, not in the batch of the requests beside it.
@@ -306,6 +312,7 @@ export class LeaseEngine {
       return { secret, bootstrapToken, generated: this.opts.bootstrapSecret === undefined };
     });
     this.cursors = new CursorCodec(Buffer.from(result.secret));
+    this.ctx.tickets.setSecret(Buffer.from(result.secret));
     await this.sweeper.start(this.opts.sweepIntervalMs ?? 100);
     this.audit.start();
     this.feed.start();
@@ -461,6 +468,10 @@ export class LeaseEngine {
    * `lease_conflict`, or with `wait_ms > 0` waits in the route's FIFO queue
    * until granted, the deadline passes (`lease_conflict`) or the client goes
    * away (the waiter is dropped; an undeliverable grant is rolled back).
+   * A wait that ends without a grant keeps its place for `parkMs` and is
+   * refused with a `queueTicket`; `input.queueTicket` continues that place
+   * (another session's or route's, or a malformed one: `invalid_request`).
+   * A wait ends after `maxWaitMs` at most, whatever `waitMs` asks.
    */
   async acquire(p: Caller, route: string, input: AcquireInput): Promise<Outcome<AcquireResult>> {
     const spec = this.spec(p, 'lease_acquire', route, 'lease_acquired');
@@ -468,10 +479,21 @@ export class LeaseEngine {
       this.audit.note(spec, 'invalid_request');
       fail('invalid_request', `max_lifetime_ms exceeds the server maximum of ${this.ctx.limits.maxLifetimeMs}`);
     }
+    const sessionHash = hashSecret(input.sessionId);
+    let place: string | undefined;
+    if (input.queueTicket !== undefined) {
+      try {
+        place = this.ctx.tickets.placeOf(input.queueTicket, p.family, route, sessionHash);
+      } catch (e) {
+        this.audit.note(spec, 'invalid_request');
+        throw e;
+      }
+    }
+    const waitMs = Math.min(input.waitMs, this.ctx.limits.maxWaitMs);
     const params = {
       family: p.family,
       route,
-      sessionHash: hashSecret(input.sessionId),
+      sessionHash,
       requestId: input.requestId,
       digest: input.digest,
       ttlMs: 0,
@@ -481,10 +503,10 @@ export class LeaseEngine {
       metadata: input.metadata,
     };
     const prefetch = { idempotency: { op: 'acquire', route, requestId: input.requestId }, sessionHash: params.sessionHash, route };
-    const r = await this.run((step) => acquireStep(this.ctx, step, params, input.waitMs, input.signal), spec, p.family, prefetch);
+    const r = await this.run((step) => acquireStep(this.ctx, step, params, waitMs, input.signal, place), spec, p.family, prefetch);
     if (r.kind === 'done') return { answer: r.answer, replayed: r.replayed };
     const w = r.waiter;
-    if (w.state === 'waiting') this.waiting.arm(w, input.waitMs, input.signal);
+    if (w.state === 'waiting') this.waiting.arm(w, waitMs, input.signal);
     // A waiting acquire is audited when it is answered.
     r.done.then(
       (a) => this.audit.note(spec, 'lease_acquired', { ownerId: a.lease.owner_id, incarnation: a.lease.holder_incarnation, fencingToken: a.lease.fencing_token }),
@@ -583,6 +605,21 @@ export class LeaseEngine {
     const c = this.cursor(p.family, 'leases', listQueryKey(sel, q), q.cursor, (x): x is string => typeof x === 'string');
     const page = await this.read((readOnly) => this.run((step) => listStep(this.ctx, step, p.family, sel, q, c.after, c.encode, readOnly), undefined, p.family));
     return { ...page, epoch: this.store.epoch() };
+  }
+
+  /**
+   * How many held leases match the selector and LIST's filters, and how many
+   * each owner holds (inventory-summary.ts): counted with LIST's budget of
+   * examined routes, so past it the total is a lower bound (`exact: false`).
+   */
+  async leaseSummary(p: Principal, sel: ParsedSelector, q: Omit<ListQuery, 'limit' | 'cursor'>): Promise<LeaseSummary> {
+    return this.run((step) => summaryStep(this.ctx, step, p.family, sel, q), undefined, p.family);
+  }
+
+  /** One page of the free routes in lock-delay matching the selector, in route order (lock-delay-list.ts). */
+  async listLockDelays(p: Principal, sel: ParsedSelector, q: { limit: number; cursor?: string }): Promise<LockDelayPage> {
+    const c = this.cursor(p.family, 'lock_delays', JSON.stringify([sel.selector]), q.cursor, (x): x is string => typeof x === 'string');
+    return this.run((step) => lockDelayStep(this.ctx, step, p.family, sel, q, c.after, c.encode), undefined, p.family);
   }
 
   // ---- a session's batched calls (CONTRACT §20) -------------------------------

@@ -16,6 +16,8 @@ export interface LeaseholdErrorOptions {
   lockDelayUntil?: number;
   /** An all-or-nothing acquire refused: the routes that were held (or in lock-delay), in the request's order. */
   held?: readonly string[];
+  /** An acquire whose wait ended without a grant: the ticket that continues its kept place (queue-tickets.ts). */
+  queueTicket?: string;
 }
 
 const RETRYABLE_BY_DEFAULT: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
@@ -31,6 +33,7 @@ export class LeaseholdError extends Error {
   readonly retryAfterMs: number | undefined;
   readonly lockDelayUntil: number | undefined;
   readonly held: readonly string[] | undefined;
+  readonly queueTicket: string | undefined;
 
   constructor(code: ErrorCode, message: string, opts: LeaseholdErrorOptions = {}) {
     super(message);
@@ -40,6 +43,7 @@ export class LeaseholdError extends Error {
     this.retryAfterMs = opts.retryAfterMs;
     this.lockDelayUntil = opts.lockDelayUntil;
     this.held = opts.held;
+    this.queueTicket = opts.queueTicket;
   }
 }
 

@@ -18,7 +18,7 @@ import { randomId } from './ids';
 import { leaseRoom, type EngineContext, type Step } from './step';
 import { heldLease, type HeldLease, type Metadata } from './views';
 import { leaseTransition, type LeaseEnd } from './lease-transitions';
-import type { Waiter, WaiterParams } from './waiters';
+import type { Reserved, Waiter, WaiterParams } from './waiters';
 import { activeLockDelay, beginLockDelay } from './lock-delay';
 import { boundsOf, grantedTerms, type Bounds } from './policies';
 
@@ -103,6 +103,8 @@ export async function drainSession(ctx: EngineContext, step: Step, s: SessionRow
     const taken = await ctx.waiters.takeSession(step, s.idHash);
     for (const row of taken.remote) step.notices.push({ kind: 'refuse', to: row.instance, family: row.family, route: row.route, requestId: row.requestId });
     for (const w of taken.local) step.refused.push({ waiter: w, error: sessionGone() });
+    // Its parked places lapsed: the sweep drops them and serves the routes they kept.
+    if (taken.lapsed > 0) step.backlog = true;
     step.events.push({ type: ending.why, family: s.family, incarnation: s.incarnation, ownerId: s.ownerId });
   }
   const room = leaseRoom(ctx, step);
@@ -239,12 +241,19 @@ export function acquireRecordExpiry(ctx: EngineContext, step: Step, row: LeaseRo
  * instance's own waiter is answered after commit; another instance's is
  * told by a notice sent with the commit (its grant is rolled back there if
  * its client has left). Waiters whose client left or whose session is gone
- * are skipped.
+ * are skipped. A parked place at the head (docs/design.md "Queue tickets")
+ * keeps the route: nothing is granted, and it is returned (`Reserved`).
  */
-export async function grantNext(ctx: EngineContext, step: Step, family: string, route: string): Promise<void> {
+export async function grantNext(ctx: EngineContext, step: Step, family: string, route: string): Promise<Reserved | undefined> {
   for (;;) {
     const c = await ctx.waiters.claimHead(step, family, route);
-    if (!c) return;
+    if (!c) return undefined;
+    if ('reserved' in c) {
+      // A parked place at the head keeps the route for its return (docs/design.md "Queue tickets"), while its session lives.
+      if (await liveSession(ctx, step, family, c.sessionHash)) return c;
+      await ctx.waiters.dropPlace(step, family, route, c.place);
+      continue;
+    }
     const s = await liveSession(ctx, step, family, c.params.sessionHash);
     if (!s) {
       if (c.waiter) step.refused.push({ waiter: c.waiter, error: sessionGone() });
@@ -256,8 +265,32 @@ export async function grantNext(ctx: EngineContext, step: Step, family: string, 
     await recordAnswer(step, acquireKey(c.params), c.params.digest, answer, acquireRecordExpiry(ctx, step, lease));
     if (c.waiter) step.grants.push({ waiter: c.waiter, lease, answer });
     else step.notices.push({ kind: 'grant', to: c.instance, family, route, requestId: c.params.requestId, answer, lease });
-    return;
+    return undefined;
   }
+}
+
+/**
+ * Serve a route whose parked place was dropped: if it is free (no lease,
+ * no lock-delay), grant it to its next waiter, as the end of a lease would.
+ */
+async function serveRoute(ctx: EngineContext, step: Step, family: string, route: string): Promise<void> {
+  if (await settleRoute(ctx, step, family, route)) return;
+  const grant = (f: string, r: string) => grantNext(ctx, step, f, r).then(() => undefined);
+  if ((await activeLockDelay(step, family, route, grant)) !== undefined) return;
+  if (!(await step.tx.getLease(family, route))) await grantNext(ctx, step, family, route);
+}
+
+/**
+ * Drop a family's parked places whose time ran out (their tickets no longer
+ * continue them) and serve the routes they kept, a bounded batch a step.
+ * Returns how many were due.
+ */
+export async function endDueParked(ctx: EngineContext, step: Step, family: string, limit: number): Promise<number> {
+  const due = await ctx.waiters.dueParked(step, family, limit);
+  for (const d of due) {
+    if (await ctx.waiters.dropPlace(step, family, d.route, d.place)) await serveRoute(ctx, step, family, d.route);
+  }
+  return due.length;
 }
 
 export type AcquireStepResult =
@@ -268,6 +301,14 @@ export type AcquireStepResult =
  * The acquire step: replay, session check, then grant if free, refuse, or
  * queue the request (the waiter is queued in this same step, so a release
  * later in the same batch already sees it).
+ *
+ * `place` (from a queue ticket the engine checked): continue that place if
+ * it is still kept (docs/design.md "Queue tickets"): granted at once if it
+ * is at the head of a free route, else waiting again from it (with
+ * `waitMs` 0, kept parked another `parkMs`, answered with its ticket). A
+ * place no longer kept queues at the back, as without a ticket. A free
+ * route whose head is a parked place is kept for it: any other acquire
+ * queues behind it, or is refused.
  */
 export async function acquireStep(
   ctx: EngineContext,
@@ -275,6 +316,7 @@ export async function acquireStep(
   asked: WaiterParams & { askedTtlMs?: number; askedLifetimeMs?: number },
   waitMs: number,
   signal: AbortSignal | undefined,
+  place?: string,
 ): Promise<AcquireStepResult> {
   const { askedTtlMs, askedLifetimeMs, ...rest } = asked;
   const bounds = await routeBounds(ctx, step, rest.family, rest.route);
@@ -293,30 +335,54 @@ export async function acquireStep(
   let current = await settleRoute(ctx, step, p.family, p.route, s);
   let delayUntil: number | undefined;
   if (!current) {
-    delayUntil = await activeLockDelay(step, p.family, p.route, (f, r) => grantNext(ctx, step, f, r));
+    delayUntil = await activeLockDelay(step, p.family, p.route, (f, r) => grantNext(ctx, step, f, r).then(() => undefined));
     // A delay that just ended may have granted the route to its head waiter.
     if (delayUntil === undefined) current = await step.tx.getLease(p.family, p.route);
   }
-  if (!current && delayUntil === undefined) {
-    const { row, held } = await createLease(step, p, s, false, await waiterCount(ctx, step, p.family, p.route));
+  // The ticket's place, if still kept (the ticket binds it to this session).
+  const kept = place === undefined ? undefined : await ctx.waiters.findPlace(step, p.family, p.route, place);
+  if (kept && (!kept.parked || kept.sessionHash !== p.sessionHash)) {
+    fail('lease_conflict', 'this session is already waiting for the route', { retryable: false });
+  }
+  // A free route with a queue: its head may be a parked place, which keeps it.
+  let reserved: Reserved | undefined;
+  if (!current && delayUntil === undefined && (await waiterCount(ctx, step, p.family, p.route)) > 0) {
+    reserved = await grantNext(ctx, step, p.family, p.route);
+    if (!reserved) current = await step.tx.getLease(p.family, p.route);
+  }
+  // Its own place at the head of the free route (a session has one place a route at most: with its ticket or without).
+  const mine = reserved?.sessionHash === p.sessionHash;
+  if (!current && delayUntil === undefined && (!reserved || mine)) {
+    // Granted from the queue (with its ticket), or as a fresh acquire (back without it).
+    if (mine) await ctx.waiters.dropPlace(step, p.family, p.route, reserved!.place);
+    const queued = mine && kept !== undefined;
+    const { row, held } = await createLease(step, p, s, queued, await waiterCount(ctx, step, p.family, p.route));
     step.facts.fencingToken = row.fencingToken;
-    const answer: AcquireResult = { lease: held, queued: false };
+    const answer: AcquireResult = { lease: held, queued };
     await recordAnswer(step, acquireKey(p), p.digest, answer, acquireRecordExpiry(ctx, step, row));
     return { kind: 'done', answer, replayed: false };
   }
   if (current?.sessionHash === p.sessionHash) {
     fail('lease_conflict', 'this session already holds the route (leases are not re-entrant)', { retryable: false });
   }
-  if (await ctx.waiters.hasSession(step, p.family, p.route, p.sessionHash)) {
+  // Back without its ticket, its parked place is given up: it queues at the back, as when the place lapsed.
+  if (!kept && (await ctx.waiters.hasSession(step, p.family, p.route, p.sessionHash)) && !(await ctx.waiters.dropSessionPlace(step, p.family, p.route, p.sessionHash))) {
     fail('lease_conflict', 'this session is already waiting for the route', { retryable: false });
   }
-  const retryAfterMs = Math.max(50, (current ? current.expiresAt : delayUntil!) - step.now);
+  const retryAfterMs = Math.max(50, (current ? current.expiresAt : (delayUntil ?? reserved!.until)) - step.now);
   if (waitMs <= 0) {
+    if (kept) {
+      // Continued without waiting: the place stays parked another parkMs, with its ticket.
+      await ctx.waiters.repark(step, p.family, p.route, place!, step.now + ctx.limits.parkMs);
+      fail('lease_conflict', 'lease is held; the queue place is kept for its queue_ticket', { retryAfterMs, queueTicket: ctx.tickets.issue(p.family, p.route, p.sessionHash, place!) });
+    }
     if (current) fail('lease_conflict', 'lease is held', { retryAfterMs });
+    if (reserved) fail('lease_conflict', 'the route is kept for a queued acquire that will continue', { retryAfterMs });
     ctx.onDelayRefusal?.();
     fail('lease_conflict', 'the route is in lock-delay after its last lease ended without its holder', { retryAfterMs, lockDelayUntil: delayUntil });
   }
-  if ((await waiterCount(ctx, step, p.family, p.route)) >= bounds.maxWaiters) {
+  // A kept place is counted already.
+  if (!kept && (await waiterCount(ctx, step, p.family, p.route)) >= bounds.maxWaiters) {
     fail('rate_limited', 'too many waiters for this route', { retryAfterMs });
   }
   let resolve!: (r: AcquireResult) => void;
@@ -325,8 +391,8 @@ export async function acquireStep(
     resolve = res;
     reject = rej;
   });
-  const waiter: Waiter = { ...p, state: 'waiting', signal, timer: undefined, resolve, reject };
-  await ctx.waiters.enqueue(step, waiter, waitMs);
+  const waiter: Waiter = { ...p, state: 'waiting', place: kept ? place! : randomId('', 12), signal, timer: undefined, resolve, reject };
+  if (!kept || !(await ctx.waiters.resume(step, waiter, waitMs))) await ctx.waiters.enqueue(step, waiter, waitMs);
   step.enqueued.push(waiter);
   step.facts.pending = true;
   return { kind: 'wait', waiter, done };

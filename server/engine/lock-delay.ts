@@ -46,7 +46,7 @@ export async function activeLockDelay(
   step: Step,
   family: string,
   route: string,
-  grantNext: (family: string, route: string) => Promise<void>,
+  grantNext: (family: string, route: string) => Promise<unknown>,
 ): Promise<number | undefined> {
   const until = await step.tx.policies.getLockDelay(family, route);
   if (until === undefined) return undefined;
@@ -56,7 +56,7 @@ export async function activeLockDelay(
 }
 
 /** End a family's due delays, earliest first, granting each route's head waiter. Returns how many were due. */
-export async function endDueLockDelays(step: Step, family: string, limit: number, grantNext: (family: string, route: string) => Promise<void>): Promise<number> {
+export async function endDueLockDelays(step: Step, family: string, limit: number, grantNext: (family: string, route: string) => Promise<unknown>): Promise<number> {
   const due = await step.tx.policies.dueLockDelays(family, step.now, limit);
   for (const d of due) {
     if (!(await step.tx.policies.deleteLockDelay(d.family, d.route, d.until))) continue;

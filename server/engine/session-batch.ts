@@ -17,7 +17,8 @@ import { activeLockDelay } from './lock-delay';
 import { grantedTerms } from './policies';
 import { askedLeases, pendingReleaseRequests, type PendingReleaseRequest } from './release-requests';
 import type { EngineContext, Step } from './step';
-import { heldLease, sessionView, type HeldLease, type Metadata, type SessionView } from './views';
+import type { Reserved } from './waiters';
+import { heldLease, sessionBatches, sessionView, type HeldLease, type Metadata, type SessionView } from './views';
 
 /** What a batch names: its session (by hash), its request and the digest of its body. */
 export interface BatchInput<I> {
@@ -113,6 +114,10 @@ export async function renewAllStep(ctx: EngineContext, step: Step, family: strin
   // The keepalive, as POST /sessions/keepalive does it.
   const expiresAt = addMs(step.now, s.ttlMs);
   await step.tx.setSessionExpiry(s.idHash, expiresAt);
+  // Remembered for the sessions list (its last_batch_renewal); a replay records nothing.
+  const renewedCount = renewed.filter((r) => r !== undefined).length;
+  const renew = { at: step.now, renewed: renewedCount, lost: input.items.length - renewedCount };
+  await step.tx.setSessionBatches(s.idHash, JSON.stringify({ ...sessionBatches(s), renew }));
   const recorded = { session: sessionView({ ...s, expiresAt }, before + heldChange(step, s.incarnation)), results };
   await recordAnswer(step, key, input.digest, recorded, addMs(step.now, ctx.limits.idempotencyTtlMs));
   return { answer: { ...recorded, release_requests: await pendingReleaseRequests(step, s.idHash, asked) }, replayed: false };
@@ -127,10 +132,16 @@ async function obstacle(ctx: EngineContext, step: Step, family: string, route: s
     // A delay that just ended may have granted the route to its head waiter.
     if (until === undefined) current = await step.tx.getLease(family, route);
   }
-  if (!current && until === undefined) return undefined;
+  // A free route whose queue's head is a parked place is kept for it (docs/design.md "Queue tickets").
+  let kept: Reserved | undefined;
+  if (!current && until === undefined) {
+    if ((await ctx.waiters.count(step, family, route)) === 0) return undefined;
+    kept = await grantNext(ctx, step, family, route);
+    if (!kept && !(current = await step.tx.getLease(family, route))) return undefined;
+  }
   // Held or awaited by this very session: retrying cannot help (a single acquire's non-retryable conflict).
   const own = current?.sessionHash === s.idHash || (await ctx.waiters.hasSession(step, family, route, s.idHash));
-  return { own, delayed: !current, freeAt: current ? current.expiresAt : until! };
+  return { own, delayed: !current && !kept, freeAt: current ? current.expiresAt : (until ?? kept!.until) };
 }
 
 /**
@@ -180,6 +191,8 @@ export async function acquireAllStep(ctx: EngineContext, step: Step, family: str
     leases.push(lease);
   }
   const answer: LeasesAcquired = { leases };
+  // Remembered for the sessions list (its last_batch_acquire); a refusal fails the step and records nothing.
+  await step.tx.setSessionBatches(s.idHash, JSON.stringify({ ...sessionBatches(s), acquire: { at: step.now, acquired: leases.length } }));
   await recordAnswer(step, key, input.digest, answer, keepUntil);
   return { answer, replayed: false };
 }

@@ -9,10 +9,10 @@ import { fail } from './errors';
 import { hashSecret, pooledRandom, randomId } from './ids';
 import { drainSession, expireDue, liveSession } from './leases';
 import type { EngineContext, Step } from './step';
-import { sessionView, type SessionView } from './views';
+import { listedSession, sessionView, type ListedSession, type SessionView } from './views';
 
 export interface SessionPage {
-  items: SessionView[];
+  items: ListedSession[];
   next_cursor: string | null;
 }
 
@@ -70,8 +70,8 @@ export async function listSessionsStep(
   await expireDue(ctx, step, 512, family);
   const rows = await step.tx.listSessions(family, q.ownerId, after, q.limit + 1);
   const page = rows.slice(0, q.limit);
-  const items: SessionView[] = [];
-  for (const r of page) items.push(sessionView(r, await step.tx.countSessionLeases(r.idHash)));
+  const items: ListedSession[] = [];
+  for (const r of page) items.push(listedSession(r, await step.tx.countSessionLeases(r.idHash)));
   const last = page[page.length - 1];
   return { items, next_cursor: rows.length > q.limit && last ? encode([last.createdAt, last.incarnation]) : null };
 }

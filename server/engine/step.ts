@@ -17,6 +17,7 @@ import type { AcquireResult } from './leases';
 import type { WaitQueue, Waiter } from './waiters';
 import type { LeaseRow } from '../store/types';
 import type { PolicyCache } from './policies';
+import type { QueueTickets } from './queue-tickets';
 
 export interface Limits {
   /** Default routes examined per LIST page. */
@@ -32,6 +33,10 @@ export interface Limits {
   changeLogMs: number;
   /** Leases one atomic step may end (CONTRACT §19): a larger session end or sweep takes several steps. */
   stepMaxLeases: number;
+  /** The longest one acquire waits (at most wait_ms's 30 s): a longer wait_ms ends here, with a queue ticket. */
+  maxWaitMs: number;
+  /** How long a place is kept after its wait ended without a grant (CONTRACT §20: 5 s). */
+  parkMs: number;
 }
 
 export const DEFAULT_LIMITS: Limits = {
@@ -42,6 +47,8 @@ export const DEFAULT_LIMITS: Limits = {
   changeLogChanges: 100_000,
   changeLogMs: 600_000,
   stepMaxLeases: 1_000,
+  maxWaitMs: LIMITS.waitMs.max,
+  parkMs: 5_000,
 };
 
 export interface QueuedGrant {
@@ -94,6 +101,8 @@ export interface EngineContext {
   readonly policies?: PolicyCache;
   /** Counts an acquire refused by lock-delay (metrics). */
   readonly onDelayRefusal?: () => void;
+  /** Issues and checks queue tickets (queue-tickets.ts). */
+  readonly tickets: QueueTickets;
 }
 
 export function newStep(tx: Tx): Step {

@@ -5,13 +5,14 @@
  * twice: every removal is conditional on lease id and token), and prunes
  * idempotency records, logins, expired embed tokens and the change logs
  * beyond their retention (bounded deletes); ends due lock-delays
- * (granting the route's head waiter). Due work is found
+ * (granting the route's head waiter) and drops parked queue places whose
+ * time ran out (serving the routes they kept). Due work is found
  * through the stores' expiry indexes, so a sweep costs what is due, not
  * what is held.
  */
 
 import { millis } from '../store/millis';
-import { expireDue, grantNext } from './leases';
+import { endDueParked, expireDue, grantNext } from './leases';
 import { endDueLockDelays } from './lock-delay';
 import type { Scheduler, TimerHandle } from './scheduler';
 import { StoreUnavailableError } from '../store/types';
@@ -145,7 +146,9 @@ export class ExpirySweeper {
       const olderThan = l.changeLogMs === 0 ? Number.MAX_SAFE_INTEGER : step.now - l.changeLogMs;
       const pruned = await step.tx.changes.prune(l.changeLogChanges, millis(olderThan), CHANGE_PRUNE_BATCH);
       const due = await step.tx.dueFamilies(step.now, FAMILIES_PER_SWEEP);
-      return { families: [...new Set([...due, ...(await step.tx.policies.dueDelayFamilies(step.now, FAMILIES_PER_SWEEP))])], pruned, behind, pruning, at: step.now as number };
+      const delayed = await step.tx.policies.dueDelayFamilies(step.now, FAMILIES_PER_SWEEP);
+      const parked = await this.ctx.waiters.dueParkedFamilies(step, FAMILIES_PER_SWEEP);
+      return { families: [...new Set([...due, ...delayed, ...parked])], pruned, behind, pruning, at: step.now as number };
     });
     if (pruning) this.housekeepingDue = behind ? at : at + this.housekeepingMs;
     let most = pruned >= CHANGE_PRUNE_BATCH ? SWEEP_BATCH : 0;
@@ -154,7 +157,10 @@ export class ExpirySweeper {
     for (const family of families) {
       const { n, oldest, due } = await this.run(async (step) => {
         step.maxLeases = this.size;
-        const n = (await expireDue(this.ctx, step, SWEEP_BATCH, family)) + (await endDueLockDelays(step, family, SWEEP_BATCH, (f, r) => grantNext(this.ctx, step, f, r)));
+        const n =
+          (await expireDue(this.ctx, step, SWEEP_BATCH, family)) +
+          (await endDueLockDelays(step, family, SWEEP_BATCH, (f, r) => grantNext(this.ctx, step, f, r))) +
+          (await endDueParked(this.ctx, step, family, SWEEP_BATCH));
         if (n < SWEEP_BATCH) return { n, oldest: undefined, due: 0 };
         // Still behind after a full step: since when (the oldest work still
         // due), and how much is left, for readiness. Only then: a caught-up

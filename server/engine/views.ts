@@ -98,6 +98,34 @@ export function heldLease(row: LeaseRow, now: number, waiters: number): HeldLeas
   return view;
 }
 
+/** A session's last batched calls as stored (SessionRow.batches): epoch ms and counts. */
+export interface SessionBatches {
+  renew?: { at: number; renewed: number; lost: number };
+  acquire?: { at: number; acquired: number };
+}
+
+/** The sessions list's item: a SessionView plus the session's last batched calls (CONTRACT §20). */
+export interface ListedSession extends SessionView {
+  /** The last `POST /sessions/renew`: when, how many items were renewed and how many lost; null before the first. */
+  last_batch_renewal: { at: string; renewed: number; lost: number } | null;
+  /** The last `POST /sessions/acquire` that acquired (a refusal changes nothing): when and how many leases; null before the first. */
+  last_batch_acquire: { at: string; acquired: number } | null;
+}
+
+/** A session's stored batches (JSON text, or nothing yet). */
+export function sessionBatches(row: SessionRow): SessionBatches {
+  return row.batches ? (JSON.parse(row.batches) as SessionBatches) : {};
+}
+
+export function listedSession(row: SessionRow, leaseCount: number): ListedSession {
+  const b = sessionBatches(row);
+  return {
+    ...sessionView(row, leaseCount),
+    last_batch_renewal: b.renew ? { at: iso(b.renew.at), renewed: b.renew.renewed, lost: b.renew.lost } : null,
+    last_batch_acquire: b.acquire ? { at: iso(b.acquire.at), acquired: b.acquire.acquired } : null,
+  };
+}
+
 export function sessionView(row: SessionRow, leaseCount: number): SessionView {
   return {
     holder_incarnation: row.incarnation,

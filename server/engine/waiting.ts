@@ -26,6 +26,11 @@ export function refuse(r: { waiter: Waiter; error: LeaseholdError }): void {
   r.waiter.reject(r.error);
 }
 
+/** The answer to a wait that ended without a grant: its place is kept for the ticket. */
+function timedOut(retryAfterMs: number, queueTicket: string): LeaseholdError {
+  return new LeaseholdError('lease_conflict', 'waited and timed out: the lease is still held; the queue place is kept for its queue_ticket', { retryAfterMs, queueTicket });
+}
+
 export class Waiting {
   constructor(
     private readonly ctx: EngineContext,
@@ -52,10 +57,7 @@ export class Waiting {
    * the queue at once (also when the client had gone before this runs).
    */
   arm(w: Waiter, waitMs: number, signal: AbortSignal | undefined): void {
-    w.timer = this.scheduler.after(waitMs, () => {
-      if (this.ctx.waiters.inStore) void this.timeOutShared(w);
-      else if (this.ctx.waiters.remove(w)) void this.refuseTimedOut(w, w.reject);
-    });
+    w.timer = this.scheduler.after(waitMs, () => void this.timeOut(w));
     const left = () => {
       if (this.ctx.waiters.remove(w)) {
         w.timer?.cancel();
@@ -109,52 +111,61 @@ export class Waiting {
     });
   }
 
-  private async refuseTimedOut(w: Waiter, reject: (e: unknown) => void): Promise<void> {
-    const { family, route } = w;
-    let retryAfterMs = 50;
-    try {
-      retryAfterMs = await this.run(async (step) => {
-        await this.forget(step, w);
-        const l = await settleRoute(this.ctx, step, family, route);
-        return Math.max(50, l ? l.expiresAt - step.now : 50);
-      }, family);
-    } catch {
-      // Keep the minimum hint.
-    }
-    reject(new LeaseholdError('lease_conflict', 'waited and timed out: the lease is still held', { retryAfterMs }));
-  }
-
   /**
-   * A shared queue's waiter reached its deadline. Another instance may have
-   * granted it already, with the notice still on its way (or lost with a
-   * notification channel): so the store decides, not the local queue. Its
-   * row still queued: it leaves and is refused `lease_conflict`. Its row
-   * claimed and its grant recorded: the grant is delivered (or rolled back
-   * if the client left), never refused while the lease stays taken. The
-   * store unreachable: `outcome_unknown`, and a retry with the same
-   * request_id learns which (docs/design.md "Waiters").
+   * A waiter reached its deadline: its place is parked (kept for `parkMs`,
+   * docs/design.md "Queue tickets") and it is refused `lease_conflict` with
+   * the ticket that continues it. On a shared store another instance may
+   * have granted it already, with the notice still on its way (or lost with
+   * a notification channel): so the store decides, not the local queue. Its
+   * row still queued: it is parked. Its row claimed and its grant recorded:
+   * the grant is delivered (or rolled back if the client left), never
+   * refused while the lease stays taken. The store unreachable:
+   * `outcome_unknown`, and a retry with the same request_id learns which
+   * (docs/design.md "Waiters"). In memory a waiter no longer queued was
+   * granted or refused by the step that took it, which answers it.
    */
-  private async timeOutShared(w: Waiter): Promise<void> {
-    const { family, route, requestId } = w;
-    let fate: { queued: true; retryAfterMs: number } | { queued: false; grant?: { answer: AcquireResult; lease?: LeaseRow } };
+  private async timeOut(w: Waiter): Promise<void> {
+    const { family, route, requestId, sessionHash, place } = w;
+    const shared = this.ctx.waiters.inStore;
+    type Fate = { parked: true; retryAfterMs: number; ticket: string } | { parked: false; grant?: { answer: AcquireResult; lease?: LeaseRow } };
+    let fate: Fate;
+    const ticket = (): string => this.ctx.tickets.issue(family, route, sessionHash, place);
+    let parkedInMemory = false;
     try {
-      fate = await this.run(async (step) => {
-        if (await this.forget(step, w)) {
+      fate = await this.run(async (step): Promise<Fate> => {
+        if (await this.ctx.waiters.park(step, w, step.now + this.ctx.limits.parkMs)) {
+          parkedInMemory = !shared;
           const l = await settleRoute(this.ctx, step, family, route);
-          return { queued: true as const, retryAfterMs: Math.max(50, l ? l.expiresAt - step.now : 50) };
+          return { parked: true, retryAfterMs: Math.max(50, l ? l.expiresAt - step.now : 50), ticket: ticket() };
         }
+        if (!shared) return { parked: false };
         const answer = await findReplay<AcquireResult>(step, { family, op: 'acquire', route, requestId }, w.digest);
-        if (!answer) return { queued: false as const };
+        if (!answer) return { parked: false };
         const lease = await step.tx.getLease(family, route);
-        return { queued: false as const, grant: { answer, lease: lease?.leaseId === answer.lease.lease_id ? lease : undefined } };
+        return { parked: false, grant: { answer, lease: lease?.leaseId === answer.lease.lease_id ? lease : undefined } };
       }, family);
     } catch {
+      // In memory the place is parked whatever became of the step: its ticket is good.
+      if (parkedInMemory) {
+        w.reject(timedOut(50, ticket()));
+        return;
+      }
       if (this.ctx.waiters.remove(w)) w.reject(new LeaseholdError('outcome_unknown', 'the wait ended while the store was unreachable: retry with the same request_id to learn whether it was granted'));
       return;
     }
-    if (fate.queued || !fate.grant) {
+    if (fate.parked) {
+      // In memory `park` answered for the waiter already (state done); shared, it leaves its local queue now.
+      if (!shared || this.ctx.waiters.remove(w)) w.reject(timedOut(fate.retryAfterMs, fate.ticket));
+      return;
+    }
+    if (!shared) {
+      // Parked by an earlier run of the step (a step run again finds it parked already).
+      if (parkedInMemory) w.reject(timedOut(50, ticket()));
+      return;
+    }
+    if (!fate.grant) {
       // Refused by another instance (its session ended) if no grant was recorded: its notice may still come first.
-      if (this.ctx.waiters.remove(w)) w.reject(new LeaseholdError('lease_conflict', 'waited and timed out: the lease is still held', { retryAfterMs: fate.queued ? fate.retryAfterMs : 50 }));
+      if (this.ctx.waiters.remove(w)) w.reject(new LeaseholdError('lease_conflict', 'waited and timed out: the lease is still held', { retryAfterMs: 50 }));
       return;
     }
     // Granted elsewhere: answer it here unless its notice got here first.

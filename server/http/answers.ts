@@ -81,6 +81,24 @@ export const SessionView = z
   })
   .meta({ id: 'SessionView' });
 
+export const ListedSession = SessionView.extend({
+  last_batch_renewal: z
+    .object({
+      at: time,
+      renewed: count.describe('Items renewed'),
+      lost: count.describe('Items lost (lease_lost): nothing changed for them'),
+    })
+    .nullable()
+    .describe('The session’s last batched renewal (POST /api/v1/sessions/renew; a replay is not another): when, how many items renewed, how many lost; null before the first'),
+  last_batch_acquire: z
+    .object({ at: time, acquired: count.describe('Leases acquired') })
+    .nullable()
+    .describe('The session’s last all-or-nothing acquire that acquired (POST /api/v1/sessions/acquire; a refusal changes nothing): when and how many leases; null before the first'),
+}).meta({
+  id: 'ListedSession',
+  description: 'A SessionView plus the session’s last batched calls (CONTRACT §20), in the sessions list',
+});
+
 export const OpenedSession = SessionView.extend({ session_id: z.string().describe('The session’s secret: shown only here') }).meta({
   id: 'OpenedSession',
   description: 'A SessionView plus session_id, only in the answer to opening a session',
@@ -168,12 +186,32 @@ export const Answers = {
     release_requests: PendingReleaseRequests,
   }),
   session_acquire: z.object({ leases: z.array(HeldLease).describe('One per route, in the request’s order, each with its own fencing token') }),
-  session_list: z.object({ items: z.array(SessionView), next_cursor: nextCursor }),
+  session_list: z.object({ items: z.array(ListedSession), next_cursor: nextCursor }),
   lease_list: z.object({
     items: z.array(LeaseView),
     next_cursor: nextCursor,
     revision: count.describe('The revision at which the page was read'),
     epoch: z.string(),
+  }),
+  lease_summary: z.object({
+    total: count.describe('Matching leases counted: all of them when `exact`, else a lower bound'),
+    exact: z.boolean().describe('False when the count stopped at the per-read budget of examined routes before the range ended'),
+    examined: count.describe('Routes examined'),
+    owners: z
+      .array(z.object({ owner_id: z.string(), leases: count }))
+      .describe('The owners holding the most matching leases (at most 10), most first, ties by owner id'),
+    others: count.describe('Matching leases of the owners not named'),
+    owner_count: count.describe('Distinct owners counted'),
+  }),
+  lock_delay_list: z.object({
+    items: z.array(
+      z.object({
+        route: z.string(),
+        lock_delay_until: time.describe('Until then the route accepts no new holder'),
+        remaining_ms: count,
+      }),
+    ),
+    next_cursor: nextCursor,
   }),
   lease_inspect: z.object({ lease: LeaseView }),
   lease_acquire: z.object({ lease: HeldLease, queued: z.boolean().describe('True when the grant came after waiting in the route’s queue') }),
@@ -311,5 +349,9 @@ export const ErrorBody = z
       .array(z.string())
       .optional()
       .describe('An all-or-nothing acquire (`POST /api/v1/sessions/acquire`) refused with `lease_conflict`: the routes that were held or in lock-delay, in the request’s order; nothing was acquired'),
+    queue_ticket: z
+      .string()
+      .optional()
+      .describe('An acquire whose wait ended without a grant (`lease_conflict`): its place in the route’s queue is kept 5 s more for an acquire of the same session and route carrying this ticket'),
   })
   .meta({ description: 'The error envelope' });

@@ -32,11 +32,12 @@ export const STATUS_OF: Record<ErrorCode, number> = {
 /** The error envelope, typed by the schema the OpenAPI document shows. */
 export type ErrorBody = z.output<typeof ErrorBodySchema>;
 
-export function errorBody(code: ErrorCode, message: string, cid: string, retryable: boolean, retryAfterMs?: number, lockDelayUntil?: number, held?: readonly string[]): ErrorBody {
+export function errorBody(code: ErrorCode, message: string, cid: string, retryable: boolean, retryAfterMs?: number, lockDelayUntil?: number, held?: readonly string[], queueTicket?: string): ErrorBody {
   const body: ErrorBody = { status: 'error', code, message, correlation_id: cid, retryable };
   if (retryAfterMs !== undefined) body.retry_after_ms = Math.max(0, Math.round(retryAfterMs));
   if (lockDelayUntil !== undefined) body.lock_delay_until = new Date(lockDelayUntil).toISOString();
   if (held !== undefined) body.held = [...held];
+  if (queueTicket !== undefined) body.queue_ticket = queueTicket;
   return body;
 }
 

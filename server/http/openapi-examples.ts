@@ -144,16 +144,42 @@ export const EXAMPLES: Record<string, Example> = {
   lease_list: {
     response: { status: 'success', code: 'lease_listed', correlation_id: cid, items: [leaseView], next_cursor: null, revision: 1907, epoch: 'ep_5Tn0' },
   },
+  lease_summary: {
+    response: {
+      status: 'success',
+      code: 'lease_summary',
+      correlation_id: cid,
+      total: 3,
+      exact: true,
+      examined: 3,
+      owners: [
+        { owner_id: 'worker-7', leases: 2 },
+        { owner_id: 'worker-9', leases: 1 },
+      ],
+      others: 0,
+      owner_count: 2,
+    },
+  },
+  lock_delay_list: {
+    response: {
+      status: 'success',
+      code: 'lock_delay_listed',
+      correlation_id: cid,
+      items: [{ route: 'lease://acme/renderers/doc-2', lock_delay_until: '2026-11-29T10:00:15.000Z', remaining_ms: 4200 }],
+      next_cursor: null,
+    },
+  },
 };
 
-/** The answer to an acquire of a route another session holds. */
+/** The answer to an acquire whose wait ended while another session still held the route: its place is kept 5 s for the ticket. */
 export const CONFLICT_EXAMPLE = {
   status: 'error',
   code: 'lease_conflict',
-  message: 'Lease is held',
+  message: 'waited and timed out: the lease is still held; the queue place is kept for its queue_ticket',
   correlation_id: cid,
   retryable: true,
   retry_after_ms: 1200,
+  queue_ticket: 'qt_Yk3pQ0aZ8vLm2RtB.Hq7Xc2mN9sPv4TfW1kLd0e',
 };
 
 /** The answer to an all-or-nothing acquire when one of its routes is held: nothing was acquired. */

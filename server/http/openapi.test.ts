@@ -229,6 +229,7 @@ test('every success answer parses with its operation’s schema and carries no f
   // A renew presenting another lease id is refused.
   conformsError(await s.call('POST', leasePath(route, 'renew'), { ...proof, lease_id: 'ls_wrong', request_id: rid() }), 'lease_lost');
   conforms('lease_list', await s.call('GET', `/api/v1/leases?selector=${encodeURIComponent('lease://oas/**')}&limit=10`));
+  conforms('lease_summary', await s.call('GET', `/api/v1/leases/summary?selector=${encodeURIComponent('lease://oas/**')}&with_waiters=false`));
   conforms('audit_list', await s.call('GET', '/api/v1/audit?limit=5'));
   conforms('whoami', await s.call('GET', '/api/v1/auth/whoami'));
   conforms('metrics_summary', await s.call('GET', '/api/v1/metrics/summary?window_s=5'));
@@ -292,6 +293,7 @@ test('every success answer parses with its operation’s schema and carries no f
   await s.call('POST', leasePath('lease://oasp/a/b', 'force-release'), { request_id: rid(), reason, expected_fencing_token: pa.body.lease.fencing_token });
   conformsError(await s.call('POST', leasePath('lease://oasp/a/b', 'acquire'), { session_id: ps, request_id: rid() }), 'lease_conflict');
   conformsError(await s.call('GET', leasePath('lease://oasp/a/b')), 'lease_not_found');
+  conforms('lock_delay_list', await s.call('GET', `/api/v1/lock-delays?selector=${encodeURIComponent('lease://oasp/**')}`));
   conforms('policy_delete', await s.call('DELETE', `/api/v1/policies?selector=${encodeURIComponent(sel)}&reason=${encodeURIComponent(reason)}`));
 
   assert.deepEqual([...seen].sort(), ROUTES.map((d) => d.operation).sort(), 'every operation of the route table was checked');

@@ -66,7 +66,7 @@ export class Responder {
       if (e.code === 'invalid_credential') this.engine.audit.count('invalid_credential');
       const retryAfter = e.retryAfterMs === undefined ? undefined : String(Math.max(1, Math.ceil(e.retryAfterMs / 1000)));
       const headers = retryAfter === undefined ? extra : { ...extra, 'Retry-After': retryAfter };
-      this.send(req, res, STATUS_OF[e.code], errorBody(e.code, e.message, cid, e.retryable, e.retryAfterMs, e.lockDelayUntil, e.held), cid, headers);
+      this.send(req, res, STATUS_OF[e.code], errorBody(e.code, e.message, cid, e.retryable, e.retryAfterMs, e.lockDelayUntil, e.held, e.queueTicket), cid, headers);
       return;
     }
     this.send(req, res, 500, errorBody('internal_error', 'internal error', cid, false), cid);

@@ -136,6 +136,17 @@ export function querySelector(query: Record<string, unknown>, name = 'selector',
   return r.value;
 }
 
+/** LIST's filters from its query (the summary takes the same), as the engine's `ListQuery` names them. */
+function leaseFiltersOf(query: Record<string, unknown>) {
+  return {
+    ownerId: query.owner_id as string | undefined,
+    incarnation: query.holder_incarnation as string | undefined,
+    expiresWithinMs: query.expires_within_ms as number | undefined,
+    withWaiters: query.with_waiters as boolean | undefined,
+    releaseRequested: query.release_requested as boolean | undefined,
+  };
+}
+
 function forceEndOf(body: Record<string, unknown>) {
   return {
     requestId: body.request_id as string,
@@ -363,8 +374,37 @@ export const ROUTES: AnyRoute[] = [
       e.list(req.principal, querySelector(req.query), {
         limit: (req.query.limit as number | undefined) ?? 100,
         cursor: req.query.cursor as string | undefined,
-        ownerId: req.query.owner_id as string | undefined,
-        incarnation: req.query.holder_incarnation as string | undefined,
+        ...leaseFiltersOf(req.query),
+      }),
+  },
+  {
+    method: 'GET',
+    path: '/api/v1/leases/summary',
+    operation: 'lease_summary',
+    summary: 'Count held leases matching a selector and LIST’s filters, per owner (bounded)',
+    auth: true,
+    body: S.EmptyBody,
+    query: S.LeaseSummaryQuery,
+    success: { status: 200, code: 'lease_summary' },
+    errors: ['invalid_selector'],
+    permit: (req) => authorize(req.principal, querySelector(req.query).triple, 'read'),
+    handle: (req, e) => e.leaseSummary(req.principal, querySelector(req.query), leaseFiltersOf(req.query)),
+  },
+  {
+    method: 'GET',
+    path: '/api/v1/lock-delays',
+    operation: 'lock_delay_list',
+    summary: 'List free routes in lock-delay matching a selector',
+    auth: true,
+    body: S.EmptyBody,
+    query: S.ListLockDelaysQuery,
+    success: { status: 200, code: 'lock_delay_listed' },
+    errors: ['invalid_selector', 'cursor_invalid'],
+    permit: (req) => authorize(req.principal, querySelector(req.query).triple, 'read'),
+    handle: (req, e) =>
+      e.listLockDelays(req.principal, querySelector(req.query), {
+        limit: (req.query.limit as number | undefined) ?? 100,
+        cursor: req.query.cursor as string | undefined,
       }),
   },
   {
@@ -403,6 +443,7 @@ export const ROUTES: AnyRoute[] = [
         metadata: (req.body.metadata as Record<string, string | number | boolean> | undefined) ?? null,
         digest: requestDigest(req.body),
         signal: req.body.wait_ms ? req.signal : undefined,
+        queueTicket: req.body.queue_ticket as string | undefined,
       }),
   },
   {

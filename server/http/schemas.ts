@@ -11,6 +11,7 @@ import { inRange, LIMITS, SESSION_BATCH, type LimitRow } from '@/lib/limits';
 import { parseRoute } from '@/lib/selector';
 import { AUDIT_EVENT_TYPES } from '../engine/audit';
 import { FAMILY_RE } from '../engine/tokens';
+import { MAX_TICKET_CHARS } from '../engine/queue-tickets';
 import { JsonValue } from './answers';
 
 /**
@@ -61,6 +62,12 @@ export const AcquireBody = z.strictObject({
   max_lifetime_ms: maxLifetime.optional(),
   wait_ms: waitMs.optional(),
   metadata: metadata.optional(),
+  queue_ticket: z
+    .string()
+    .min(1)
+    .max(MAX_TICKET_CHARS)
+    .optional()
+    .describe('Continue the queue place of an earlier acquire of this session for this route whose wait ended without a grant (its `lease_conflict` answer’s `queue_ticket`, kept 5 s); one whose place lapsed queues at the back'),
 });
 
 /** What a holder presents to renew, release or checkpoint: the exact lease. */
@@ -189,10 +196,35 @@ const limit = z
   .transform(Number)
   .pipe(z.number().int().min(1, 'must be at least 1').max(1_000, 'must be at most 1000'));
 
-export const ListLeasesQuery = z.strictObject({
+/** A yes/no query filter: `true` or `false`, nothing else. */
+const onlyIf = z.enum(['true', 'false']).transform((v) => v === 'true');
+
+/** LIST's filters (docs/api.md): bound into its cursor, and the summary's too. */
+const leaseFilters = {
   selector: z.string(),
   owner_id: displayName.optional(),
   holder_incarnation: z.string().min(1).max(64).optional(),
+  expires_within_ms: z
+    .string()
+    .regex(/^[0-9]{1,7}$/, 'must be an integer from 1 to 3600000')
+    .transform(Number)
+    .pipe(z.number().int().min(1, 'must be at least 1').max(3_600_000, 'must be at most 3600000'))
+    .optional()
+    .describe('"Expiring soon": only leases expiring at most this many milliseconds after the read (1 to 3600000)'),
+  with_waiters: onlyIf.optional().describe('`true`: only leases whose route has clients queued'),
+  release_requested: onlyIf.optional().describe('`true`: only leases with a pending release request'),
+};
+
+export const ListLeasesQuery = z.strictObject({
+  ...leaseFilters,
+  limit: limit.optional(),
+  cursor: z.string().min(1).max(4096).optional(),
+});
+
+export const LeaseSummaryQuery = z.strictObject(leaseFilters);
+
+export const ListLockDelaysQuery = z.strictObject({
+  selector: z.string(),
   limit: limit.optional(),
   cursor: z.string().min(1).max(4096).optional(),
 });

@@ -233,4 +233,50 @@ describe(`a session's batched calls (${TEST_STORE === 'postgres' ? 'PostgreSQL, 
       stream.close();
     }
   });
+  test('the sessions list shows each session’s last batched renewal (when, renewed, lost) and last all-or-nothing acquire; a replay or a refusal changes neither', async () => {
+    const owner = `fleet-listed-${rid()}`;
+    const listed = async () => {
+      const r = await s.call('GET', `/api/v1/sessions?owner_id=${encodeURIComponent(owner)}`);
+      assert.equal(r.status, 200, r.text);
+      assert.equal(r.body.items.length, 1);
+      return r.body.items[0] as { lease_count: number; last_batch_renewal: { at: string; renewed: number; lost: number } | null; last_batch_acquire: { at: string; acquired: number } | null };
+    };
+    const { sessionId } = await s.openSession(owner, 60_000);
+    const fresh = await listed();
+    assert.deepEqual([fresh.last_batch_renewal, fresh.last_batch_acquire], [null, null], 'null before the first batch');
+
+    const started = Date.now();
+    const got = await acquireAll(sessionId, [{ route: 'lease://sbl/x/a' }, { route: 'lease://sbl/x/b' }, { route: 'lease://sbl/x/c' }]);
+    assert.equal(got.status, 200, got.text);
+    const leases = got.body.leases as Held[];
+    const afterAcquire = await listed();
+    assert.equal(afterAcquire.last_batch_acquire?.acquired, 3);
+    assert.ok(Date.parse(afterAcquire.last_batch_acquire!.at) >= started - 1_000, afterAcquire.last_batch_acquire!.at);
+    assert.equal(afterAcquire.last_batch_renewal, null);
+
+    const items = [proof(leases[0]!), proof(leases[1]!, { fencing_token: leases[1]!.fencing_token + 1_000 }), proof(leases[2]!)];
+    const requestId = rid('listed');
+    const r = await renew(sessionId, items, requestId);
+    assert.equal(r.status, 200, r.text);
+    const afterRenew = await listed();
+    assert.deepEqual({ ...afterRenew.last_batch_renewal, at: undefined }, { at: undefined, renewed: 2, lost: 1 });
+    assert.ok(Date.parse(afterRenew.last_batch_renewal!.at) >= Date.parse(afterAcquire.last_batch_acquire!.at));
+    assert.deepEqual(afterRenew.last_batch_acquire, afterAcquire.last_batch_acquire, 'the renewal keeps the acquire');
+    assert.equal(afterRenew.lease_count, 3);
+
+    // A replay answers the recorded outcomes and changes nothing, so the list says the same.
+    const again = await renew(sessionId, items, requestId);
+    assert.equal(again.headers['idempotent-replay'], 'true');
+    assert.deepEqual((await listed()).last_batch_renewal, afterRenew.last_batch_renewal);
+
+    // A refused all-or-nothing acquire records nothing.
+    const refused = await acquireAll(sessionId, [{ route: 'lease://sbl/x/a' }, { route: 'lease://sbl/x/d' }]);
+    assert.equal(refused.status, 409, refused.text);
+    assert.deepEqual((await listed()).last_batch_acquire, afterAcquire.last_batch_acquire);
+
+    // A later renewal replaces the last one: every item renewed, none lost.
+    const all = await renew(sessionId, [proof(leases[0]!), proof(leases[2]!)]);
+    assert.equal(all.status, 200, all.text);
+    assert.deepEqual([(await listed()).last_batch_renewal?.renewed, (await listed()).last_batch_renewal?.lost], [2, 0]);
+  });
 });

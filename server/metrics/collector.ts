@@ -242,7 +242,7 @@ export class MetricsCollector {
   /** One answered request, from the API wrapper (read at once, never kept). */
   observe(o: RequestOutcome): void {
     this.duration.observe(o.operation, o.seconds);
-    this.summary.latency(o.operation, o.seconds);
+    this.summary.latency(o.operation, o.seconds, o.ok);
     if (o.cursor) {
       if (o.ok) this.cursor.resume.inc();
       else if (o.code === 'cursor_invalid') this.cursor.invalid.inc();

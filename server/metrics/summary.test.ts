@@ -55,7 +55,7 @@ test('a SecondRing clears a reused slot before writing the new second', () => {
 test('the summary’s memory is bounded: families, operations and latency samples are capped', () => {
   const f = fixture({ capacity: 900, maxFamilies: 8, maxOperations: 4, samplesPerSecond: 64 });
   const perFamily = new SecondRing(900, 8).bytes;
-  const perOperation = new SecondRing(900, 2).bytes + 64 * 8;
+  const perOperation = new SecondRing(900, 4).bytes + 64 * 8;
   const bound = 8 * perFamily + 4 * perOperation;
   for (let i = 0; i < 2_000; i++) {
     f.rec.count(`family-${i % 50}`, 'acquisitions_per_s');
@@ -138,6 +138,19 @@ test('latency p50 and p99 per operation per second (nearest rank), instance-wide
   assert.deepEqual(s['latency_p50_ms.lease_acquire']!.map(([, v]) => v), [50, 7]);
   assert.deepEqual(s['latency_p99_ms.lease_acquire']!.map(([, v]) => v), [99, 7]);
   assert.equal(s['latency_p50_ms.lease_renew'], undefined, 'no points, no series');
+});
+
+test('requests and error answers per operation per second, for the seconds that had requests', () => {
+  const f = fixture();
+  for (let i = 0; i < 10; i++) f.rec.latency('lease_acquire', 0.001, i % 5 !== 0);
+  f.advance(2_000);
+  f.rec.latency('lease_acquire', 0.001);
+  f.rec.latency('lease_acquire', 0.001, false);
+  const s = f.rec.read('any', 900).series;
+  assert.deepEqual(s['requests_per_s.lease_acquire']!.map(([, v]) => v), [10, 2], 'the second without requests has no point; the current one counts so far');
+  assert.deepEqual(s['errors_per_s.lease_acquire']!.map(([, v]) => v), [2, 1]);
+  assert.deepEqual(s['requests_per_s.lease_acquire']!.map(([t]) => t), s['latency_p99_ms.lease_acquire']!.map(([t]) => t), 'the same seconds as the latency');
+  assert.equal(s['requests_per_s.lease_renew'], undefined);
 });
 
 test('the least recently active family makes room for a new one', () => {

@@ -65,14 +65,23 @@ interface FamilyTrack {
 }
 
 interface OperationTrack {
-  /** p50 and p99 (ms) per second. */
+  /** p50 and p99 (ms), requests and error answers per second (OP_COLUMNS). */
   ring: SecondRing;
   /** The second the samples belong to. */
   sec: number;
   samples: Float64Array;
-  /** Samples offered this second (may exceed the reservoir). */
+  /** Samples offered this second (may exceed the reservoir): the second's requests. */
   seen: number;
+  /** Of those, answers with status `error`. */
+  errors: number;
 }
+
+/** An operation's columns in its ring. */
+const OP_P50 = 0;
+const OP_P99 = 1;
+const OP_REQUESTS = 2;
+const OP_ERRORS = 3;
+const OP_COLUMNS = 4;
 
 export class SummaryRecorder {
   readonly capacity: number;
@@ -161,13 +170,13 @@ export class SummaryRecorder {
     f.ring.add(f.lastActive, IDX[series], n);
   }
 
-  /** One request's latency (seconds), for its operation's p50 and p99. */
-  latency(operation: string, seconds: number): void {
+  /** One request's latency (seconds), for its operation's p50 and p99, counted (and as an error answer unless `ok`). */
+  latency(operation: string, seconds: number, ok = true): void {
     const sec = this.second();
     let o = this.operations.get(operation);
     if (!o) {
       if (this.operations.size >= this.maxOperations) return;
-      o = { ring: new SecondRing(this.capacity, 2), sec, samples: new Float64Array(this.samplesPerSecond), seen: 0 };
+      o = { ring: new SecondRing(this.capacity, OP_COLUMNS), sec, samples: new Float64Array(this.samplesPerSecond), seen: 0, errors: 0 };
       this.operations.set(operation, o);
     }
     if (o.sec !== sec) {
@@ -182,6 +191,7 @@ export class SummaryRecorder {
       if (j < o.samples.length) o.samples[j] = ms;
     }
     o.seen++;
+    if (!ok) o.errors++;
   }
 
   /**
@@ -214,9 +224,12 @@ export class SummaryRecorder {
   private finishOperation(o: OperationTrack): void {
     if (o.seen === 0) return;
     const q = quantiles(o.samples.subarray(0, Math.min(o.seen, o.samples.length)));
-    o.ring.set(o.sec, 0, q.p50);
-    o.ring.set(o.sec, 1, q.p99);
+    o.ring.set(o.sec, OP_P50, q.p50);
+    o.ring.set(o.sec, OP_P99, q.p99);
+    o.ring.set(o.sec, OP_REQUESTS, o.seen);
+    o.ring.set(o.sec, OP_ERRORS, o.errors);
     o.seen = 0;
+    o.errors = 0;
   }
 
   /**
@@ -259,21 +272,29 @@ export class SummaryRecorder {
     for (const [op, o] of [...this.operations].sort((a, b) => (a[0] < b[0] ? -1 : 1))) {
       const p50: Array<[number, number]> = [];
       const p99: Array<[number, number]> = [];
+      const requests: Array<[number, number]> = [];
+      const errors: Array<[number, number]> = [];
       for (let s = opFrom; s < now; s++) {
-        const a = o.ring.get(s, 0);
+        const a = o.ring.get(s, OP_P50);
         if (a !== undefined) {
           p50.push([s * 1000, round3(a)]);
-          p99.push([s * 1000, round3(o.ring.get(s, 1)!)]);
+          p99.push([s * 1000, round3(o.ring.get(s, OP_P99)!)]);
+          requests.push([s * 1000, o.ring.get(s, OP_REQUESTS)!]);
+          errors.push([s * 1000, o.ring.get(s, OP_ERRORS)!]);
         }
       }
       if (o.sec === now && o.seen > 0) {
         const q = quantiles(o.samples.subarray(0, Math.min(o.seen, o.samples.length)));
         p50.push([now * 1000, round3(q.p50)]);
         p99.push([now * 1000, round3(q.p99)]);
+        requests.push([now * 1000, o.seen]);
+        errors.push([now * 1000, o.errors]);
       }
       if (p50.length > 0) {
         series[`latency_p50_ms.${op}`] = p50;
         series[`latency_p99_ms.${op}`] = p99;
+        series[`requests_per_s.${op}`] = requests;
+        series[`errors_per_s.${op}`] = errors;
       }
     }
     return { window_s: windowS, step_s: 1, series };

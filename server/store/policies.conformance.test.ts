@@ -57,5 +57,17 @@ for (const backend of BACKENDS) {
       assert.equal(await store.atomic((tx) => tx.policies.deleteLockDelay('f', 'lease://a/b/c', 300)), false, 'ended once');
       assert.equal(await store.atomic((tx) => tx.policies.getLockDelay('f', 'lease://a/b/c')), undefined);
     });
+
+    test('a family’s delays are scanned in route order strictly inside a range, at most the limit', async () => {
+      await store.atomic(async (tx) => {
+        for (const route of ['lease://a/x/2', 'lease://a/x/1', 'lease://a/y/1', 'lease://b/x/1', 'lease://a/x/10']) await tx.policies.setLockDelay({ family: 'f', route, until: 500 });
+        await tx.policies.setLockDelay({ family: 'g', route: 'lease://a/x/3', until: 500 });
+      });
+      const scan = (after: string, before: string, limit: number) => store.atomic(async (tx) => (await tx.policies.scanLockDelays('f', after, before, limit)).map((d) => d.route));
+      assert.deepEqual(await scan('lease://a/', 'lease://a0', 10), ['lease://a/x/1', 'lease://a/x/10', 'lease://a/x/2', 'lease://a/y/1']);
+      assert.deepEqual(await scan('lease://a/x/1', 'lease://a0', 2), ['lease://a/x/10', 'lease://a/x/2']);
+      assert.deepEqual(await scan('', 'lease;', 10), ['lease://a/x/1', 'lease://a/x/10', 'lease://a/x/2', 'lease://a/y/1', 'lease://b/x/1']);
+      assert.deepEqual((await store.atomic((tx) => tx.policies.scanLockDelays('f', '', 'lease;', 1)))[0], { family: 'f', route: 'lease://a/x/1', until: 500 });
+    });
   });
 }

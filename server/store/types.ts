@@ -31,6 +31,13 @@ export interface SessionRow {
    * end, JSON text the engine reads. Null or absent while the session lives.
    */
   ending?: string | null;
+  /**
+   * The session's last batched calls (CONTRACT §20), JSON text the engine
+   * reads (engine/views.ts, `SessionBatches`): the last batched renewal and
+   * the last all-or-nothing acquire, each when and how many. Null or absent
+   * before the first.
+   */
+  batches?: string | null;
 }
 
 export interface LeaseRow {
@@ -191,6 +198,10 @@ export interface LeaseScan {
   now: Millis;
   ownerId?: string;
   incarnation?: string;
+  /** Only leases expiring at or before this time ("expiring soon"). */
+  expiresBy?: Millis;
+  /** Only leases with a pending release request. */
+  releaseRequested?: boolean;
 }
 
 /** Does an examined row belong in the scan's answer (selector, unexpired, filters)? The same test on every backend. */
@@ -199,7 +210,9 @@ export function scanAccepts(scan: LeaseScan, row: LeaseRow): boolean {
     matches(scan.triple, routeSegments(row.route)) &&
     row.expiresAt > scan.now &&
     (scan.ownerId === undefined || row.ownerId === scan.ownerId) &&
-    (scan.incarnation === undefined || row.incarnation === scan.incarnation)
+    (scan.incarnation === undefined || row.incarnation === scan.incarnation) &&
+    (scan.expiresBy === undefined || row.expiresAt <= scan.expiresBy) &&
+    (scan.releaseRequested !== true || (row.releaseRequest ?? null) !== null)
   );
 }
 
@@ -229,6 +242,8 @@ export interface Tx {
   setSessionExpiry(idHash: string, expiresAt: Millis): Promise<void>;
   /** Mark a session as ending (its `ending`), due at `expiresAt`: no longer live, its remaining leases ended by later steps. */
   setSessionEnding(idHash: string, ending: string, expiresAt: Millis): Promise<void>;
+  /** Record a session's last batched calls (its `batches`). */
+  setSessionBatches(idHash: string, batches: string): Promise<void>;
   deleteSession(idHash: string): Promise<void>;
   /** Sessions whose expiry is at or before `now`, earliest first (of one family when given). */
   dueSessions(now: Millis, limit: number, family?: string): Promise<SessionRow[]>;
@@ -424,6 +439,12 @@ export interface PolicyTx {
   dueDelayFamilies(now: number, limit: number): Promise<string[]>;
   /** Routes in delay now (all families). */
   countLockDelays(now: number): Promise<number>;
+  /**
+   * A family's delays with routes strictly between `after` and `before`, in
+   * route order, at most `limit` of them (due or not: the caller tests
+   * `until`); read along the primary key, so the cost is `limit` rows.
+   */
+  scanLockDelays(family: string, after: string, before: string, limit: number): Promise<LockDelayRow[]>;
 }
 
 /** A queued acquire in a shared store's FIFO queue (the waiting client is held by `instance`). */
@@ -438,8 +459,12 @@ export interface WaiterRow {
   maxLifetimeMs: number;
   /** The metadata object as JSON text, or null. */
   metadata: string | null;
-  /** The waiter's deadline (backend time); past it the row is ignored and removed. */
+  /** The waiter's deadline (backend time); past it the row is ignored and removed. For a parked place, when it lapses. */
   deadline: Millis;
+  /** The place's id, kept by every request that continues it (its queue tickets name it; docs/design.md "Queue tickets"). */
+  place: string;
+  /** A parked place: its wait ended without a grant and no client waits; it keeps its position until `deadline`. */
+  parked: boolean;
 }
 
 /**
@@ -457,10 +482,27 @@ export interface SharedWaiters {
   countWaitersOf(family: string, routes: readonly string[], now: Millis): Promise<Map<string, number>>;
   findWaiter(family: string, route: string, requestId: string, now: Millis): Promise<WaiterRow | undefined>;
   sessionWaiting(family: string, route: string, sessionHash: string, now: Millis): Promise<boolean>;
-  /** Remove and return every waiter of a session. */
+  /** Remove and return every waiting (not parked) waiter of a session. */
   takeSessionWaiters(sessionHash: string): Promise<WaiterRow[]>;
-  /** Remove every waiter an instance holds (at its shutdown). */
+  /** Remove every waiter an instance holds (at its shutdown); parked places stay (any instance may continue them). */
   deleteInstanceWaiters(instance: string): Promise<void>;
+  /** Park a queued waiter (its wait ended): it keeps its position until `until`; false if its row was gone. */
+  parkWaiter(family: string, route: string, requestId: string, until: Millis): Promise<boolean>;
+  /** The live row (waiting or parked) holding this place, if any. */
+  findPlace(family: string, route: string, place: string, now: Millis): Promise<WaiterRow | undefined>;
+  /** A parked place continued by a new request (its waiter's fields, waiting again): false if it was not parked. */
+  resumePlace(row: WaiterRow): Promise<boolean>;
+  /** Keep a parked place until `until`; false if it was not parked. */
+  reparkPlace(family: string, route: string, place: string, until: Millis): Promise<boolean>;
+  deletePlace(family: string, route: string, place: string): Promise<boolean>;
+  /** Drop a session's parked place on a route (it came back without its ticket). */
+  deleteSessionPlace(family: string, route: string, sessionHash: string): Promise<boolean>;
+  /** Parked places of a family whose time ran out, earliest first. */
+  dueParked(family: string, now: Millis, limit: number): Promise<Array<{ route: string; place: string }>>;
+  /** Families with a parked place whose time ran out (at most `limit`). */
+  dueParkedFamilies(now: Millis, limit: number): Promise<string[]>;
+  /** A session ended: its parked places lapse now (the sweep serves their routes); how many. */
+  lapseSessionPlaces(sessionHash: string, now: Millis): Promise<number>;
 }
 
 /** What a step locks before it reads (see `Store.atomic`). */

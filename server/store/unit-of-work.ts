@@ -62,8 +62,8 @@ export const LEASES: TableSpec<LeaseRow> = {
 export const SESSIONS: TableSpec<SessionRow> = {
   name: 'sessions',
   keyCols: ['id_hash'],
-  cols: ['id_hash', 'family', 'incarnation', 'owner_id', 'ttl_ms', 'created_at', 'expires_at', 'ending'],
-  values: (r) => [r.idHash, r.family, r.incarnation, r.ownerId, r.ttlMs, r.createdAt, r.expiresAt, r.ending ?? null],
+  cols: ['id_hash', 'family', 'incarnation', 'owner_id', 'ttl_ms', 'created_at', 'expires_at', 'ending', 'batches'],
+  values: (r) => [r.idHash, r.family, r.incarnation, r.ownerId, r.ttlMs, r.createdAt, r.expiresAt, r.ending ?? null, r.batches ?? null],
 };
 
 export const IDEMPOTENCY: TableSpec<IdempotencyRow> = {
@@ -240,6 +240,7 @@ export abstract class UnitOfWork<B extends Tx = Tx> implements Tx {
       dueLockDelays: (family, now, limit) => p.dueLockDelays(family, now, limit),
       dueDelayFamilies: (now, limit) => p.dueDelayFamilies(now, limit),
       countLockDelays: (now) => p.countLockDelays(now),
+      scanLockDelays: (family, after, before, limit) => p.scanLockDelays(family, after, before, limit),
     };
   }
 
@@ -297,6 +298,14 @@ export abstract class UnitOfWork<B extends Tx = Tx> implements Tx {
     }
     const s = await this.getSession(idHash);
     if (s) this.sessions.write(idHash, { ...s, ending, expiresAt });
+  }
+  async setSessionBatches(idHash: string, batches: string): Promise<void> {
+    if (this.st.direct) {
+      this.wroteThrough();
+      return this.base.setSessionBatches(idHash, batches);
+    }
+    const s = await this.getSession(idHash);
+    if (s) this.sessions.write(idHash, { ...s, batches });
   }
   async deleteSession(idHash: string): Promise<void> {
     if (this.st.direct) {

@@ -77,5 +77,5 @@ export const AUDIT_FIELDS = [
 
 export const SESSION_FIELDS = [
   ['family', 'family'], ['id_hash', 'idHash'], ['incarnation', 'incarnation'], ['owner_id', 'ownerId'], ['ttl_ms', 'ttlMs'],
-  ['created_at', 'createdAt'], ['expires_at', 'expiresAt'], ['ending', 'ending'],
+  ['created_at', 'createdAt'], ['expires_at', 'expiresAt'], ['ending', 'ending'], ['batches', 'batches'],
 ] as const;

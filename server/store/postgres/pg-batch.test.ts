@@ -77,7 +77,7 @@ test('64 concurrent steps of one family commit in far fewer transactions than st
 
 test('a step that throws inside a batch leaves the others\' effects and none of its own, also after writing through', async () => {
   const waiter = (requestId: string) => ({
-    family: 'f', route: 'lease://b/w/x', requestId, instance: store.bus.instanceId, sessionHash: 'h1', digest: 'd', ttlMs: 1_000, maxLifetimeMs: 10_000, metadata: null, deadline: millis(9_000_000_000_000),
+    family: 'f', route: 'lease://b/w/x', requestId, instance: store.bus.instanceId, sessionHash: 'h1', digest: 'd', ttlMs: 1_000, maxLifetimeMs: 10_000, metadata: null, deadline: millis(9_000_000_000_000), place: requestId, parked: false,
   });
   const scope = { family: 'f' };
   const before = { ...store.batchStats };

@@ -176,6 +176,15 @@ export class PgBatchTx extends UnitOfWork<PgTx> {
       // A session waits only in its own family, the one locked here.
       takeSessionWaiters: async (sessionHash) => (none(this.family) ? [] : this.write(() => w.takeSessionWaiters(sessionHash))),
       deleteInstanceWaiters: (instance) => this.write(() => w.deleteInstanceWaiters(instance)),
+      parkWaiter: async (f, route, requestId, until) => (none(f) ? false : this.write(() => w.parkWaiter(f, route, requestId, until))),
+      findPlace: async (f, route, place, now) => (none(f) ? undefined : w.findPlace(f, route, place, now)),
+      resumePlace: async (r) => (none(r.family) ? false : this.write(() => w.resumePlace(r))),
+      reparkPlace: async (f, route, place, until) => (none(f) ? false : this.write(() => w.reparkPlace(f, route, place, until))),
+      deletePlace: async (f, route, place) => (none(f) ? false : this.write(() => w.deletePlace(f, route, place))),
+      deleteSessionPlace: async (f, route, sessionHash) => (none(f) ? false : this.write(() => w.deleteSessionPlace(f, route, sessionHash))),
+      dueParked: async (f, now, limit) => (none(f) ? [] : w.dueParked(f, now, limit)),
+      dueParkedFamilies: (now, limit) => w.dueParkedFamilies(now, limit),
+      lapseSessionPlaces: async (sessionHash, now) => (none(this.family) ? 0 : this.write(() => w.lapseSessionPlaces(sessionHash, now))),
     };
     // Policies and lock-delays are never cached: read directly, written through.
     const p = this.base.policies;

@@ -79,4 +79,11 @@ export class PgPolicies implements PolicyTx {
     const rows = await this.tx.run<{ n: number }>('dcount', `SELECT count(*)::int8 AS n FROM lock_delays WHERE until > $1`, [now]);
     return rows[0]?.n ?? 0;
   }
+  async scanLockDelays(family: string, after: string, before: string, limit: number): Promise<LockDelayRow[]> {
+    return this.tx.run<LockDelayRow>(
+      'dscan',
+      `SELECT family, route, until FROM lock_delays WHERE family = $1 AND route > $2 AND route < $3 ORDER BY route LIMIT $4`,
+      [family, after, before, limit],
+    );
+  }
 }

@@ -192,6 +192,9 @@ export class PgTx implements Tx {
   async setSessionEnding(idHash: string, ending: string, expiresAt: number): Promise<void> {
     await this.q('send', `UPDATE sessions SET ending = $1, expires_at = $2 WHERE id_hash = $3`, [ending, expiresAt, idHash]);
   }
+  async setSessionBatches(idHash: string, batches: string): Promise<void> {
+    await this.q('sbat', `UPDATE sessions SET batches = $1 WHERE id_hash = $2`, [batches, idHash]);
+  }
   async deleteSession(idHash: string): Promise<void> {
     await this.q('sdel', `DELETE FROM sessions WHERE id_hash = $1`, [idHash]);
   }

@@ -172,4 +172,20 @@ export const MIGRATIONS: readonly string[] = [
   -- answer lists (docs/release-requests.md), without reading its other leases.
   CREATE INDEX leases_release_requests ON leases (session_hash, route) WHERE release_request IS NOT NULL;
   `,
+  `
+  -- A session's last batched calls (CONTRACT §20: the last batched renewal
+  -- and the last all-or-nothing acquire, when and how many), JSON text; null
+  -- before the first. The sessions list shows them.
+  ALTER TABLE sessions ADD COLUMN batches text;
+  `,
+  `
+  -- Queue tickets (CONTRACT §20, docs/design.md "Queue tickets"): a place in
+  -- a queue has an id, kept by every request that continues it (its
+  -- tickets name it); a parked place (its wait ended without a grant) keeps
+  -- its seq, with no client waiting, until its deadline.
+  ALTER TABLE waiters ADD COLUMN place text COLLATE "C";
+  ALTER TABLE waiters ADD COLUMN parked boolean NOT NULL DEFAULT false;
+  CREATE INDEX waiters_place ON waiters (family, route, place);
+  CREATE INDEX waiters_parked ON waiters (deadline) WHERE parked;
+  `,
 ];

@@ -48,6 +48,7 @@ export class SqlitePolicies implements PolicyTx {
       dueDelays: p(`SELECT family, route, until FROM lock_delays WHERE until <= ? AND family = ? ORDER BY until LIMIT ?`),
       dueFamilies: p(`SELECT DISTINCT family FROM lock_delays WHERE until <= ? ORDER BY family LIMIT ?`).pluck(),
       countDelays: p(`SELECT count(*) FROM lock_delays WHERE until > ?`).pluck(),
+      scanDelays: p(`SELECT family, route, until FROM lock_delays WHERE family = ? AND route > ? AND route < ? ORDER BY route LIMIT ?`),
     };
   }
 
@@ -80,5 +81,8 @@ export class SqlitePolicies implements PolicyTx {
   }
   async countLockDelays(now: number): Promise<number> {
     return this.s.countDelays.get(now) as number;
+  }
+  async scanLockDelays(family: string, after: string, before: string, limit: number): Promise<LockDelayRow[]> {
+    return this.s.scanDelays.all(family, after, before, limit) as LockDelayRow[];
   }
 }

@@ -179,4 +179,10 @@ export const MIGRATIONS: readonly string[] = [
   -- answer lists (docs/release-requests.md), without reading its other leases.
   CREATE INDEX leases_release_requests ON leases (session_hash, route) WHERE release_request IS NOT NULL;
   `,
+  `
+  -- A session's last batched calls (CONTRACT §20: the last batched renewal
+  -- and the last all-or-nothing acquire, when and how many), JSON text; null
+  -- before the first. The sessions list shows them.
+  ALTER TABLE sessions ADD COLUMN batches TEXT;
+  `,
 ];

@@ -620,6 +620,7 @@ class SqliteTx implements DirectTx {
       ),
       setSessionExpiry: p(`UPDATE sessions SET expires_at = ? WHERE id_hash = ?`),
       setSessionEnding: p(`UPDATE sessions SET ending = ?, expires_at = ? WHERE id_hash = ?`),
+      setSessionBatches: p(`UPDATE sessions SET batches = ? WHERE id_hash = ?`),
       deleteSession: p(`DELETE FROM sessions WHERE id_hash = ?`),
       // Due work through the expiry indexes only (server/store/plan/expiry.ts).
       dueSessions: p(dueSql(sqlite, 'sessions', false)),
@@ -767,6 +768,9 @@ class SqliteTx implements DirectTx {
   }
   async setSessionEnding(idHash: string, ending: string, expiresAt: number): Promise<void> {
     this.s.setSessionEnding.run(ending, expiresAt, idHash);
+  }
+  async setSessionBatches(idHash: string, batches: string): Promise<void> {
+    this.s.setSessionBatches.run(batches, idHash);
   }
   async deleteSession(idHash: string): Promise<void> {
     this.s.deleteSession.run(idHash);
