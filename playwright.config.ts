@@ -4,6 +4,8 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+// Waits scale under CI=true, as the unit tests' do (server/testing/wait.ts; docs/design.md "Flake hunting").
+import { TIME_FACTOR } from './e2e/time';
 
 /**
  * Asks the OS for a free port. Synchronous, because the config is evaluated
@@ -87,8 +89,6 @@ const serverA = server({ PORT: port!, LEASEHOLD_DATA_DIR: process.env.LEASEHOLD_
  */
 const run = process.env.LEASEHOLD_E2E_RUN ?? (postgres ? 'postgres' : 'sqlite');
 
-/** Waits scale under CI=true, as the unit tests' do (server/testing/wait.ts; docs/design.md "Flake hunting"). */
-const TIME_FACTOR = Number(process.env.LEASEHOLD_TEST_TIME_FACTOR ?? '') || (process.env.CI ? 2 : 1);
 
 export default defineConfig({
   testDir: 'e2e',

@@ -10,7 +10,7 @@ import { axeViolations, expectTheme, THEMES } from './axe';
 import { expect, test as base, type LeaseholdApi } from './fixtures';
 import { LeaseDetailPage } from './pages/lease-detail-page';
 import { LeasesPage } from './pages/leases-page';
-import { CHARTS, MetricsPage } from './pages/metrics-page';
+import { CHARTS, latencyChart, MetricsPage } from './pages/metrics-page';
 import { TokensPage } from './pages/tokens-page';
 
 const test = base.extend<{ leaseDetail: LeaseDetailPage; found: string[] }>({
@@ -72,7 +72,23 @@ for (const theme of THEMES) {
       await leases.goto(`lease://acme/${area}/*`);
       await expect(leases.rows).toHaveCount(2);
       await expect(leases.feed).toContainText('live');
+      await expect(leases.counts).toContainText('2 matching leases');
       await check(page, found, '/leases');
+      await leases.filter('Expiring soon').click();
+      await expect(leases.expiringWindow).toBeVisible();
+      await leases.filter('Release requested').click();
+      await expect(leases.rows).toHaveCount(0);
+      await expect(page.getByText('No held leases match')).toBeVisible();
+      await check(page, found, '/leases with on-call filters and nothing matching');
+      await leases.filter('Expiring soon').click();
+      await expect(leases.rows).toHaveCount(1);
+      await expect(leases.counts).toContainText('1 matching lease');
+      await check(page, found, '/leases filtered to a release request');
+      await leases.filter('In lock-delay').click();
+      await expect(page.getByText('No route is in lock-delay')).toBeVisible();
+      await check(page, found, '/leases in lock-delay, none');
+      await leases.goto(`lease://acme/${area}/*`);
+      await expect(leases.rows).toHaveCount(2);
       await leases.selector.fill('lease://acme');
       await expect(leases.selector).toHaveAttribute('aria-invalid', 'true');
       await check(page, found, '/leases with a selector error');
@@ -80,6 +96,15 @@ for (const theme of THEMES) {
       await page.goto('/sessions');
       await expect(page.getByRole('table', { name: 'Sessions' }).getByRole('row').nth(1)).toBeVisible();
       await check(page, found, '/sessions');
+
+      // A session with a batched renewal (one item lost): its counts and time in the row.
+      const renew = await api.http.post('/api/v1/sessions/renew', {
+        data: { session_id: held.sessionId, request_id: randomUUID(), leases: [{ route: held.route, lease_id: held.leaseId, fencing_token: held.fencingToken + 1_000 }] },
+      });
+      expect(renew.ok(), await renew.text()).toBe(true);
+      await page.goto('/sessions?owner=a11y-worker');
+      await expect(page.getByRole('table', { name: 'Sessions' })).toContainText('0 renewed · 1 lost');
+      await check(page, found, '/sessions with a batched renewal');
     });
 
     test('lease detail: held with a pending request and its history, the three dialogs and the close-session preview', async ({ page, api, signIn, leaseDetail, found }) => {
@@ -94,6 +119,7 @@ for (const theme of THEMES) {
       await expect(leaseDetail.field('Fencing token')).toHaveText(String(held.fencingToken));
       await expect(page.getByRole('figure', { name: 'Lease history' }).getByRole('listitem')).toHaveCount(1);
       await expect(leaseDetail.auditTrail.getByRole('row').nth(1)).toBeVisible();
+      await expect(leaseDetail.applyingPolicy.getByLabel('Policy', { exact: true })).toBeVisible();
       await check(page, found, 'lease detail');
 
       await leaseDetail.askButton.click();
@@ -128,7 +154,12 @@ for (const theme of THEMES) {
       await leaseDetail.goto(route);
       await expect(page.getByRole('status', { name: 'Lock-delay' })).toBeVisible();
       await expect(page.getByRole('figure', { name: 'Lease history' }).getByRole('listitem')).toHaveCount(1);
+      await expect(leaseDetail.applyingPolicy.getByLabel('Policy', { exact: true })).toHaveText(`lease://${realm}/**`);
       await check(page, found, 'lease detail in lock-delay');
+      const leases = new LeasesPage(page);
+      await page.goto(`/leases?selector=${encodeURIComponent(`lease://${realm}/**`)}&lock_delay=1`);
+      await expect(leases.lockDelayTable.getByRole('row').filter({ has: page.getByRole('cell') })).toHaveCount(1);
+      await check(page, found, '/leases in lock-delay');
     });
 
     test('metrics and audit', async ({ page, signIn, found }) => {
@@ -137,7 +168,13 @@ for (const theme of THEMES) {
       await metrics.goto();
       await expect(metrics.drawing(CHARTS.throughput)).toBeVisible();
       await expect(metrics.readout(CHARTS.leases, 'Active leases')).toBeVisible();
+      await expect(metrics.latencyTable).toBeVisible();
       await check(page, found, '/metrics');
+      // The latency table sorted by another column, with a chosen operation charted (the page's own polling is one).
+      await metrics.column('Requests').getByRole('button').click();
+      await metrics.operation('metrics_summary').click();
+      await expect(metrics.drawing(latencyChart('metrics_summary'))).toBeVisible();
+      await check(page, found, '/metrics with a chosen operation, sorted by requests');
 
       await page.goto('/audit');
       await expect(page.getByRole('table').getByRole('row').nth(1)).toBeVisible();
@@ -152,10 +189,22 @@ for (const theme of THEMES) {
       await page.goto('/policies');
       await expect(page.getByRole('table', { name: 'Policies' })).toContainText(`lease://${realm}/**`);
       await check(page, found, '/policies');
+      // The filter: narrowed to this row, then matching nothing.
+      const filter = page.getByRole('searchbox', { name: 'Filter by selector' });
+      await filter.fill(realm);
+      await expect(page.getByRole('table', { name: 'Policies' }).getByRole('row')).toHaveCount(2);
+      await check(page, found, '/policies filtered');
+      await filter.fill(`${realm}-none`);
+      await expect(page.getByText('No matching policies')).toBeVisible();
+      await check(page, found, '/policies filtered to nothing');
+      await filter.fill('');
 
       await page.getByRole('button', { name: 'New policy' }).click();
       const form = page.getByRole('form', { name: 'Policy' });
       await form.getByRole('textbox', { name: 'Selector' }).fill('lease://nope');
+      // A span typed, with its reading beside it.
+      await form.getByRole('spinbutton', { name: 'Maximum lifetime (ms)' }).fill('3600000');
+      await expect(form.getByText('= 1h', { exact: true })).toBeVisible();
       await form.getByRole('button', { name: 'Save policy' }).click();
       await expect(form.getByRole('textbox', { name: 'Selector' })).toHaveAttribute('aria-invalid', 'true');
       await check(page, found, '/policies form with errors');

@@ -248,6 +248,61 @@ test('sessions: an open session shows its owner and lease count, links to its le
   await expect(sessionsPage.table).toHaveCount(0);
 });
 
+test('sessions: each session shows its last batched renewal (when, renewed, lost) and its last all-or-nothing acquire, and never before the first', async ({
+  page,
+  api,
+  signIn,
+  sessionsPage,
+  consoleErrors,
+}) => {
+  test.setTimeout(60_000);
+  const id = run();
+  const owner = `batch-e2e-${id}`;
+  const idle = `batch-idle-e2e-${id}`;
+  const session = await api.openSession(owner, 120_000);
+  await api.openSession(idle, 120_000);
+  const post = async (path: string, data: object) => {
+    const res = await api.http.post(path, { data });
+    expect(res.status(), await res.text()).toBe(200);
+    return (await res.json()) as Record<string, any>;
+  };
+  // All or nothing: three routes in one request.
+  const routes = ['a', 'b', 'c'].map((r) => `lease://acme/pages-e2e/batch-${id}-${r}`);
+  const acquired = await post('/api/v1/sessions/acquire', { session_id: session.sessionId, request_id: randomUUID(), leases: routes.map((route) => ({ route })) });
+  const leases = acquired.leases as Array<{ route: string; lease_id: string; fencing_token: number }>;
+  // One batched renewal: two leases renewed, one presented with a stale token (lost).
+  const items = leases.map((l, i) => ({ route: l.route, lease_id: l.lease_id, fencing_token: i === 1 ? l.fencing_token + 1_000 : l.fencing_token }));
+  const renewed = await post('/api/v1/sessions/renew', { session_id: session.sessionId, request_id: randomUUID(), leases: items });
+  expect((renewed.results as Array<{ code: string }>).map((r) => r.code)).toEqual(['lease_renewed', 'lease_lost', 'lease_renewed']);
+
+  await signIn(page);
+  await sessionsPage.goto(`?owner=${encodeURIComponent(owner)}`);
+  const row = sessionsPage.row(owner);
+  await expect(row).toBeVisible();
+  await expect(sessionsPage.leasesLink(row)).toHaveText('3 leases');
+  const renewal = await sessionsPage.cell(row, 'Last batched renewal');
+  await expect(renewal).toContainText('2 renewed · 1 lost');
+  // When: the console's one time format, the ISO instant on hover, and how long ago.
+  const at = renewal.locator('time');
+  await expect(at).toHaveText(/^\d{2}:\d{2}:\d{2}$/);
+  expect(await at.getAttribute('title')).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+  await expect(renewal).toContainText(/\d+[smhd] ago/);
+  await expect(await sessionsPage.cell(row, 'Last batch acquire')).toContainText('3 leases');
+
+  // A later renewal replaces it: every item renewed.
+  await post('/api/v1/sessions/renew', { session_id: session.sessionId, request_id: randomUUID(), leases: [items[0], items[2]] });
+  await sessionsPage.refreshButton.click();
+  await expect(renewal).toContainText('2 renewed · 0 lost');
+
+  // A session that never batched says so.
+  await sessionsPage.goto(`?owner=${encodeURIComponent(idle)}`);
+  const idleRow = sessionsPage.row(idle);
+  await expect(idleRow).toBeVisible();
+  await expect(await sessionsPage.cell(idleRow, 'Last batched renewal')).toHaveText('never');
+  await expect(await sessionsPage.cell(idleRow, 'Last batch acquire')).toHaveText('never');
+  expect(consoleErrors).toEqual([]);
+});
+
 test('a token without admin meets access-denied panels on audit, sessions and tokens, and can still make embed tokens', async ({
   page,
   api,

@@ -1,14 +1,17 @@
 // The /metrics page against the real server: a workload run through the API
 // while the page is open shows up in the charts' readouts, the drawings
 // move, the window lives in the URL, a narrow token is told why it sees
-// nothing, and a server started with LEASEHOLD_METRICS=off is explained.
+// nothing, a server started with LEASEHOLD_METRICS=off is explained, and
+// request latency is a table of operations ranked by p99 whose chosen row is
+// charted (issue 33 item 6).
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SERVER, spawnListening, stopServer } from '../server/testing/process';
 import { expect, test as base, type Held } from './fixtures';
-import { CHARTS, MetricsPage } from './pages/metrics-page';
+import { expectTheme, preferTheme, THEMES } from './axe';
+import { CHARTS, latencyChart, loadChart, MetricsPage } from './pages/metrics-page';
 
 interface OwnServer {
   url: string;
@@ -93,9 +96,11 @@ test('the charts follow a workload run through the API: acquisitions, a conflict
   await expect.poll(() => metricsPage.latest(CHARTS.leases, 'Active leases')).toBeLessThanOrEqual(leasesHeld - 5);
   await expect.poll(() => metricsPage.peak(CHARTS.throughput, 'Releases')).toBeGreaterThanOrEqual(1);
 
-  // Latency comes per operation, in both quantile charts.
-  await expect(metricsPage.readout(CHARTS.p50, 'lease_acquire')).toContainText('ms');
-  await expect(metricsPage.readout(CHARTS.p99, 'lease_acquire')).toContainText('ms');
+  // Latency comes per operation: a row of the latency table, charted when chosen.
+  await expect(metricsPage.operationRow('lease_acquire')).toBeVisible();
+  await metricsPage.operation('lease_acquire').click();
+  await expect(metricsPage.readout(latencyChart('lease_acquire'), 'p50')).toContainText('ms');
+  await expect(metricsPage.readout(latencyChart('lease_acquire'), 'p99')).toContainText('ms');
 
   await screenshots(page, 'metrics');
   expect(consoleErrors).toEqual([]);
@@ -120,6 +125,111 @@ test('the time window is chosen in the URL, by pointer or keyboard, and survives
   await expect(metricsPage.windowOption('5 min')).toBeChecked();
   await expect(metricsPage.windowOption('5 min')).toBeFocused();
   await expect(page).toHaveURL(/[?&]window=5m(&|$)/);
+});
+
+/** The table's numbers as shown ("1,204", "0.42", "—" as NaN). */
+const num = (text: string) => (/^[\d.,]+$/.test(text) ? Number(text.replace(/,/g, '')) : Number.NaN);
+
+test('request latency is a table of operations ranked by p99, any column sorts, and choosing a row charts that operation; sort and choice live in the URL with the window', async ({
+  page,
+  api,
+  signIn,
+  metricsPage,
+  consoleErrors,
+}) => {
+  test.setTimeout(60_000);
+  // A workload with errors: a conflict is an error answer of lease_acquire.
+  const worker = await api.openSession('metrics-e2e-table');
+  const held = await api.acquire(`${AREA}/table-held`, worker);
+  const rival = await api.openSession('metrics-e2e-table-rival');
+  const refused = await api.http.post(`/api/v1/leases/${held.route.slice('lease://'.length)}/acquire`, {
+    data: { session_id: rival.sessionId, request_id: randomUUID(), ttl_ms: 60_000 },
+  });
+  expect(refused.status()).toBe(409);
+  await api.release(held);
+
+  await signIn(page);
+  await metricsPage.goto('15m');
+  await expect(metricsPage.latencyTable).toBeVisible();
+  // No chart with one series per operation, and no legend of thirty names.
+  await expect(page.getByRole('figure', { name: /by operation/ })).toHaveCount(0);
+
+  // Ranked by p99, slowest first, by default.
+  await expect(metricsPage.column('p99')).toHaveAttribute('aria-sort', 'descending');
+  await expect.poll(async () => (await metricsPage.rows()).length).toBeGreaterThan(1);
+  const p99s = (await metricsPage.rows()).map((cells) => num(cells[4]!));
+  expect(p99s).toEqual([...p99s].sort((a, b) => b - a));
+
+  // More than ten operations (the server is shared by every spec): the top ten, and all of them on request.
+  const showAll = page.getByRole('button', { name: /^Show all \d+ operations$/ });
+  if ((await showAll.count()) > 0) {
+    expect((await metricsPage.rows()).length).toBe(10);
+    await showAll.click();
+    await expect.poll(async () => (await metricsPage.rows()).length).toBeGreaterThan(10);
+  }
+  await expect(metricsPage.operationRow('lease_acquire')).toBeVisible();
+
+  // lease_acquire: requests counted, and the refused one among its error answers.
+  const acquireRow = await metricsPage.operationRow('lease_acquire').getByRole('cell').allInnerTexts();
+  expect(num(acquireRow[1]!)).toBeGreaterThanOrEqual(2);
+  expect(acquireRow[2]).toMatch(/^(<)?[\d.]+ %$/);
+  expect(acquireRow[2]).not.toBe('0 %');
+
+  // The slowest operation is chosen until another is: its p50 and p99, and its requests and errors.
+  const first = (await metricsPage.rows())[0]![0]!;
+  await expect(metricsPage.operation(first)).toHaveAttribute('aria-pressed', 'true');
+  await expect(metricsPage.chart(latencyChart(first))).toBeVisible();
+  await metricsPage.operation('lease_acquire').click();
+  await expect(page).toHaveURL((url) => url.searchParams.get('op') === 'lease_acquire' && url.searchParams.get('window') === '15m');
+  await expect(metricsPage.operation('lease_acquire')).toHaveAttribute('aria-pressed', 'true');
+  const chart = metricsPage.chart(latencyChart('lease_acquire'));
+  await expect(chart).toBeVisible();
+  await expect(chart.getByRole('group')).toHaveCount(2);
+  await expect(metricsPage.readout(latencyChart('lease_acquire'), 'p99')).toContainText('ms');
+  await expect(metricsPage.chart(loadChart('lease_acquire'))).toBeVisible();
+  await expect(metricsPage.readout(loadChart('lease_acquire'), 'Errors')).toBeVisible();
+  await expect(metricsPage.chart(latencyChart(first))).toHaveCount(first === 'lease_acquire' ? 1 : 0);
+
+  // Any column sorts: Requests, most first, then fewest first on a second click.
+  await metricsPage.column('Requests').getByRole('button').click();
+  await expect(metricsPage.column('Requests')).toHaveAttribute('aria-sort', 'descending');
+  await expect(metricsPage.column('p99')).not.toHaveAttribute('aria-sort');
+  await expect(page).toHaveURL((url) => url.searchParams.get('sort') === 'requests');
+  const byRequests = (await metricsPage.rows()).map((cells) => num(cells[1]!));
+  expect(byRequests).toEqual([...byRequests].sort((a, b) => b - a));
+  await metricsPage.column('Requests').getByRole('button').click();
+  await expect(metricsPage.column('Requests')).toHaveAttribute('aria-sort', 'ascending');
+  await expect(page).toHaveURL((url) => url.searchParams.get('order') === 'asc');
+
+  // The window picker keeps the sort and the choice; a reload keeps all three.
+  await metricsPage.windowOption('5 min').check();
+  await expect(page).toHaveURL((url) => url.searchParams.get('window') === '5m' && url.searchParams.get('op') === 'lease_acquire' && url.searchParams.get('sort') === 'requests');
+  await expect(chart).toContainText('last 5 minutes');
+  await page.reload();
+  await expect(metricsPage.windowOption('5 min')).toBeChecked();
+  await expect(metricsPage.column('Requests')).toHaveAttribute('aria-sort', 'ascending');
+  await expect(metricsPage.operation('lease_acquire')).toHaveAttribute('aria-pressed', 'true');
+  await expect(chart).toContainText('last 5 minutes');
+
+  expect(consoleErrors).toEqual([]);
+});
+
+test('pictures of the metrics page for docs/console.md, light and dark', async ({ page, api, signIn, metricsPage }, testInfo) => {
+  test.setTimeout(60_000);
+  const worker = await api.openSession('metrics-e2e-picture');
+  for (let i = 0; i < 3; i++) await api.release(await api.acquire(`${AREA}/picture-${i}`, worker));
+  await signIn(page);
+  // LEASEHOLD_DOCS_SCREENSHOTS=1 writes into docs/img/, else into the test's output.
+  const dir = process.env.LEASEHOLD_DOCS_SCREENSHOTS ? join(process.cwd(), 'docs', 'img') : testInfo.outputPath();
+  for (const theme of THEMES) {
+    await preferTheme(page, theme);
+    await page.goto('/metrics?window=5m&op=lease_acquire');
+    await expectTheme(page, theme);
+    await expect(metricsPage.drawing(CHARTS.throughput)).toBeVisible();
+    await expect(metricsPage.drawing(latencyChart('lease_acquire'))).toBeVisible();
+    await expect(metricsPage.operation('lease_acquire')).toHaveAttribute('aria-pressed', 'true');
+    await page.screenshot({ path: join(dir, `metrics-${theme}.png`), fullPage: true, animations: 'disabled' });
+  }
 });
 
 test('a token without read on lease://** is told it cannot read the metrics, and no chart is drawn', async ({ page, api, signIn, metricsPage }) => {

@@ -13,6 +13,7 @@ import { DeniedPanel, ErrorAlert, isDenied } from '@/components/ui/states';
 import { formatAgo } from '@/components/ui/time';
 import { Timestamp } from '@/components/ui/timestamp';
 import { useNow } from '@/components/ui/use-now';
+import { ApplyingPolicy } from '@/components/lease-detail/applying-policy';
 import { AuditTrail } from '@/components/lease-detail/audit-trail';
 import { CheckpointPanel } from '@/components/lease-detail/checkpoint-panel';
 import { DetailSkeleton, Panel } from '@/components/lease-detail/detail-list';
@@ -119,7 +120,10 @@ export function LeaseDetail({ route }: { route: string }) {
               )}
               {lease.error && loaded && <ErrorAlert error={lease.error} title="Could not refresh this lease" className="m-4" />}
             </Panel>
-            <CheckpointPanel checkpoint={checkpoint} holderToken={held?.fencing_token ?? null} className="lg:col-span-2" />
+            <div className="space-y-6 lg:col-span-2">
+              <CheckpointPanel checkpoint={checkpoint} holderToken={held?.fencing_token ?? null} />
+              <ApplyingPolicy route={route} />
+            </div>
           </div>
           <LeaseHistory route={route} allowed={admin} current={lease.data} />
           <AuditTrail route={route} allowed={admin} />

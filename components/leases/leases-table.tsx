@@ -29,11 +29,18 @@ export function LeasesTable({ rows, loading, dimmed }: { rows: readonly LeaseVie
     <Table aria-label="Leases" aria-busy={loading || dimmed} className={cn(dimmed && 'opacity-60')}>
       <THead>
         <tr>
-          {COLUMNS.map((c) => (
-            <Th key={c} className={c === 'Renewals' || c === 'Fencing token' || c === 'Waiters' ? 'text-right' : undefined}>
-              {c}
-            </Th>
-          ))}
+          {/* Route order is the server's keyset order (docs/design.md "On-call views"): the one order that pages stably while expiries move. */}
+          {COLUMNS.map((c) =>
+            c === 'Route' ? (
+              <Th key={c} aria-sort="ascending" title="Sorted by route, as the server pages leases">
+                {c} <span aria-hidden="true">↑</span>
+              </Th>
+            ) : (
+              <Th key={c} className={c === 'Renewals' || c === 'Fencing token' || c === 'Waiters' ? 'text-right' : undefined}>
+                {c}
+              </Th>
+            ),
+          )}
         </tr>
       </THead>
       <TBody>{rows ? rows.map((l) => <LeaseRow key={l.route} lease={l} />) : loading && <SkeletonRows cols={COLUMNS.length} rows={8} />}</TBody>

@@ -9,7 +9,11 @@ import { FeedStatus } from '@/components/feed/feed-status';
 import { LeasesTable } from '@/components/leases/leases-table';
 import { SelectorForm } from '@/components/leases/selector-form';
 import { startFirstPageEarly, useLiveLeases } from '@/components/leases/use-live-leases';
-import { toSearch, useLeaseViewParams, viewKey } from '@/components/leases/view-params';
+import { LeaseCounts, useLeaseSummary } from '@/components/leases/lease-counts';
+import { useLiveLeasesStore } from '@/components/leases/live-store';
+import { LockDelayTable, useLockDelays } from '@/components/leases/lock-delay-table';
+import { OnCallFilters } from '@/components/leases/on-call-filters';
+import { toSearch, useLeaseViewParams, viewKey, type LeaseViewParams } from '@/components/leases/view-params';
 import { Badge } from '@/components/ui/badge';
 import { Button } from '@/components/ui/button';
 import { TrailPager } from '@/components/ui/pager';
@@ -24,18 +28,29 @@ function defaultSelectorOf(grants: readonly string[]): string {
   return first ? first.slice(0, first.lastIndexOf('#')) : 'lease://**';
 }
 
+/** The on-call filters in words ("expiring within 30 s, with waiters"), or '' when none is on. */
+function activeFilters(p: LeaseViewParams): string {
+  return [p.expiring !== null && `expiring within ${p.expiring} s`, p.waiters && 'with waiters', p.asked && 'asked to release'].filter(Boolean).join(', ');
+}
+
 export function LeasesView() {
   const me = useWhoami().data;
   const defaultSelector = defaultSelectorOf(me?.grants ?? []);
   const [params, go] = useLeaseViewParams(defaultSelector);
   // A selector in the URL needs no whoami first: list at once, in parallel with it.
   const explicit = useSearchParams().has('selector');
-  const { query, live, nextCursor, refresh } = useLiveLeases(params, !!me || explicit);
+  const ready = !!me || explicit;
+  const { query, live, nextCursor, refresh } = useLiveLeases(params, ready && !params.delay);
+  // Counted once the page is on screen: the first page is what an operator waits for.
+  // Re-counted when the feed reports a change for the view (not on a page turn: the counts do not depend on the page).
+  const lastChange = useLiveLeasesStore((s) => s.events.at(-1)?.revision);
+  const summary = useLeaseSummary(params, ready && !params.delay && query.data !== undefined && !query.isError, lastChange);
+  const delays = useLockDelays(params, ready && params.delay);
   const view = viewKey(params);
   const trail = useCursorTrail(view, params.cursor, (cursor) => go({ ...params, cursor }));
   const readable = can(me, params.selector, 'read');
 
-  const error = query.error;
+  const error = params.delay ? delays.error : query.error;
   const denied = isLeaseholdError(error, 'access_denied');
   const rows = live?.rows;
 
@@ -49,6 +64,7 @@ export function LeasesView() {
       </PageHeader>
 
       <SelectorForm params={params} onApply={go} />
+      <OnCallFilters params={params} onApply={go} />
 
       <FeedLostBanner onRefresh={refresh} />
 
@@ -84,12 +100,38 @@ export function LeasesView() {
           )}
         </div>
       ) : error ? (
-        <ListLoadError error={error} what="Leases" onFirstPage={() => go({ ...params, cursor: null })} onRetry={refresh} />
+        <ListLoadError
+          error={error}
+          what={params.delay ? 'Routes in lock-delay' : 'Leases'}
+          onFirstPage={() => go({ ...params, cursor: null })}
+          onRetry={params.delay ? () => void delays.refetch() : refresh}
+        />
+      ) : params.delay ? (
+        <>
+          <p className="text-sm text-zinc-600 dark:text-zinc-400">
+            Free routes under <span className="font-mono">{params.selector}</span> that accept no new holder until their lock-delay ends. They are not leases, so the
+            lease filters do not apply; the list is re-read every few seconds.
+          </p>
+          {delays.data && delays.data.items.length === 0 && !delays.isFetching ? (
+            <EmptyState title="No route is in lock-delay">
+              Nothing under <span className="font-mono">{params.selector}</span> is waiting out a lock-delay{params.cursor ? ' past this point.' : ' right now.'}
+            </EmptyState>
+          ) : (
+            <LockDelayTable items={delays.data?.items} loading={delays.isPending} dimmed={delays.isPlaceholderData} />
+          )}
+          <TrailPager
+            summary={delays.data && trail.page !== undefined && <span>Page {trail.page}</span>}
+            trail={trail}
+            nextCursor={delays.isPlaceholderData ? null : (delays.data?.next_cursor ?? null)}
+            busy={delays.isPlaceholderData}
+          />
+        </>
       ) : (
         <>
+          <LeaseCounts summary={summary.data} failed={summary.isError} owner={params.owner} onOwner={(owner) => go({ ...params, owner, cursor: null })} />
           <div className="flex min-h-8 flex-wrap items-center justify-between gap-3 text-sm">
             <p className="text-zinc-600 dark:text-zinc-400" aria-live="polite">
-              {rows ? `${rows.length} ${rows.length === 1 ? 'lease' : 'leases'} on this page` : 'Loading…'}
+              {rows ? `${rows.length} ${rows.length === 1 ? 'lease' : 'leases'} on this page, in route order` : 'Loading…'}
               {!readable && me && ' · your grants may not cover this selector'}
             </p>
             {live && live.newElsewhere > 0 && (
@@ -107,6 +149,7 @@ export function LeasesView() {
                   {' '}for owner <span className="font-mono">{params.owner}</span>
                 </>
               )}
+              {activeFilters(params) && <> that is {activeFilters(params)}</>}
               {params.cursor ? ' past this point.' : ' right now. New acquisitions will appear here.'}
             </EmptyState>
           ) : (

@@ -112,3 +112,24 @@ test('an empty later page has no known bounds, so new routes only count', () => 
   assert.deepEqual(routes(live), []);
   assert.equal(live.newElsewhere, 1);
 });
+
+test('the on-call filters keep out changes that do not match: expiry past the window, no waiters, no release request', () => {
+  const p = page([], null);
+  const events = [
+    acquired('lease://acme/a/1', 11, { expires_at: '2026-11-29T10:00:20.000Z', waiters: 2 }),
+    acquired('lease://acme/a/2', 12, { expires_at: '2026-11-29T10:05:00.000Z', waiters: 2 }),
+    acquired('lease://acme/a/3', 13, { expires_at: '2026-11-29T10:00:20.000Z', waiters: 0 }),
+  ];
+  const expiresBy = Date.parse('2026-11-29T10:00:30.000Z');
+  assert.deepEqual(routes(derivePage(p, events, NONE, { ...NO_FILTER, expiresBy }, true)), ['lease://acme/a/1', 'lease://acme/a/3']);
+  assert.deepEqual(routes(derivePage(p, events, NONE, { ...NO_FILTER, expiresBy, withWaiters: true }, true)), ['lease://acme/a/1']);
+  assert.deepEqual(routes(derivePage(p, events, NONE, { ...NO_FILTER, releaseRequested: true }, true)), []);
+});
+
+test('a renewal that moves a listed lease past the expiring-soon window takes it off the page', () => {
+  const p: LeasePage = { ...page([], null), items: [lease('lease://acme/a/1', { expires_at: '2026-11-29T10:00:20.000Z' })] };
+  const renewals = mergeRenewal(NONE, { type: 'renewed', selector: 's', route: 'lease://acme/a/1', expires_at: '2026-11-29T10:01:20.000Z', renewal_count: 1 });
+  const expiresBy = Date.parse('2026-11-29T10:00:30.000Z');
+  assert.deepEqual(routes(derivePage(p, [], NONE, { ...NO_FILTER, expiresBy }, true)), ['lease://acme/a/1']);
+  assert.deepEqual(routes(derivePage(p, [], renewals, { ...NO_FILTER, expiresBy }, true)), []);
+});

@@ -14,6 +14,12 @@ import { applyChange, applyRenewal, type ChangeEvent, type LeasePage, type Lease
 export interface LiveFilters {
   owner: string;
   holder: string;
+  /** Expiring soon: only leases expiring at or before this instant (epoch ms). */
+  expiresBy?: number | undefined;
+  /** Only leases whose route has waiters. */
+  withWaiters?: boolean | undefined;
+  /** Only leases with a pending release request. */
+  releaseRequested?: boolean | undefined;
 }
 
 export interface Renewal {
@@ -33,7 +39,13 @@ export interface LivePage {
 const before = (a: string, b: string): boolean => a < b;
 
 function passes(lease: LeaseView, f: LiveFilters): boolean {
-  return (f.owner === '' || lease.owner_id === f.owner) && (f.holder === '' || lease.holder_incarnation === f.holder);
+  return (
+    (f.owner === '' || lease.owner_id === f.owner) &&
+    (f.holder === '' || lease.holder_incarnation === f.holder) &&
+    (f.expiresBy === undefined || Date.parse(lease.expires_at) <= f.expiresBy) &&
+    (!f.withWaiters || lease.waiters > 0) &&
+    (!f.releaseRequested || lease.release_request !== null)
+  );
 }
 
 /**

@@ -9,16 +9,11 @@ import { startEarly, takeEarly } from '@/components/console/early';
 import { consoleFeed } from '@/components/feed/feed';
 import { derivePage, type LivePage } from '@/components/leases/live-page';
 import { MAX_PENDING_EVENTS, useLiveLeasesStore } from '@/components/leases/live-store';
-import { parseViewParams, viewKey, type LeaseViewParams } from '@/components/leases/view-params';
+import { leaseFiltersOf, parseViewParams, viewKey, type LeaseViewParams } from '@/components/leases/view-params';
 import { queryKeys } from '@/components/query-keys';
 
 function listPage(params: LeaseViewParams) {
-  return consoleClient().listPage(params.selector, {
-    limit: params.limit,
-    cursor: params.cursor ?? undefined,
-    ownerId: params.owner || undefined,
-    holderIncarnation: params.holder || undefined,
-  });
+  return consoleClient().listPage(params.selector, { limit: params.limit, cursor: params.cursor ?? undefined, ...leaseFiltersOf(params) });
 }
 
 const earlyKey = (params: LeaseViewParams) => `leases:${JSON.stringify(queryKeys.leasePage(params))}`;
@@ -33,7 +28,7 @@ export function startFirstPageEarly(): void {
   const search = new URLSearchParams(window.location.search);
   if (!search.has('selector')) return;
   const params = parseViewParams(search, '');
-  if (parseSelector(params.selector).ok) startEarly(earlyKey(params), () => listPage(params));
+  if (parseSelector(params.selector).ok && !params.delay) startEarly(earlyKey(params), () => listPage(params));
 }
 
 const FINAL = new Set(['access_denied', 'invalid_selector', 'invalid_request', 'invalid_credential']);
@@ -94,9 +89,14 @@ export function useLiveLeases(params: LeaseViewParams, enabled: boolean) {
     if (events.length > MAX_PENDING_EVENTS) void queryClient.invalidateQueries({ queryKey: queryKeys.leases() });
   }, [events.length, queryClient]);
 
+  // "Expiring soon" is relative to when the snapshot was read: a lease renewed past the window leaves, one acquired since joins only if it expires inside it.
+  const expiresBy = params.expiring === null || !snapshot ? undefined : query.dataUpdatedAt + params.expiring * 1000;
   const live = useMemo<LivePage | undefined>(
-    () => (snapshot ? derivePage(snapshot, events, renewals, { owner: params.owner, holder: params.holder }, params.cursor === null) : undefined),
-    [snapshot, events, renewals, params.owner, params.holder, params.cursor],
+    () =>
+      snapshot
+        ? derivePage(snapshot, events, renewals, { owner: params.owner, holder: params.holder, expiresBy, withWaiters: params.waiters, releaseRequested: params.asked }, params.cursor === null)
+        : undefined,
+    [snapshot, events, renewals, params.owner, params.holder, expiresBy, params.waiters, params.asked, params.cursor],
   );
 
   return { query, live, nextCursor: fresh?.next_cursor ?? null, refresh: () => void query.refetch() };

@@ -9,7 +9,8 @@ import { DeniedPanel, describeError, ErrorAlert } from '@/components/ui/states';
 import { Timestamp } from '@/components/ui/timestamp';
 import { MetricChart, type ChartSeries } from '@/components/metrics/metric-chart';
 import { useMetricsWindow, type MetricsWindow } from '@/components/metrics/metrics-window';
-import { alignSeries, formatCount, formatMs, latencyOperations } from '@/components/metrics/series';
+import { LatencyTable } from '@/components/metrics/latency-table';
+import { alignSeries, formatCount } from '@/components/metrics/series';
 
 /** Errors polling cannot cure: stop asking every second. */
 function isFinal(e: unknown): boolean {
@@ -62,9 +63,6 @@ function Charts({ summary, range, updatedAt }: { summary: MetricsSummary; range:
   // The answer may still be the previous window's (placeholder): describe what is drawn.
   const windowLong = summary.window_s === range.seconds ? range.long : `last ${Math.round(summary.window_s / 60)} min`;
   const charts = useMemo(() => {
-    const ops = latencyOperations(summary);
-    const p50: ChartSeries[] = ops.map((op, i) => ({ key: `latency_p50_ms.${op}`, label: op, color: i }));
-    const p99: ChartSeries[] = ops.map((op, i) => ({ key: `latency_p99_ms.${op}`, label: op, color: i }));
     const keys = (s: ChartSeries[]) => s.map((x) => x.key);
     return {
       throughput: alignSeries(summary, keys(THROUGHPUT), { complete: true }),
@@ -72,8 +70,6 @@ function Charts({ summary, range, updatedAt }: { summary: MetricsSummary; range:
       sessions: alignSeries(summary, keys(SESSIONS)),
       waiters: alignSeries(summary, keys(WAITERS)),
       fanout: alignSeries(summary, keys(FANOUT), { complete: true }),
-      p50: { series: p50, data: alignSeries(summary, keys(p50)) },
-      p99: { series: p99, data: alignSeries(summary, keys(p99)) },
     };
   }, [summary]);
 
@@ -108,32 +104,7 @@ function Charts({ summary, range, updatedAt }: { summary: MetricsSummary; range:
         windowLong={windowLong}
         height={180}
       />
-      <div className="grid gap-4 lg:grid-cols-2">
-        <MetricChart
-          title="Request latency p50 by operation"
-          series={charts.p50.series}
-          data={charts.p50.data}
-          format={formatMs}
-          unit="ms"
-          minTop={0.1}
-          compact
-          windowLong={windowLong}
-          height={220}
-          empty="No requests measured in this window."
-        />
-        <MetricChart
-          title="Request latency p99 by operation"
-          series={charts.p99.series}
-          data={charts.p99.data}
-          format={formatMs}
-          unit="ms"
-          minTop={0.1}
-          compact
-          windowLong={windowLong}
-          height={220}
-          empty="No requests measured in this window."
-        />
-      </div>
+      <LatencyTable summary={summary} windowLong={windowLong} />
       <p className="text-xs text-zinc-500 dark:text-zinc-400">
         Leases, sessions, waiters and notifications are your token family&rsquo;s; request latency is the whole server&rsquo;s. Prometheus
         scrapers read every family at <code className="font-mono">/api/metrics</code>.
@@ -190,7 +161,7 @@ export function MetricsSkeleton() {
       {block(220, 0)}
       <div className="grid gap-4 md:grid-cols-3">{[1, 2, 3].map((k) => block(150, k))}</div>
       {block(180, 4)}
-      <div className="grid gap-4 lg:grid-cols-2">{[5, 6].map((k) => block(220, k))}</div>
+      {block(260, 5)}
     </div>
   );
 }

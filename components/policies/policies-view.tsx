@@ -11,9 +11,26 @@ import { Button } from '@/components/ui/button';
 import { controlVariants, describedBy, Field } from '@/components/ui/field';
 import { DeniedPanel, EmptyState, ErrorAlert, SkeletonRows } from '@/components/ui/states';
 import { Table, TBody, Td, Th, THead } from '@/components/ui/table';
+import { useUrlParams } from '@/components/console/use-url-params';
+import { formatMillis } from '@/components/ui/duration';
+import { ShortId } from '@/components/ui/short-id';
+import { Timestamp } from '@/components/ui/timestamp';
+import { useNow } from '@/components/ui/use-now';
 
-const COLS = 8;
+const COLS = 9;
 const show = (v: number | null) => (v === null ? '—' : v.toLocaleString('en-US'));
+
+/** A span as people say it ("1h", "250 ms"), the exact milliseconds on hover; "—" when unset (the global limit). */
+function Span({ ms }: { ms: number | null }) {
+  if (ms === null) return <span title="Unset: the global limit">—</span>;
+  return <span title={`${ms.toLocaleString('en-US')} ms`}>{formatMillis(ms)}</span>;
+}
+
+/** Policies whose selector contains the filter text (any case). */
+export function filterPolicies(policies: readonly Policy[], text: string): Policy[] {
+  const needle = text.trim().toLowerCase();
+  return needle ? policies.filter((p) => p.selector.toLowerCase().includes(needle)) : [...policies];
+}
 
 /** The family's policies: list, create, edit, delete (with a reason), and which one applies to a route. */
 export function PoliciesView() {
@@ -22,10 +39,34 @@ export function PoliciesView() {
   const [draft, setDraft] = useState<PolicyDraft | undefined>();
   const [deleting, setDeleting] = useState<Policy | undefined>();
   const refresh = () => queryClient.invalidateQueries({ queryKey: queryKeys.policies() });
+  const { params, set } = useUrlParams();
+  // The box answers each key at once; the URL (`?selector=`) follows, so a filtered view can be shared
+  // (lease detail's "Open in Policies" links here with the applying policy's selector and the route).
+  const [filter, setFilter] = useState(() => params.get('selector') ?? '');
+  const shown = query.data && filterPolicies(query.data, filter);
+  const now = useNow();
 
   return (
     <div className="space-y-8">
-      <div className="flex justify-end">
+      <div className="flex flex-wrap items-end justify-between gap-3">
+        <form role="search" aria-label="Filter policies" className="w-full sm:w-80" onSubmit={(e) => e.preventDefault()}>
+          <label htmlFor="policies-filter" className="mb-1.5 block text-sm font-medium text-zinc-800 dark:text-zinc-200">
+            Filter by selector
+          </label>
+          <input
+            id="policies-filter"
+            type="search"
+            value={filter}
+            placeholder="e.g. db/"
+            autoComplete="off"
+            spellCheck={false}
+            onChange={(e) => {
+              setFilter(e.target.value);
+              set({ selector: e.target.value.trim() });
+            }}
+            className={controlVariants({ mono: true })}
+          />
+        </form>
         <Button variant="primary" onClick={() => setDraft({ ...EMPTY_DRAFT })}>
           New policy
         </Button>
@@ -36,6 +77,20 @@ export function PoliciesView() {
         isLeaseholdError(query.error, 'access_denied') ? <DeniedPanel error={query.error} what="list policies" /> : <ErrorAlert error={query.error} title="Policies could not be loaded" />
       ) : query.data && query.data.length === 0 ? (
         <EmptyState title="No policies">Every route gets the global bounds. Add one with New policy.</EmptyState>
+      ) : shown && shown.length === 0 ? (
+        <EmptyState title="No matching policies">
+          No selector contains <span className="font-mono">{filter.trim()}</span>.{' '}
+          <button
+            type="button"
+            className="font-medium text-teal-700 underline-offset-2 hover:underline dark:text-teal-400"
+            onClick={() => {
+              setFilter('');
+              set({ selector: null });
+            }}
+          >
+            Show every policy
+          </button>
+        </EmptyState>
       ) : (
         <Table aria-label="Policies">
           <THead>
@@ -47,26 +102,38 @@ export function PoliciesView() {
               <Th>Lock-delay</Th>
               <Th>Max waiters</Th>
               <Th>Updated</Th>
+              <Th>Updated by</Th>
               <Th>
                 <span className="sr-only">Actions</span>
               </Th>
             </tr>
           </THead>
           <TBody>
-            {!query.data ? (
+            {!shown ? (
               <SkeletonRows cols={COLS} />
             ) : (
-              query.data.map((p) => (
+              shown.map((p) => (
                 <tr key={p.selector}>
                   <Td className="font-mono">{p.selector}</Td>
-                  <Td className="tabular-nums">
-                    {show(p.ttl_min_ms)} / {show(p.ttl_max_ms)}
+                  <Td className="whitespace-nowrap tabular-nums">
+                    <Span ms={p.ttl_min_ms} /> / <Span ms={p.ttl_max_ms} />
                   </Td>
-                  <Td className="tabular-nums">{show(p.ttl_default_ms)}</Td>
-                  <Td className="tabular-nums">{show(p.max_lifetime_ms)}</Td>
-                  <Td className="tabular-nums">{show(p.lock_delay_ms)}</Td>
+                  <Td className="tabular-nums">
+                    <Span ms={p.ttl_default_ms} />
+                  </Td>
+                  <Td className="tabular-nums">
+                    <Span ms={p.max_lifetime_ms} />
+                  </Td>
+                  <Td className="tabular-nums">
+                    <Span ms={p.lock_delay_ms} />
+                  </Td>
                   <Td className="tabular-nums">{show(p.max_waiters)}</Td>
-                  <Td>{p.updated_at}</Td>
+                  <Td className="whitespace-nowrap">
+                    <Timestamp at={p.updated_at} now={now} />
+                  </Td>
+                  <Td>
+                    <ShortId id={p.updated_by} copyLabel="Copy token id" />
+                  </Td>
                   <Td className="space-x-2 whitespace-nowrap">
                     <Button size="sm" aria-label={`Edit ${p.selector}`} onClick={() => setDraft(draftOf(p))}>
                       Edit
@@ -81,7 +148,7 @@ export function PoliciesView() {
           </TBody>
         </Table>
       )}
-      <RouteBox />
+      <RouteBox initial={params.get('route') ?? ''} />
     </div>
   );
 }
@@ -142,20 +209,23 @@ function PolicyForm({ initial, onDone, onCancel }: { initial: PolicyDraft; onDon
       </div>
       <div className="grid gap-4 md:grid-cols-3">
         {NUMBER_FIELDS.map((f) => (
-          <Field key={f.key} id={`policy-${f.key}`} label={f.label} error={shown[f.key]} hint={`${f.min}–${f.max}; blank: the global limit.`}>
-            <input
-              id={`policy-${f.key}`}
-              type="number"
-              inputMode="numeric"
-              min={f.min}
-              max={f.max}
-              step={1}
-              value={d[f.key]}
-              onChange={(e) => setD({ ...d, [f.key]: e.target.value })}
-              aria-invalid={shown[f.key] ? true : undefined}
-              aria-describedby={describedBy(`policy-${f.key}`, { error: !!shown[f.key], hint: true })}
-              className={controlVariants({ invalid: !!shown[f.key], className: 'tabular-nums' })}
-            />
+          <Field key={f.key} id={`policy-${f.key}`} label={f.label} error={shown[f.key]} hint={rangeHint(f)}>
+            <div className="flex items-center gap-2">
+              <input
+                id={`policy-${f.key}`}
+                type="number"
+                inputMode="numeric"
+                min={f.min}
+                max={f.max}
+                step={1}
+                value={d[f.key]}
+                onChange={(e) => setD({ ...d, [f.key]: e.target.value })}
+                aria-invalid={shown[f.key] ? true : undefined}
+                aria-describedby={[describedBy(`policy-${f.key}`, { error: !!shown[f.key], hint: true }), f.wire !== 'max_waiters' && `policy-${f.key}-reading`].filter(Boolean).join(' ')}
+                className={controlVariants({ invalid: !!shown[f.key], className: 'tabular-nums' })}
+              />
+              {f.wire !== 'max_waiters' && <Reading id={`policy-${f.key}`} text={d[f.key]} />}
+            </div>
           </Field>
         ))}
       </div>
@@ -195,9 +265,13 @@ function DeleteForm({ policy, onDone, onCancel }: { policy: Policy; onDone: () =
 }
 
 /** Which policy applies to a route, and the bounds its leases get. */
-function RouteBox() {
-  const [route, setRoute] = useState('');
-  const [asked, setAsked] = useState<string>();
+/** Which policy applies to a route; `initial` (the URL's `?route=`) is filled in and explained at once when it is a route. */
+function RouteBox({ initial }: { initial: string }) {
+  const [route, setRoute] = useState(initial);
+  const [asked, setAsked] = useState<string | undefined>(() => {
+    const first = initial.trim() ? parseRoute(initial.trim()) : undefined;
+    return first?.ok ? first.value.route : undefined;
+  });
   const parsed = route.trim() ? parseRoute(route.trim()) : undefined;
   const error = parsed && !parsed.ok ? `Not a route: it ${parsed.reason}.` : undefined;
   const q = useQuery<EffectivePolicy>({ queryKey: [...queryKeys.policies(), 'effective', asked], queryFn: () => consoleClient().policies.explain(asked!), enabled: asked !== undefined });
@@ -235,19 +309,37 @@ function RouteBox() {
           <dd className="font-mono">{q.data.policy?.selector ?? 'none (global bounds)'}</dd>
           <dt className="text-zinc-500 dark:text-zinc-400">TTL</dt>
           <dd className="tabular-nums">
-            {q.data.limits.ttl_min_ms}–{q.data.limits.ttl_max_ms} ms, default {q.data.limits.ttl_default_ms} ms
+            <Span ms={q.data.limits.ttl_min_ms} /> to <Span ms={q.data.limits.ttl_max_ms} />, default <Span ms={q.data.limits.ttl_default_ms} />
           </dd>
           <dt className="text-zinc-500 dark:text-zinc-400">Max lifetime</dt>
           <dd className="tabular-nums">
-            up to {q.data.limits.max_lifetime_ms} ms, default {q.data.limits.max_lifetime_default_ms} ms
+            up to <Span ms={q.data.limits.max_lifetime_ms} />, default <Span ms={q.data.limits.max_lifetime_default_ms} />
           </dd>
           <dt className="text-zinc-500 dark:text-zinc-400">Lock-delay</dt>
-          <dd className="tabular-nums">{q.data.limits.lock_delay_ms} ms</dd>
+          <dd className="tabular-nums">
+            <Span ms={q.data.limits.lock_delay_ms} />
+          </dd>
           <dt className="text-zinc-500 dark:text-zinc-400">Max waiters</dt>
           <dd className="tabular-nums">{q.data.limits.max_waiters}</dd>
         </dl>
       )}
     </section>
+  );
+}
+
+/** The hint under a number field: its range (in human units for spans); blank means the global limit. */
+function rangeHint(f: (typeof NUMBER_FIELDS)[number]): string {
+  const range = f.wire === 'max_waiters' ? `${f.min}–${f.max}` : `${f.min}–${f.max} ms (${formatMillis(f.min)} to ${formatMillis(f.max)})`;
+  return `${range}; blank: the global limit.`;
+}
+
+/** What a milliseconds field says, read as people say it ("= 1h"), beside the input as typed (part of its description). */
+function Reading({ id, text }: { id: string; text: string }) {
+  const ms = /^\d+$/.test(text.trim()) ? Number(text.trim()) : undefined;
+  return (
+    <span id={`${id}-reading`} className="min-w-16 text-sm whitespace-nowrap text-zinc-600 tabular-nums dark:text-zinc-400">
+      {ms === undefined ? '' : `= ${formatMillis(ms)}`}
+    </span>
   );
 }
 

@@ -2,7 +2,7 @@
 
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import Link from 'next/link';
-import { useState } from 'react';
+import { useState, type ReactNode } from 'react';
 import { isLeaseholdError, type SessionView } from '@/lib/client';
 import { consoleClient } from '@/components/console/client';
 import { useCursorTrail, useUrlParams } from '@/components/console/use-url-params';
@@ -22,7 +22,16 @@ import { Timestamp } from '@/components/ui/timestamp';
 import { useNow } from '@/components/ui/use-now';
 
 const PAGE_SIZE = 50;
-const COLS = 6;
+const COLS = 8;
+
+/**
+ * A listed session: the view plus its last batched calls (CONTRACT §20), which
+ * the server sends in the sessions list (`ListedSession`); absent from an older server.
+ */
+export type ListedSession = SessionView & {
+  last_batch_renewal?: { at: string; renewed: number; lost: number } | null;
+  last_batch_acquire?: { at: string; acquired: number } | null;
+};
 
 /** Where an incarnation's leases are listed: LIST over everything, narrowed to that holder. */
 export function leasesOfHolderHref(holderIncarnation: string): string {
@@ -84,13 +93,15 @@ export function SessionsView() {
                 <Th>Owner</Th>
                 <Th>Incarnation</Th>
                 <Th className="text-right">Leases</Th>
+                <Th>Last batched renewal</Th>
+                <Th>Last batch acquire</Th>
                 <Th>Created</Th>
                 <Th>Expires</Th>
                 <Th className="text-right">TTL</Th>
               </tr>
             </THead>
             <TBody>
-              {page ? page.items.map((s) => <SessionRow key={s.holder_incarnation} session={s} />) : <SkeletonRows cols={COLS} />}
+              {page ? page.items.map((s) => <SessionRow key={s.holder_incarnation} session={s as ListedSession} />) : <SkeletonRows cols={COLS} />}
             </TBody>
           </Table>
           {page && (
@@ -111,7 +122,7 @@ export function SessionsView() {
   );
 }
 
-function SessionRow({ session: s }: { session: SessionView }) {
+function SessionRow({ session: s }: { session: ListedSession }) {
   const now = useNow();
   return (
     <tr className="hover:bg-zinc-50/60 dark:hover:bg-zinc-900/40">
@@ -130,6 +141,22 @@ function SessionRow({ session: s }: { session: SessionView }) {
         </Link>
       </Td>
       <Td className="whitespace-nowrap">
+        <LastBatch
+          batch={s.last_batch_renewal}
+          now={now}
+          what={(b) => (
+            <>
+              {b.renewed} renewed
+              {' · '}
+              <span className={cn(b.lost > 0 && 'font-medium text-amber-800 dark:text-amber-300')}>{b.lost} lost</span>
+            </>
+          )}
+        />
+      </Td>
+      <Td className="whitespace-nowrap">
+        <LastBatch batch={s.last_batch_acquire} now={now} what={(b) => `${b.acquired} ${b.acquired === 1 ? 'lease' : 'leases'}`} />
+      </Td>
+      <Td className="whitespace-nowrap">
         <Timestamp at={s.created_at} now={now} />
         {now > 0 && <span className="ml-2 text-xs text-zinc-500 dark:text-zinc-400">{formatAgo(s.created_at, now)}</span>}
       </Td>
@@ -138,6 +165,20 @@ function SessionRow({ session: s }: { session: SessionView }) {
       </Td>
       <Td className="text-right text-zinc-600 tabular-nums dark:text-zinc-400">{formatDuration(s.ttl_ms)}</Td>
     </tr>
+  );
+}
+
+/** A batched call's outcome over its time ("3s ago"); "never" before the first. */
+function LastBatch<B extends { at: string }>({ batch, now, what }: { batch: B | null | undefined; now: number; what: (b: B) => ReactNode }) {
+  if (!batch) return <span className="text-zinc-500 dark:text-zinc-400">never</span>;
+  return (
+    <div className="leading-tight">
+      <div className="tabular-nums">{what(batch)}</div>
+      <div className="text-xs text-zinc-500 dark:text-zinc-400">
+        <Timestamp at={batch.at} now={now} />
+        {now > 0 && <span className="ml-2">{formatAgo(batch.at, now)}</span>}
+      </div>
+    </div>
   );
 }
 

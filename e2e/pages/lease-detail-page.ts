@@ -5,6 +5,8 @@ export class LeaseDetailPage {
   readonly feed: Locator;
   readonly holder: Locator;
   readonly checkpoint: Locator;
+  /** The "Applying policy" panel: the route's policy and bounds, with a link to the policies page. */
+  readonly applyingPolicy: Locator;
   readonly checkpointValue: Locator;
   readonly auditTrail: Locator;
   readonly forceReleaseButton: Locator;
@@ -26,6 +28,7 @@ export class LeaseDetailPage {
     this.feed = page.getByRole('status', { name: 'Feed' });
     this.holder = page.getByRole('region', { name: 'Holder' });
     this.checkpoint = page.getByRole('region', { name: 'Checkpoint' });
+    this.applyingPolicy = page.getByRole('region', { name: 'Applying policy' });
     this.checkpointValue = this.checkpoint.getByRole('figure', { name: 'Value' });
     this.auditTrail = page.getByRole('table', { name: 'Audit trail' });
     this.forceReleaseButton = page.getByRole('button', { name: 'Force release', exact: true });

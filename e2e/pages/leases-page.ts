@@ -34,6 +34,31 @@ export class LeasesPage {
     this.alert = page.getByRole('main').getByRole('alert');
   }
 
+  /** An on-call filter's toggle ("Expiring soon", "With waiters", "Release requested", "In lock-delay"). */
+  filter(name: string): Locator {
+    return this.page.getByRole('group', { name: 'On-call filters' }).getByRole('button', { name, exact: true });
+  }
+
+  /** The "Expiring soon" window. */
+  get expiringWindow(): Locator {
+    return this.page.getByRole('combobox', { name: 'within' });
+  }
+
+  /** The view's count of matching leases and its owners. */
+  get counts(): Locator {
+    return this.page.getByRole('region', { name: 'Lease counts' });
+  }
+
+  /** The owner's count in the per-owner list, a button that filters by that owner. */
+  ownerCount(owner: string): Locator {
+    return this.counts.getByRole('button', { name: new RegExp(`^${owner.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} \\d`) });
+  }
+
+  /** The free routes in lock-delay ("In lock-delay"). */
+  get lockDelayTable(): Locator {
+    return this.page.getByRole('table', { name: 'Routes in lock-delay' });
+  }
+
   /** Open the table on `selector`, with an optional page size, and wait for the feed to be live. */
   async goto(selector: string, opts: { limit?: number } = {}): Promise<void> {
     const q = new URLSearchParams({ selector });

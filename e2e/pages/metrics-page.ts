@@ -6,20 +6,49 @@ export const CHARTS = {
   sessions: 'Active sessions',
   waiters: 'Waiters',
   fanout: 'Notification fanout and drops per second',
-  p50: 'Request latency p50 by operation',
-  p99: 'Request latency p99 by operation',
 } as const;
 
-export type ChartName = (typeof CHARTS)[keyof typeof CHARTS];
+/** The chosen operation's charts, under the latency table. */
+export const latencyChart = (operation: string) => `Latency of ${operation}`;
+export const loadChart = (operation: string) => `Requests and errors of ${operation} per second`;
+
+export type ChartName = (typeof CHARTS)[keyof typeof CHARTS] | ReturnType<typeof latencyChart> | ReturnType<typeof loadChart>;
+
+export const LATENCY_COLUMNS = ['Operation', 'Requests', 'Errors', 'p50', 'p99'] as const;
 
 /** The console's /metrics page: one figure per chart, its values as text. */
 export class MetricsPage {
   readonly heading: Locator;
   readonly windowChoice: Locator;
+  /** Request latency by operation: one row per operation. */
+  readonly latencyTable: Locator;
 
   constructor(readonly page: Page) {
     this.heading = page.getByRole('heading', { level: 1, name: 'Metrics' });
     this.windowChoice = page.getByRole('group', { name: 'Time window' });
+    this.latencyTable = page.getByRole('table', { name: 'Operations by latency' });
+  }
+
+  /** The table's column header (its sort button inside). */
+  column(name: (typeof LATENCY_COLUMNS)[number]): Locator {
+    return this.latencyTable.getByRole('columnheader').filter({ has: this.page.getByRole('button', { name: new RegExp(`^${name}\\b`) }) });
+  }
+
+  /** The button that chooses an operation (its row's first cell). */
+  operation(name: string): Locator {
+    return this.latencyTable.getByRole('button', { name, exact: true });
+  }
+
+  /** The row of an operation. */
+  operationRow(name: string): Locator {
+    return this.latencyTable.getByRole('row').filter({ has: this.page.getByRole('button', { name, exact: true }) });
+  }
+
+  /** Every row's cells as text, in the table's order (header excluded). */
+  async rows(): Promise<string[][]> {
+    // Read in one go: the table is redrawn every second.
+    const bodyRows = this.latencyTable.getByRole('row').filter({ has: this.page.getByRole('cell') });
+    return bodyRows.evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => (td.textContent ?? '').trim())));
   }
 
   async goto(window?: '1m' | '5m' | '15m'): Promise<void> {

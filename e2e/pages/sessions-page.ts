@@ -39,6 +39,14 @@ export class SessionsPage {
     return row.getByRole('link', { name: /^\d+ leases?$/ });
   }
 
+  /** A row's cell under the column named `column` (the table's header, e.g. "Last batched renewal"). */
+  async cell(row: Locator, column: string): Promise<Locator> {
+    const headers = await this.table.getByRole('columnheader').allInnerTexts();
+    const i = headers.findIndex((h) => h.trim().toLowerCase() === column.toLowerCase());
+    if (i < 0) throw new Error(`no column ${column} among ${headers.join(', ')}`);
+    return row.getByRole('cell').nth(i);
+  }
+
   emptyState(): Locator {
     return this.page.getByText('No open sessions', { exact: true });
   }

@@ -1,4 +1,5 @@
 import type { Metadata } from 'next';
+import { Suspense } from 'react';
 import { PoliciesView } from '@/components/policies/policies-view';
 import { PageHeader } from '@/components/ui/states';
 
@@ -11,7 +12,9 @@ export default function PoliciesPage() {
         title="Policies"
         description="Per-pattern rules of your family: TTL bounds and default, lifetime cap, lock-delay and waiter cap. The most specific matching selector applies."
       />
-      <PoliciesView />
+      <Suspense fallback={null}>
+        <PoliciesView />
+      </Suspense>
     </div>
   );
 }

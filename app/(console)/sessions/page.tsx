@@ -13,7 +13,7 @@ export default function SessionsPage() {
         title="Sessions"
         description="Open sessions (holder incarnations) of your family: who holds how many leases, and until when unless kept alive."
       />
-      <Suspense fallback={<TableSkeleton label="Sessions" columns={['Owner', 'Incarnation', 'Leases', 'Created', 'Expires', 'TTL']} />}>
+      <Suspense fallback={<TableSkeleton label="Sessions" columns={['Owner', 'Incarnation', 'Leases', 'Last batched renewal', 'Last batch acquire', 'Created', 'Expires', 'TTL']} />}>
         <SessionsView />
       </Suspense>
     </div>
