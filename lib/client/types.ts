@@ -91,8 +91,16 @@ export interface LockDelayPage {
   readonly next_cursor: string | null;
 }
 
+/** A session as the sessions list shows it: its last batched calls too (docs/semantics.md, sessions). */
+export interface ListedSession extends SessionView {
+  /** The session's last batched renewal (POST /api/v1/sessions/renew), or null. */
+  readonly last_batch_renewal: { readonly at: string; readonly renewed: number; readonly lost: number } | null;
+  /** The session's last all-or-nothing acquire that granted (POST /api/v1/sessions/acquire), or null. */
+  readonly last_batch_acquire: { readonly at: string; readonly acquired: number } | null;
+}
+
 export interface SessionPage {
-  readonly items: readonly SessionView[];
+  readonly items: readonly ListedSession[];
   readonly next_cursor: string | null;
 }
 

@@ -1,5 +1,5 @@
 /**
- * Queue tickets over HTTP (CONTRACT §20, HTTP.md "Wave 3 fields"): a wait
+ * Queue tickets over HTTP (CONTRACT §20, docs/api.md, docs/design.md "Queue tickets"): a wait
  * that ends without a grant answers 409 `lease_conflict` with
  * `queue_ticket`; the ticket continues the place, on any instance; a
  * ticket of another session or route, or a malformed one, is 400

@@ -1,5 +1,5 @@
 /**
- * The SDK's long waits (CONTRACT §20, SDK.md): `session.acquire` takes any
+ * The SDK's long waits (CONTRACT §20, docs/sdk.md): `session.acquire` takes any
  * `waitMs`, or an `AbortSignal` alone, and keeps its place in the queue by
  * re-issuing the wait with the server's `queue_ticket`. The server here
  * waits at most 150 ms a request (`maxWaitMs`, LEASEHOLD_MAX_WAIT_MS), so
