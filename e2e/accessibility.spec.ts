@@ -43,6 +43,8 @@ for (const theme of THEMES) {
     /** Check the page's theme, then collect what axe finds on it now. */
     async function check(page: Page, found: string[], label: string): Promise<void> {
       await expectTheme(page, theme);
+      // A settled page: a client navigation (a view kept in the URL) streams the new <title> after the URL changes.
+      await expect(page).toHaveTitle(/\S/);
       found.push(...(await axeViolations(page, `${label} (${theme})`)));
     }
 
@@ -173,6 +175,7 @@ for (const theme of THEMES) {
       // The latency table sorted by another column, with a chosen operation charted (the page's own polling is one).
       await metrics.column('Requests').getByRole('button').click();
       await metrics.operation('metrics_summary').click();
+      await expect(page).toHaveURL((url) => url.searchParams.get('op') === 'metrics_summary');
       await expect(metrics.drawing(latencyChart('metrics_summary'))).toBeVisible();
       await check(page, found, '/metrics with a chosen operation, sorted by requests');
 
