@@ -229,11 +229,14 @@ test('a release request makes run send SIGTERM to the child at once; the lease i
 
 test('run --ignore-release-requests keeps the child running after a release request', async () => {
   const route = 'lease://run/asked/ignored';
-  const run = cli.start(['run', route, '--ttl', '3s', '--ignore-release-requests', '--', ...node("process.on('SIGTERM', () => { console.log('got SIGTERM'); process.exit(9); }); console.log('started'); setTimeout(() => { console.log('done'); process.exit(0); }, 2500);")]);
+  // The child finishes when the test closes its stdin, after run has said it ignored the request: no race with a timer.
+  const child = "process.on('SIGTERM', () => { console.log('got SIGTERM'); process.exit(9); }); console.log('started'); process.stdin.resume(); process.stdin.on('end', () => { console.log('done'); process.exit(0); });";
+  const run = cli.start(['run', route, '--ttl', '3s', '--ignore-release-requests', '--', ...node(child)], { keepStdin: true });
   await run.waitFor(/started/);
   const r = await cli.run(['request-release', route, '--reason', 'please let go when you can']);
   assert.equal(r.code, 0, r.stderr);
   await run.waitFor(/requested \(please let go when you can\); ignored/);
+  run.child.stdin!.end();
   assert.equal(await run.exited, 0, run.stderr);
   assert.match(run.stdout, /done/);
   assert.doesNotMatch(run.stdout, /got SIGTERM/);
