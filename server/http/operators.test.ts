@@ -1,6 +1,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { leasePath, rid, startTestServer, type TestServer } from '../testing/harness';
+import { waitFor } from '../testing/wait';
 
 let s: TestServer;
 before(async () => {
@@ -255,8 +256,8 @@ describe('races', () => {
       const route = `lease://ops/race/r${i}`;
       const h = await hold(route);
       const w = await s.openSession('race-waiter');
-      const waiting = s.call('POST', leasePath(route, 'acquire'), { session_id: w.sessionId, request_id: rid(), wait_ms: 5_000 });
-      for (let k = 0; k < 100 && (await s.call('GET', leasePath(route))).body.lease?.waiters !== 1; k++) await new Promise((r) => setTimeout(r, 10));
+      const waiting = s.call('POST', leasePath(route, 'acquire'), { session_id: w.sessionId, request_id: rid(), wait_ms: 20_000 });
+      await waitFor(`round ${i}: the waiter queued`, async () => (await s.call('GET', leasePath(route))).body.lease?.waiters, (n) => n === 1);
       const before = (await s.call('GET', '/api/v1/leases?selector=lease://ops/race/*')).body.revision as number;
       const [rel, fr] = await Promise.all([
         s.call('POST', leasePath(route, 'release'), proof(h)),
