@@ -9,7 +9,7 @@ const framework = [
   { name: 'react', message: 'The engine and store are free of React.' },
   { name: 'node:http', message: 'HTTP belongs in server/http.' },
   { name: 'http', message: 'HTTP belongs in server/http.' },
-  { name: 'pino', message: 'The engine and store log through the injected Logger (server/engine/logger.ts); server/log.ts owns pino.' },
+  { name: 'pino', message: 'The engine and store log through the injected Logger (server/engine/core/logger.ts); server/log.ts owns pino.' },
 ];
 
 const libBoundary = {
@@ -55,6 +55,62 @@ export default tseslint.config(
           paths: framework,
           patterns: [{ group: ['**/engine/*', '**/http/*', '@/server/engine/*', '@/server/http/*', 'next/*'], message: 'The store sits below the engine.' }],
         },
+      ],
+    },
+  },
+  {
+    // The engine's core (docs/design.md "Engine map") is the bottom of the
+    // engine: model, step, events, errors, views, ids. Every aggregate may
+    // import it; it imports nothing else of the engine. This entry replaces
+    // the engine's one above for these files, so it repeats its patterns.
+    files: ['server/engine/core/**/*.ts'],
+    ignores: ['**/*.test.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: framework,
+          patterns: [
+            { group: ['next/*', 'react-dom', 'react-dom/*'], message: 'The engine and store are free of Next.js and React.' },
+            { group: ['**/http/*', '@/server/http/*', '**/metrics/*', '@/server/metrics/*', '**/app/*', '@/app/*', '**/components/*', '@/components/*'], message: 'Imports point one way: http → metrics → engine → store.' },
+            { regex: '^\\.\\./(?!\\.\\./)|^\\.\\.$|^@/server/engine/(?!core/)', message: 'server/engine/core imports nothing else of the engine (docs/design.md "Engine map").' },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // HTTP calls the engine's services only: it imports the engine's entry
+    // (server/engine/index.ts), its errors and its model, never an aggregate's
+    // parts (docs/design.md "Engine map").
+    files: ['server/http/**/*.ts'],
+    ignores: ['**/*.test.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^(?:\\.\\./)+engine/(?!core/(?:errors|model)$)|^@/server/engine/(?!core/(?:errors|model)$)',
+              message: 'server/http imports the engine through server/engine/index.ts, core/errors.ts and core/model.ts only.',
+            },
+          ],
+        },
+      ],
+      'no-restricted-syntax': [
+        'error',
+        { selector: "MemberExpression[property.name='parts']", message: 'HTTP calls the engine\'s services, never its parts (docs/design.md "Engine map").' },
+      ],
+    },
+  },
+  {
+    // The metrics collector reads the engine's stats service, never its parts.
+    files: ['server/metrics/**/*.ts'],
+    ignores: ['**/*.test.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        { selector: "MemberExpression[property.name='parts']", message: 'Metrics read engine.stats, never the engine\'s parts (docs/design.md "Engine map").' },
       ],
     },
   },

@@ -1,7 +1,7 @@
 /**
  * Terminal output for the command line: aligned tables, relative times,
  * durations, and colour only on a terminal and never with NO_COLOR
- * (docs/cli.md "Conventions").
+ * (docs/cli.md "Output").
  */
 
 /** The environment variables a function reads (process.env by default). */

@@ -1,4 +1,4 @@
-// Issue 33 item 4: axe-core's WCAG 2.0/2.1 A and AA rules find nothing on any
+// docs/console.md "Accessibility": axe-core's WCAG 2.0/2.1 A and AA rules find nothing on any
 // console page, in the light theme and in the dark one, including the states
 // an on-call engineer meets (dialogs, the close-session preview, lock-delay,
 // form errors). Each theme is the reader's colour-scheme preference, which

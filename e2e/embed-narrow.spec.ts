@@ -1,4 +1,4 @@
-// Issue 33 item 5: the embed widget at a phone's 390 px. Routes are one line,
+// docs/console.md "The inventory widget at 390 px": the embed widget at a phone's 390 px. Routes are one line,
 // truncated with an ellipsis, their full text in a title and shown on focus;
 // the columns fold under the route so Expires is never cut off; nothing
 // scrolls sideways. LEASEHOLD_DOCS_SCREENSHOTS=1 writes the pictures that

@@ -1,4 +1,4 @@
-// Issue 33 item 1: the lease history tells the truth. A tenure ended by
+// docs/console.md "The lease history": the lease history tells the truth. A tenure ended by
 // closing its session ends where the audit trail says (an event on its
 // route), not at "now", and stays there on reload; the view fits the
 // tenures; lock-delay gaps are shaded; focusing a force-released tenure

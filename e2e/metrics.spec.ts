@@ -3,7 +3,7 @@
 // move, the window lives in the URL, a narrow token is told why it sees
 // nothing, a server started with LEASEHOLD_METRICS=off is explained, and
 // request latency is a table of operations ranked by p99 whose chosen row is
-// charted (issue 33 item 6).
+// charted (docs/console.md "Metrics: request latency by operation").
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,4 +1,4 @@
-// Issue 33 item 6: the on-call views. On /leases, filters the server applies
+// docs/console.md "On-call views on /leases": the on-call views. On /leases, filters the server applies
 // (expiring soon, with waiters, release requested), the free routes in
 // lock-delay, an exact count of the matching leases with the owners holding
 // them (one click filters by an owner), all kept in the URL; on lease detail,

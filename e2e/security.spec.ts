@@ -3,7 +3,8 @@ import { expect, test } from './fixtures';
 import { LeaseDetailPage } from './pages/lease-detail-page';
 
 /**
- * Issue 16 in a real browser: every page carries a full content-security
+ * The console's security (docs/console.md "Security headers") in a real
+ * browser: every page carries a full content-security
  * policy with a fresh nonce and the console still works under it (no
  * violation on any page); the login page's `next` never leaves the origin;
  * the revoke dialog says which other leases closing the session would end;

@@ -1,4 +1,4 @@
-// Issue 33 item 2: revoke with "Also close the holder's session" previews
+// docs/console.md "On-call: badges and dialogs that tell the truth": revoke with "Also close the holder's session" previews
 // every lease the close would end, page by page, with the count the server
 // then ends (the session's lease_count), not the first LIST page's.
 import { randomUUID } from 'node:crypto';

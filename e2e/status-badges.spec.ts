@@ -1,4 +1,4 @@
-// Issue 33 item 3: status badges that tell the truth (a free route in
+// docs/console.md "On-call: badges and dialogs that tell the truth": status badges that tell the truth (a free route in
 // lock-delay is not "Free"; a pending release request and waiters show on
 // the list and on lease detail), and operator dialogs that state the
 // route's lock-delay and a pending request, with "Skip lock-delay" only

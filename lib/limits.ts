@@ -28,14 +28,19 @@ export const LIMITS = {
   lockDelayMs: { min: 0, max: 60_000, default: 0 },
   /** An embed token's lifetime. */
   embedTokenTtlMs: { min: 60_000, max: 86_400_000, default: 86_400_000 },
+  /** Items on one page of a list (leases, lock-delays, sessions, the audit trail). */
+  pageItems: { min: 1, max: 1_000, default: 100 },
+  /** The metrics summary's window in seconds (the history's length is the most). */
+  metricsWindowS: { min: 1, max: 900, default: 900 },
 } as const satisfies Record<string, LimitRow>;
-
-export type LimitName = keyof typeof LIMITS;
 
 /** True when `v` is an integer inside the row's range. */
 export function inRange(row: LimitRow, v: unknown): v is number {
   return typeof v === 'number' && Number.isInteger(v) && v >= row.min && v <= row.max;
 }
+
+/** The most a checkpoint's value may take as UTF-8 JSON (docs/semantics.md §13). */
+export const CHECKPOINT_VALUE_BYTES = 64 * 1024;
 
 /** A session’s batched calls (docs/semantics.md §13): the most items one request may carry. */
 export const SESSION_BATCH = {

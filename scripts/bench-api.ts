@@ -1,5 +1,5 @@
 /**
- * The HTTP layer alone (issue 17): the real `/api/*` handler (routing,
+ * The HTTP layer alone (docs/benchmarks.md "The HTTP layer, cut"): the real `/api/*` handler (routing,
  * credentials, bodies, validation, digests, envelopes, metrics, access log)
  * over a stub engine that answers acquire, release and the session calls at
  * once, with answers of the real shapes (recorded like the engine records
@@ -18,13 +18,13 @@ import { parseGrant } from '@/lib/grants';
 import { createApiHandler } from '../server/http/api';
 import { AccessLog } from '../server/http/access-log';
 import { MetricsCollector } from '../server/metrics/collector';
-import { recordAnswer } from '../server/engine/idempotency';
-import { heldLease } from '../server/engine/views';
-import { hashSecret } from '../server/engine/ids';
-import { silentLogger } from '../server/engine/logger';
+import { recordAnswer } from '../server/engine/core/idempotency';
+import { heldLease } from '../server/engine/core/views';
+import { hashSecret } from '../server/engine/core/ids';
+import { silentLogger } from '../server/engine/core/logger';
 import type { LeaseEngine } from '../server/engine/engine';
-import type { Step } from '../server/engine/step';
-import type { Principal } from '../server/engine/tokens';
+import type { Step } from '../server/engine/core/step';
+import type { Principal } from '../server/engine/tokens/tokens';
 import type { LeaseRow } from '../server/store/types';
 import type { Millis } from '../server/store/millis';
 

@@ -11,8 +11,8 @@ import { millis } from '../server/store/millis';
 import { rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { PRUNE_BATCH } from '../server/engine/audit';
-import { SqliteStore } from '../server/store/sqlite/sqlite-store';
+import { PRUNE_BATCH } from '../server/engine/audit/audit';
+import { openStore } from '../server/store/factory';
 import type { AuditScan, NewAuditRow } from '../server/store/types';
 import { prng, tempDir } from '../server/testing/harness';
 
@@ -50,7 +50,7 @@ function p50(xs: number[]): number {
 
 async function main(): Promise<void> {
   let now = start + ROWS * 10;
-  const store = new SqliteStore({ dataDir: dir, clock: () => millis(now) });
+  const store = await openStore(`sqlite:${dir}`, { clock: () => millis(now) });
   const t0 = performance.now();
   for (let i = 0; i < ROWS; i += BATCH) {
     const rows = Array.from({ length: Math.min(BATCH, ROWS - i) }, (_, k) => row(i + k));
@@ -69,7 +69,7 @@ async function main(): Promise<void> {
   console.log(`insert (batches of ${BATCH})  ${Math.round(ROWS / insertS).toLocaleString('en')} rows/s`);
   console.log(`on disk                  ${Math.round(bytes / ROWS)} bytes/row with indexes (${(bytes / 2 ** 20).toFixed(0)} MiB)`);
 
-  const reopened = new SqliteStore({ dataDir: dir, clock: () => millis(now) });
+  const reopened = await openStore(`sqlite:${dir}`, { clock: () => millis(now) });
   const base: AuditScan = { family: 'default', triple: [null, null, null], routeless: true, before: null, limit: 101, budget: 10_000 };
   const cases: Array<[string, AuditScan]> = [
     ['newest page, everything', base],

@@ -23,6 +23,7 @@ import { call, leasePath, rid, tempDir, type Reply } from '../server/testing/har
 import { createTestDatabase } from '../server/testing/pg';
 import { runMain, spawnServer, stopServer, type ServerProcess } from '../server/testing/process';
 import { seedSession, type SeedTarget } from '../server/testing/seed-session';
+import type { StoreKind } from '../lib/wire';
 
 const LEASES = Number(process.env.BENCH_BIG_LEASES ?? 100_000);
 const BASELINE_S = Number(process.env.BENCH_BASELINE_S ?? 5);
@@ -85,7 +86,7 @@ async function stopAll(procs: ServerProcess[]): Promise<void> {
 
 const fmt = (ms: number) => `${ms.toFixed(1)} ms`;
 
-async function runStore(store: 'sqlite' | 'postgres'): Promise<void> {
+async function runStore(store: StoreKind): Promise<void> {
   const dirs = [tempDir('bench-big-a-'), tempDir('bench-big-b-')];
   const db = store === 'postgres' ? await createTestDatabase() : undefined;
   const envs = store === 'postgres'

@@ -20,7 +20,7 @@ async function worker(i: number, n: number): Promise<void> {
   for (let k = 0; k < n; k++) {
     const route = `lease://bench/w${i}/r${k % 8}`;
     const a = await f.acquire(route, sessions[i]!);
-    await f.engine.release(f.admin, route, proofOf(sessions[i]!, a.answer.lease));
+    await f.engine.leases.release(f.admin, route, proofOf(sessions[i]!, a.answer.lease));
   }
 }
 

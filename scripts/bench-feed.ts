@@ -24,9 +24,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { selectorOrThrow, routeSegments } from '../lib/selector';
-import { EventHub } from '../server/engine/events';
-import { FeedHub, type FeedFrame, type FeedSink } from '../server/engine/feed';
-import { SubscriptionIndex } from '../server/engine/subscription-index';
+import { EventHub } from '../server/engine/core/events';
+import { FeedHub, type FeedFrame, type FeedSink } from '../server/engine/feed/feed';
+import { SubscriptionIndex } from '../server/engine/feed/subscription-index';
 import { call, leasePath, rid } from '../server/testing/harness';
 import { ensureServerBuilt, killServers, SERVER, spawnListening } from '../server/testing/process';
 

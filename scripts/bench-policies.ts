@@ -7,7 +7,7 @@
  * their ratio. Usage: npm run bench:policies [-- rounds ops]
  */
 
-import { PolicyIndex } from '../server/engine/policies';
+import { PolicyIndex } from '../server/engine/policies/policies';
 import { engineFixture, proofOf, type EngineFixture } from '../server/testing/engine-fixture';
 
 const ROUNDS = Number(process.argv[2] ?? 10);
@@ -19,7 +19,7 @@ async function round(f: EngineFixture, session: string): Promise<number> {
   for (let i = 0; i < OPS; i++) {
     const route = `lease://realm${i % 50}/area${i % 7}/r${i}`;
     const a = await f.acquire(route, session, { ttlMs: 30_000 });
-    await f.engine.release(f.admin, route, proofOf(session, a.answer.lease));
+    await f.engine.leases.release(f.admin, route, proofOf(session, a.answer.lease));
   }
   return Number(process.hrtime.bigint() - t0) / 1e3 / OPS;
 }
@@ -30,7 +30,7 @@ const none = await engineFixture();
 const many = await engineFixture();
 for (let i = 0; i < 1_000; i++) {
   const sel = i % 3 === 0 ? `lease://realm${i % 50}/area${i % 7}/*` : i % 3 === 1 ? `lease://realm${i}/**` : `lease://*/area${i}/r${i}`;
-  await many.engine.setPolicy(many.admin, sel, { ...NONE, ttlMaxMs: 60_000 + i }, 'benchmark policy set');
+  await many.engine.policies.set(many.admin, sel, { ...NONE, ttlMaxMs: 60_000 + i }, 'benchmark policy set');
 }
 const s0 = await none.open('bench', 300_000);
 const s1 = await many.open('bench', 300_000);
@@ -49,7 +49,7 @@ console.log(`  no policies:    median ${ma.toFixed(1)} µs per pair`);
 console.log(`  1,000 policies: median ${mb.toFixed(1)} µs per pair`);
 console.log(`  ratio (1,000 / none): ${(mb / ma).toFixed(3)}`);
 // The lookup itself, alone: what 1,000 policies add to each acquire and renew.
-const index = new PolicyIndex(await many.engine.store.atomic((tx) => tx.policies.listPolicies('default')));
+const index = new PolicyIndex(await many.engine.parts.store.atomic((tx) => tx.policies.listPolicies('default')));
 const t0 = process.hrtime.bigint();
 const N = 200_000;
 let hits = 0;

@@ -11,12 +11,12 @@ import { LeaseEngine, type EngineOptions } from './engine/engine';
 import { createApiHandler } from './http/api';
 import { AccessLog } from './http/access-log';
 import type { DrainState } from './http/health';
-import { silentLogger, type Logger } from './engine/logger';
+import { silentLogger, type Logger } from './engine/core/logger';
 import { consoleTakes, isApiPath, isOriginForm, refuseConsoleMethod, refuseRawRequest, refuseRequestTarget } from './http/request-target';
 import { ConnectionGuard } from './http/connection-guard';
 import { MetricsCollector, type CollectorOptions } from './metrics/collector';
-import { PgStore } from './store/postgres/pg-store';
 import { SqliteStore } from './store/sqlite/sqlite-store';
+import { openStore } from './store/factory';
 import type { Clock } from './store/millis';
 import type { Store } from './store/types';
 
@@ -58,7 +58,7 @@ export interface AppServerOptions {
 }
 
 /** What one client may hold of the server's sockets, and for how long. */
-export interface HttpLimits {
+interface HttpLimits {
   /** Open connections at most (`LEASEHOLD_MAX_CONNECTIONS`); beyond it a new connection is closed at once. */
   maxConnections: number;
   /** The request head must arrive within this (`LEASEHOLD_HEADERS_TIMEOUT_MS`), else 408 and the socket is closed. */
@@ -78,7 +78,7 @@ export interface HttpLimits {
   checkIntervalMs?: number;
 }
 
-export const DEFAULT_HTTP_LIMITS: HttpLimits = { maxConnections: 10_000, headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, keepAliveTimeoutMs: 65_000, sendTimeoutMs: 30_000 };
+const DEFAULT_HTTP_LIMITS: HttpLimits = { maxConnections: 10_000, headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, keepAliveTimeoutMs: 65_000, sendTimeoutMs: 30_000 };
 
 export interface AppServer {
   server: Server;
@@ -106,9 +106,11 @@ export async function startAppServer(opts: AppServerOptions): Promise<AppServer>
   // The data directory holds the SQLite database, or on PostgreSQL the
   // instance's own files (the bootstrap token): created for either store.
   mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
-  const base: Store = opts.databaseUrl
-    ? await PgStore.open({ url: opts.databaseUrl, poolSize: opts.poolSize, clock: opts.clock, instanceId: opts.instanceId })
-    : new SqliteStore({ dataDir: opts.dataDir, synchronous: opts.synchronous, clock: opts.clock, commitEveryMs: opts.sqliteCommitMs });
+  const base: Store = await openStore(opts.databaseUrl ?? opts.dataDir, {
+    clock: opts.clock,
+    sqlite: { synchronous: opts.synchronous, commitEveryMs: opts.sqliteCommitMs },
+    postgres: { poolSize: opts.poolSize, instanceId: opts.instanceId },
+  });
   const store = opts.wrapStore ? opts.wrapStore(base) : base;
   const logger = opts.logger ?? silentLogger;
   if (base instanceof SqliteStore && base.replayed > 0) {

@@ -24,3 +24,10 @@ test('the change log keeps 100,000 changes or 600 s by default; 0 s means by cou
   assert.throws(() => loadConfig(env({ LEASEHOLD_CHANGE_LOG_CHANGES: '0' })), /invalid LEASEHOLD_CHANGE_LOG_CHANGES/);
   assert.throws(() => loadConfig(env({ LEASEHOLD_CHANGE_LOG_SECONDS: '-1' })), /invalid LEASEHOLD_CHANGE_LOG_SECONDS/);
 });
+
+test('LEASEHOLD_DATABASE_URL takes a URL of a store engine reached by URL (server/store/factory.ts), and nothing else', () => {
+  for (const url of ['postgres://u@127.0.0.1:5432/db', 'postgresql://u@127.0.0.1/db']) assert.equal(loadConfig(env({ LEASEHOLD_DATABASE_URL: url })).LEASEHOLD_DATABASE_URL, url);
+  for (const url of ['mysql://u@h/db', 'sqlite:/var/lib/leasehold', '/var/lib/leasehold', 'POSTGRES://u@h/db']) {
+    assert.throws(() => loadConfig(env({ LEASEHOLD_DATABASE_URL: url })), (e: unknown) => e instanceof ConfigError && /LEASEHOLD_DATABASE_URL/.test(e.message) && /must be a postgres:\/\/ URL/.test(e.message));
+  }
+});

@@ -4,6 +4,7 @@
  */
 
 import { z } from 'zod';
+import { DATABASE_URL_FORMS, isDatabaseUrl } from './store/factory';
 
 const int = (min: number, max: number) =>
   z
@@ -19,7 +20,7 @@ const Env = z.object({
   HOST: z.string().min(1).default('127.0.0.1'),
   NODE_ENV: z.string().optional(),
   LEASEHOLD_DATA_DIR: z.string().min(1).default('.data'),
-  LEASEHOLD_DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').optional(),
+  LEASEHOLD_DATABASE_URL: z.string().refine(isDatabaseUrl, `must be a ${DATABASE_URL_FORMS.join(' or ')} URL`).optional(),
   /** PostgreSQL connections per instance for steps (one more listens for other instances' changes). */
   LEASEHOLD_DATABASE_POOL_SIZE: int(1, 1_000).default(10),
   LEASEHOLD_PUBLIC_ORIGIN: z.url().transform((u) => new URL(u).origin).optional(),

@@ -7,7 +7,7 @@ import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { createLog, defaultLogFormat } from './log';
-import { errorFields } from './engine/logger';
+import { errorFields } from './engine/core/logger';
 import { call, tempDir } from './testing/harness';
 import { killServers, spawnServer, stopServer } from './testing/process';
 

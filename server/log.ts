@@ -10,12 +10,12 @@
 
 import { pino, stdTimeFunctions, destination as sonicDestination, type DestinationStream, type LevelWithSilent } from 'pino';
 import { prettyFactory } from 'pino-pretty';
-import type { LogFields, Logger } from './engine/logger';
+import type { LogFields, Logger } from './engine/core/logger';
 
-export type LogFormat = 'json' | 'pretty';
-export type LogLevel = LevelWithSilent;
+type LogFormat = 'json' | 'pretty';
+type LogLevel = LevelWithSilent;
 
-export interface LogSettings {
+interface LogSettings {
   format: LogFormat;
   level: LogLevel;
   /** This process's instance id, on every line. */

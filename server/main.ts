@@ -11,8 +11,8 @@ import { join } from 'node:path';
 import { ConfigError, loadConfig, type Config } from './config';
 import { startAppServer, type AppServerOptions } from './app-server';
 import { createLog, defaultLogFormat, type ServerLog } from './log';
-import { errorFields } from './engine/logger';
-import { randomId } from './engine/ids';
+import { errorFields } from './engine/core/logger';
+import { randomId } from './engine/core/ids';
 
 const VERSION = process.env.npm_package_version ?? '0.1.0';
 
@@ -110,7 +110,7 @@ async function main(instance: string): Promise<void> {
   } else if (app.bootstrapCreated) {
     logger.info('bootstrap admin token created from LEASEHOLD_BOOTSTRAP_TOKEN (not shown)');
   }
-  const store = config.LEASEHOLD_DATABASE_URL ? 'postgres' : 'sqlite';
+  const store = app.store.kind;
   const where = store === 'postgres' ? `postgres, instance ${instance}` : `sqlite in ${config.LEASEHOLD_DATA_DIR}`;
   const metrics = config.LEASEHOLD_METRICS === 'on' ? (config.LEASEHOLD_METRICS_PUBLIC ? 'on (public)' : 'on') : 'off';
   logger.info(`listening on ${app.url} (store: ${where}${fallback ? ', console on' : ', API only'}, metrics ${metrics})`, {

@@ -15,7 +15,7 @@ export interface AuditFilter {
 }
 
 /** The grammar's verdict on the route box: empty means every route (the API's default, lease://**). */
-export function routeFilterError(value: string): string | undefined {
+function routeFilterError(value: string): string | undefined {
   const v = value.trim();
   if (!v) return undefined;
   // A route is a selector without wildcards; prefer the route's message when it has no wildcard at all.

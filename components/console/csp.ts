@@ -10,7 +10,7 @@
  * style cannot run code. See docs/operations.md, "Threat model".
  */
 
-export interface PolicyOptions {
+interface PolicyOptions {
   nonce: string;
   /** Development: React's debugging needs eval (never in production). */
   dev: boolean;

@@ -3,7 +3,7 @@
 import { usePathname, useRouter, useSearchParams } from 'next/navigation';
 import { useCallback, useState } from 'react';
 
-export type ParamPatch = Record<string, string | null | undefined>;
+type ParamPatch = Record<string, string | null | undefined>;
 
 /**
  * The page's query string as state: a view's filters and cursor live in the

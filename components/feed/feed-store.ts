@@ -5,7 +5,7 @@ import { create } from 'zustand';
  * every selector is registered, `reconnecting` while connecting or
  * resyncing, `stale` when the stream was closed for good or fell silent.
  */
-export type FeedState = 'idle' | 'connecting' | 'live' | 'reconnecting' | 'stale';
+type FeedState = 'idle' | 'connecting' | 'live' | 'reconnecting' | 'stale';
 
 interface FeedStore {
   state: FeedState;

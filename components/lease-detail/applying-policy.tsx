@@ -11,7 +11,7 @@ import { ErrorAlert, isDenied } from '@/components/ui/states';
 const ms = (n: number) => `${n.toLocaleString('en-US')} ms`;
 
 /** The policies page narrowed to one policy's selector, with the route it was followed from. */
-export function policiesHref(route: string, selector: string | null): string {
+function policiesHref(route: string, selector: string | null): string {
   const q = new URLSearchParams();
   if (selector !== null) q.set('selector', selector);
   q.set('route', route);

@@ -16,8 +16,16 @@
  */
 
 import type { AuditEvent } from '@/lib/client';
+import { ENDING_KINDS, type EndingKind } from '@/lib/wire';
 
-export type TenureEnd = 'released' | 'expired' | 'session_closed' | 'force_released' | 'revoked' | 'held' | 'unknown';
+/** A change kind that ends a tenure the trail shows (a rolled-back grant never held). */
+type TrailEnd = Exclude<EndingKind, 'rolled_back'>;
+
+/** How a tenure ended: one of the wire's change kinds (lib/wire), still held, or not recorded. */
+export type TenureEnd = TrailEnd | 'held' | 'unknown';
+
+/** Every TenureEnd, in the legend's order. */
+export const TENURE_ENDS: readonly TenureEnd[] = [...ENDING_KINDS.filter((k): k is TrailEnd => k !== 'rolled_back'), 'held', 'unknown'];
 
 export interface Tenure {
   ownerId: string;
@@ -146,7 +154,7 @@ export interface Span {
 }
 
 /** The narrowest view: a second. */
-export const MIN_SPAN_MS = 1_000;
+const MIN_SPAN_MS = 1_000;
 
 /**
  * The view that fits the tenures (not the window read): from the first

@@ -12,7 +12,7 @@ import { ErrorAlert } from '@/components/ui/states';
 import { timeZoneName } from '@/components/ui/time';
 import { Timestamp } from '@/components/ui/timestamp';
 import { useNow } from '@/components/ui/use-now';
-import { END_LABELS, fitView, panView, tenuresOf, zoomView, type Span, type Tenure, type TenureEnd } from '@/components/lease-detail/lease-history-model';
+import { END_LABELS, TENURE_ENDS, fitView, panView, tenuresOf, zoomView, type Span, type Tenure } from '@/components/lease-detail/lease-history-model';
 import { EndSwatch } from '@/components/lease-detail/tenure-look';
 import { shownEnd, TenureDescription } from '@/components/lease-detail/tenure-text';
 import { TenureTimeline } from '@/components/lease-detail/tenure-timeline';
@@ -26,7 +26,6 @@ type WindowId = (typeof WINDOWS)[number]['id'];
 
 /** At most this many events are read for one window (oldest first, 1,000 a page). */
 const MAX_PAGES = 10;
-const KINDS: readonly TenureEnd[] = ['released', 'expired', 'session_closed', 'force_released', 'revoked', 'held', 'unknown'];
 
 /** The route's audit events in the window, oldest first, along the route's index (a few pages at most). */
 function useHistory(route: string, windowId: WindowId, enabled: boolean) {
@@ -166,7 +165,7 @@ export function LeaseHistory({ route, allowed, current }: { route: string; allow
             {history.isPending ? 'Reading the audit trail…' : tenures.length === 0 ? 'Nobody held this route in this window.' : `${tenures.length} tenure${tenures.length === 1 ? '' : 's'}; shaded: lock-delay; ▼ marks a release request.`}
             {history.data?.truncated && ' Only the oldest 10,000 events of this window are shown.'}
             <span className="mt-1 flex flex-wrap gap-x-4 gap-y-1">
-              {KINDS.map((k) => (
+              {TENURE_ENDS.map((k) => (
                 <span key={k} className="inline-flex items-center gap-2">
                   <EndSwatch end={k} />
                   {END_LABELS[k]}

@@ -62,10 +62,6 @@ const TEXT = {
 } as const;
 
 /** The title of the dialog for `kind` (its accessible name). */
-export function actionTitle(kind: OperatorAction): string {
-  return TEXT[kind].title;
-}
-
 /**
  * The guarded force-release and revoke (docs/console.md "Guarded operator
  * actions"): the lease as the operator saw it when opening, a reason of 10 to

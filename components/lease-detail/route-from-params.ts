@@ -6,7 +6,7 @@ export interface RouteParams {
   resource: string;
 }
 
-export type ParsedRouteParams =
+type ParsedRouteParams =
   | { ok: true; route: string; segments: [string, string, string] }
   | { ok: false; route: string; reason: string };
 

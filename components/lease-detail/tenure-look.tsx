@@ -7,8 +7,8 @@ import styles from '@/components/lease-detail/lease-history.module.css';
  * by colour alone (expired and force-released were two oranges: now a ring on
  * diagonal stripes against a triangle on cross-hatching).
  */
-export type EndShape = 'square' | 'ring' | 'dot' | 'triangle' | 'cross' | 'arrow' | 'diamond';
-export type EndPattern = 'solid' | 'stripes' | 'dots' | 'hatch' | 'bars' | 'fade';
+type EndShape = 'square' | 'ring' | 'dot' | 'triangle' | 'cross' | 'arrow' | 'diamond';
+type EndPattern = 'solid' | 'stripes' | 'dots' | 'hatch' | 'bars' | 'fade';
 
 export const END_LOOK: Record<TenureEnd, { shape: EndShape; pattern: EndPattern }> = {
   released: { shape: 'square', pattern: 'solid' },

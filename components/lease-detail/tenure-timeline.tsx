@@ -8,7 +8,7 @@ import { describeTenure, shownEnd } from '@/components/lease-detail/tenure-text'
 import { END_LOOK, EndMarker } from '@/components/lease-detail/tenure-look';
 import styles from '@/components/lease-detail/lease-history.module.css';
 
-export interface TenureTimelineProps {
+interface TenureTimelineProps {
   tenures: readonly Tenure[];
   view: Span;
   now: number;

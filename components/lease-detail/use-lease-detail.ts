@@ -64,7 +64,7 @@ export function useCheckpoint(route: string, enabled: boolean) {
 }
 
 /** The audit key of this route's trail; without `cursor` it matches every page of it. */
-export function auditKey(route: string, cursor?: string | null) {
+function auditKey(route: string, cursor?: string | null) {
   return cursor === undefined ? queryKeys.audit({ scope: 'route', route }) : queryKeys.audit({ scope: 'route', route, cursor });
 }
 

@@ -14,7 +14,7 @@ const SUMMARY_MIN_GAP_MS = 5_000;
 const n = (v: number) => v.toLocaleString('en-US');
 
 /** "1,234", or "10,000+" when the server stopped counting at its budget. */
-export function totalText(s: Pick<LeaseSummary, 'total' | 'exact'>): string {
+function totalText(s: Pick<LeaseSummary, 'total' | 'exact'>): string {
   return s.exact ? n(s.total) : `${n(s.total)}+`;
 }
 

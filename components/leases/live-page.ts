@@ -11,7 +11,7 @@
 
 import { applyChange, applyRenewal, type ChangeEvent, type LeasePage, type LeaseView, type RenewedEvent } from '@/lib/client';
 
-export interface LiveFilters {
+interface LiveFilters {
   owner: string;
   holder: string;
   /** Expiring soon: only leases expiring at or before this instant (epoch ms). */

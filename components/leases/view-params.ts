@@ -4,7 +4,7 @@ import { useSearchParams } from 'next/navigation';
 import { useCallback, useMemo } from 'react';
 
 export const PAGE_SIZES = [25, 50, 100, 250, 500] as const;
-export const DEFAULT_PAGE_SIZE = 50;
+const DEFAULT_PAGE_SIZE = 50;
 
 /** "Expiring soon" windows offered, in seconds; the first one shown when the filter is turned on is the default. */
 export const EXPIRING_WINDOWS = [10, 30, 60, 300] as const;

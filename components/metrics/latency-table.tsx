@@ -19,7 +19,7 @@ import { cn } from '@/components/ui/cn';
 import { Table, TBody, Td, Th, THead } from '@/components/ui/table';
 
 /** Rows shown before "Show all": the top of the chosen order. */
-export const TOP_N = 10;
+const TOP_N = 10;
 
 const COLUMNS: ReadonlyArray<{ key: SortKey; label: string; numeric: boolean; title?: string }> = [
   { key: 'operation', label: 'Operation', numeric: false },
@@ -30,7 +30,8 @@ const COLUMNS: ReadonlyArray<{ key: SortKey; label: string; numeric: boolean; ti
 ];
 
 /**
- * Request latency by operation as a table (issue 33): operations ranked by
+ * Request latency by operation as a table (docs/console.md "Metrics: request
+ * latency by operation"): operations ranked by
  * p99 (any column sorts), the top ten first, and the chosen row's p50 and
  * p99 drawn second by second below it, with its requests and errors. The
  * sort and the chosen operation live in the URL (`?sort=`, `?order=`,

@@ -17,7 +17,7 @@ export interface ChartSeries {
   color: number;
 }
 
-export interface MetricChartProps {
+interface MetricChartProps {
   /** The figure's caption, which names it. */
   title: string;
   series: readonly ChartSeries[];

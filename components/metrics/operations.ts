@@ -14,9 +14,9 @@ export interface OperationStats {
   p99: number;
 }
 
-export const SORT_KEYS = ['operation', 'requests', 'errors', 'p50', 'p99'] as const;
+const SORT_KEYS = ['operation', 'requests', 'errors', 'p50', 'p99'] as const;
 export type SortKey = (typeof SORT_KEYS)[number];
-export type SortOrder = 'asc' | 'desc';
+type SortOrder = 'asc' | 'desc';
 
 /** What the table is sorted by when the URL says nothing: the slowest first. */
 export const DEFAULT_SORT: { key: SortKey; order: SortOrder } = { key: 'p99', order: 'desc' };

@@ -8,7 +8,7 @@ import { cn } from '@/components/ui/cn';
 /** uPlot's options without a size: the wrapper sizes the chart to its container. */
 export type PlotOptions = Omit<uPlot.Options, 'width' | 'height'>;
 
-export interface UPlotChartProps {
+interface UPlotChartProps {
   /** Keep its identity across renders: a new object rebuilds the chart (a theme change, new series). */
   options: PlotOptions;
   /** Aligned data, one array per series of `options` (x first). */

@@ -27,7 +27,7 @@ function Span({ ms }: { ms: number | null }) {
 }
 
 /** Policies whose selector contains the filter text (any case). */
-export function filterPolicies(policies: readonly Policy[], text: string): Policy[] {
+function filterPolicies(policies: readonly Policy[], text: string): Policy[] {
   const needle = text.trim().toLowerCase();
   return needle ? policies.filter((p) => p.selector.toLowerCase().includes(needle)) : [...policies];
 }

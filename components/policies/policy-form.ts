@@ -11,7 +11,7 @@ export const NUMBER_FIELDS = [
   { key: 'maxWaiters', wire: 'max_waiters', label: 'Maximum waiters', min: 0, max: 1_024 },
 ] as const;
 
-export type NumberKey = (typeof NUMBER_FIELDS)[number]['key'];
+type NumberKey = (typeof NUMBER_FIELDS)[number]['key'];
 export type PolicyDraft = { selector: string; reason: string } & Record<NumberKey, string>;
 
 export const EMPTY_DRAFT: PolicyDraft = { selector: '', reason: '', ttlMinMs: '', ttlMaxMs: '', ttlDefaultMs: '', maxLifetimeMs: '', lockDelayMs: '', maxWaiters: '' };

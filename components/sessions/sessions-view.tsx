@@ -34,7 +34,7 @@ export type ListedSession = SessionView & {
 };
 
 /** Where an incarnation's leases are listed: LIST over everything, narrowed to that holder. */
-export function leasesOfHolderHref(holderIncarnation: string): string {
+function leasesOfHolderHref(holderIncarnation: string): string {
   return `/leases?selector=${encodeURIComponent('lease://**')}&holder=${encodeURIComponent(holderIncarnation)}`;
 }
 

@@ -18,7 +18,7 @@ const MAX_TTL_MIN = 24 * 60;
  * The iframe a product team pastes into its page. The token rides in the
  * fragment, so it never reaches a server log or a Referer header.
  */
-export function iframeSnippet(origin: string, selector: string, token: string): string {
+function iframeSnippet(origin: string, selector: string, token: string): string {
   const src = `${origin}/embed/inventory?selector=${encodeURIComponent(selector)}#token=${encodeURIComponent(token)}`;
   return `<iframe src="${src}" title="Lease inventory" width="100%" height="360" style="border:0" referrerpolicy="no-referrer" loading="lazy"></iframe>`;
 }

@@ -1,6 +1,6 @@
 import { parseGrant } from '@/lib/grants';
 
-export interface GrantLineError {
+interface GrantLineError {
   /** 1-based line number in the box. */
   line: number;
   text: string;

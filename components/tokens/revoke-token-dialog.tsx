@@ -14,7 +14,7 @@ import { ErrorAlert } from '@/components/ui/states';
  * is already gone) stays in the dialog as an alert with its correlation id.
  */
 /** The tokens `id` minted, transitively, among those listed (the server revokes them with it). */
-export function mintedBy(id: string, all: readonly TokenInfo[]): TokenInfo[] {
+function mintedBy(id: string, all: readonly TokenInfo[]): TokenInfo[] {
   const out: TokenInfo[] = [];
   const seen = new Set([id]);
   for (let frontier = [id]; frontier.length > 0; ) {

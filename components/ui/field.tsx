@@ -1,4 +1,4 @@
-import { cva, type VariantProps } from 'class-variance-authority';
+import { cva } from 'class-variance-authority';
 import type { ReactNode } from 'react';
 import { cn } from '@/components/ui/cn';
 
@@ -20,8 +20,6 @@ export const controlVariants = cva(
     defaultVariants: { invalid: false, shape: 'line', mono: false },
   },
 );
-
-export type ControlVariants = VariantProps<typeof controlVariants>;
 
 /** The ids a control points at with aria-describedby, so its hint and its error are read with it. */
 export function describedBy(id: string, parts: { hint?: boolean; error?: boolean }): string | undefined {

@@ -2,7 +2,7 @@ import type { ReactNode } from 'react';
 import { Button } from '@/components/ui/button';
 
 /** Previous page / Next page under a cursor-paged table, with a short summary of where the reader is. */
-export function Pager({
+function Pager({
   summary,
   hasPrevious,
   hasNext,

@@ -2,7 +2,7 @@ import { CopyButton } from '@/components/ui/copy-button';
 import { cn } from '@/components/ui/cn';
 
 /** The head of a long random id (prefix plus 8 characters); the whole id is in the title and the copy button. */
-export function shortId(id: string): string {
+function shortId(id: string): string {
   const us = id.indexOf('_');
   const keep = (us >= 0 && us < 6 ? us + 1 : 0) + 8;
   return id.length > keep + 1 ? `${id.slice(0, keep)}…` : id;

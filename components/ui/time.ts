@@ -90,7 +90,7 @@ const STEPS = [
   86_400_000, 172_800_000, 604_800_000,
 ];
 
-export interface TimeTick {
+interface TimeTick {
   at: number;
   label: string;
 }

@@ -1,7 +1,7 @@
 import { cn } from '@/components/ui/cn';
 import { formatClock, formatDateTime, formatTime, isoOf, type Instant } from '@/components/ui/time';
 
-export interface TimestampProps {
+interface TimestampProps {
   at: Instant;
   /** `auto`: the clock today, with the date otherwise; `clock`: the clock alone; `date`: always with the date. */
   format?: 'auto' | 'clock' | 'date';

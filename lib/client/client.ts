@@ -6,7 +6,8 @@
  */
 
 import { LiveFeed, type LiveFeedOptions } from './live-feed';
-import { isLeaseholdError } from './errors';
+import { isStoreKind } from '../wire';
+import { isLeaseholdError, LeaseholdError } from './errors';
 import { InventoryObserver, type ObserveOptions } from './observer';
 import { effectivePolicyPath, leasePath } from './paths';
 import { newRequestId } from './runtime';
@@ -181,14 +182,18 @@ export class LeaseholdClient {
 
   // --- health -------------------------------------------------------------
 
-  /** The health document (not an envelope); `status: 'unavailable'` when the store is down. */
+  /**
+   * The health document (not an envelope); `status: 'unavailable'` when the
+   * store is down, naming the store the server said it runs on (its 503 body,
+   * docs/api.md "HealthUnavailable"). A 503 without that body (a proxy's) is
+   * `backend_unavailable`: which store is behind it is not known.
+   */
   async health(): Promise<Health> {
-    try {
-      return (await this.#transport.call<Health>('GET', '/api/v1/health', { retry: 'never' })).data;
-    } catch (e) {
-      if (isLeaseholdError(e, 'backend_unavailable') && e.status === 503) return { status: 'unavailable', store: 'sqlite' };
-      throw e;
+    const { data, status } = await this.#transport.call<Health>('GET', '/api/v1/health', { retry: 'never', answerStatuses: [503] });
+    if (status === 503 && (data.status !== 'unavailable' || !isStoreKind(data.store))) {
+      throw new LeaseholdError({ code: 'backend_unavailable', message: 'unexpected answer (HTTP 503)', status: 503, retryable: true });
     }
+    return data;
   }
 
   /**

@@ -15,6 +15,7 @@
  */
 
 import type { ChangeEvent, RenewedEvent } from './subscription';
+import { ENDING_KINDS } from '../wire';
 import type { ChangeKind, LeaseView } from './types';
 
 /** A route's new value after a change: the lease now in the view, or undefined when it left. */
@@ -23,7 +24,8 @@ export interface ViewUpdate {
   readonly lease: LeaseView | undefined;
 }
 
-export const REMOVAL_KINDS: ReadonlySet<ChangeKind> = new Set(['released', 'expired', 'session_closed', 'force_released', 'revoked', 'rolled_back']);
+/** The kinds that take a route's lease out of the view: every change kind but `acquired` (lib/wire). */
+export const REMOVAL_KINDS: ReadonlySet<ChangeKind> = new Set(ENDING_KINDS);
 
 function freeze(lease: LeaseView): LeaseView {
   if (lease.metadata) Object.freeze(lease.metadata);

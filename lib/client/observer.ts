@@ -1,6 +1,6 @@
 /**
  * The safe way to know what is held (docs/sdk.md "Fleet managers", docs/semantics.md
- * §8 "Bootstrap without a blind window", §17 "Resumable feed"). The first
+ * §8 "Building a view without a blind window" and "Resuming"). The first
  * time, it:
  *
  *   1. opens a stream and registers the selector, waiting for the server's

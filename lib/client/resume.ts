@@ -5,7 +5,7 @@
  * with the same selectors and `since` = the last revision applied, and trust
  * the replay; list again only when the server says `resync`, the last stream
  * ended in `overflow`, the store's epoch changed, or the server did not
- * resume (docs/semantics.md §17).
+ * resume (docs/semantics.md §8, "Resuming").
  */
 
 import type { HelloEvent, ResyncEvent } from './subscription';

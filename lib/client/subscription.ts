@@ -7,7 +7,7 @@
  * Events are hints. The stream ends (see `done`) on overflow, a `closed`
  * event, a lost connection or a missed heartbeat. A new stream opened with
  * `since` (the last revision applied) and the same selectors gets the
- * changes it missed replayed first (docs/semantics.md §17), unless the server
+ * changes it missed replayed first (docs/semantics.md §8, "Resuming"), unless the server
  * answers `resync`: then the caller lists again. `observeInventory` does all
  * of that; use this class directly only to react to changes, not to know the
  * held set.
@@ -77,7 +77,7 @@ export interface OverflowEvent {
 }
 
 /**
- * The server cannot replay from the stream's `since` (docs/semantics.md §17):
+ * The server cannot replay from the stream's `since` (docs/semantics.md §8, "Resuming"):
  * the log's horizon passed it, it belongs to another store lifetime
  * (`epoch`), or the replay would be too long. The stream stays open, its
  * registrations live: the caller lists again, as after `overflow`, without
@@ -115,7 +115,7 @@ export interface SubscribeOptions {
   /**
    * Resume: the last revision the caller applied. The server replays every
    * matching change after it before live events, or sends `resync`
-   * (docs/semantics.md §17). The selectors must be given at open, so that
+   * (docs/semantics.md §8, "Resuming"). The selectors must be given at open, so that
    * the replay covers them.
    */
   since?: number | undefined;

@@ -54,6 +54,11 @@ export interface CallOptions {
   timeoutMs?: number;
   /** Extra time the server may legitimately hold the call (a waiting acquire). */
   extraTimeoutMs?: number;
+  /**
+   * Statuses whose JSON body is the answer although they are not 2xx: health's
+   * 503 carries `{ status: 'unavailable', store }` (docs/api.md "HealthUnavailable").
+   */
+  answerStatuses?: readonly number[];
 }
 
 export interface Answer<T> {
@@ -188,7 +193,7 @@ export class Transport {
           cause,
         });
       }
-      return parseAnswer<T>(res, text);
+      return parseAnswer<T>(res, text, opts.answerStatuses);
     } finally {
       this.clock.clearTimeout(timer);
       opts.signal?.removeEventListener('abort', onAbort);
@@ -225,7 +230,7 @@ export function networkReason(e: unknown): string {
 }
 
 /** Unwrap the envelope (docs/semantics.md "The wire"), or throw the error it carries. */
-export function parseAnswer<T>(res: Response, text: string): Answer<T> {
+export function parseAnswer<T>(res: Response, text: string, answerStatuses?: readonly number[]): Answer<T> {
   const correlationId = res.headers.get('x-correlation-id') ?? undefined;
   let body: Envelope | undefined;
   try {
@@ -234,7 +239,7 @@ export function parseAnswer<T>(res: Response, text: string): Answer<T> {
   } catch {
     body = undefined;
   }
-  if (res.ok && body !== undefined) {
+  if (body !== undefined && (res.ok || (answerStatuses?.includes(res.status) === true && body.status !== 'error'))) {
     return { data: body as T, status: res.status, correlationId, replay: res.headers.get('idempotent-replay') === 'true' };
   }
   if (body !== undefined && body.status === 'error' && typeof body.code === 'string') {

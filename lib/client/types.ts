@@ -4,36 +4,10 @@
  * Options and handles, which are the SDK's own, are camelCase.
  */
 
-export type Metadata = Record<string, string | number | boolean>;
+import type { LeaseView, Metadata, SessionView, StoreKind } from '../wire';
 
-/** What observers see of a held lease: no session id, no lease id. */
-export interface LeaseView {
-  readonly route: string;
-  readonly owner_id: string;
-  readonly holder_incarnation: string;
-  readonly fencing_token: number;
-  readonly acquired_at: string;
-  readonly renewed_at: string;
-  readonly expires_at: string;
-  readonly max_expires_at: string;
-  readonly ttl_ms: number;
-  readonly remaining_ms: number;
-  readonly renewal_count: number;
-  /** The revision of the change that created this lease. */
-  readonly revision: number;
-  readonly metadata: Readonly<Metadata> | null;
-  readonly waiters: number;
-  /** The pending request that the holder release this lease (docs/release-requests.md), or null. */
-  readonly release_request: ReleaseRequest | null;
-}
-
-/** A request that the holder release its lease; the newest replaces an earlier one. */
-export interface ReleaseRequest {
-  readonly requested_at: string;
-  readonly reason: string;
-  /** The token that asked. */
-  readonly token_id: string;
-}
+// The lease and session views are the wire's own (lib/wire), declared once for the server, the SDK and the console.
+export type { HeldLease, LeaseView, Metadata, ReleaseRequest, SessionView } from '../wire';
 
 /** A pending release request of one of the session's leases, as renew and keepalive answers list them. */
 export interface PendingReleaseRequest {
@@ -41,20 +15,6 @@ export interface PendingReleaseRequest {
   readonly fencing_token: number;
   readonly requested_at: string;
   readonly reason: string;
-}
-
-/** What the holder gets back from acquire and renew. */
-export interface HeldLease extends LeaseView {
-  readonly lease_id: string;
-}
-
-export interface SessionView {
-  readonly holder_incarnation: string;
-  readonly owner_id: string;
-  readonly ttl_ms: number;
-  readonly created_at: string;
-  readonly expires_at: string;
-  readonly lease_count: number;
 }
 
 export interface LeasePage {
@@ -196,7 +156,7 @@ export interface AuditPage {
 
 export interface Health {
   readonly status: 'ok' | 'unavailable';
-  readonly store: 'sqlite' | 'postgres';
+  readonly store: StoreKind;
   readonly epoch?: string;
   readonly version?: string;
   readonly uptime_ms?: number;
@@ -231,7 +191,7 @@ export interface MetricsSummary {
 }
 
 /** Change kinds of the feed (docs/semantics.md §8). */
-export type { ChangeKind } from '../change-kinds';
+export type { ChangeKind, StoreKind } from '../wire';
 
 /** A family's rule for the routes its selector matches (null: the global limit applies). See docs/policies.md. */
 export interface Policy {

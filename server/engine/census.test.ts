@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseSelector } from '@/lib/selector';
 import { engineFixture } from '../testing/engine-fixture';
-import type { CensusEvent, ListedEvent } from './events';
+import type { CensusEvent, ListedEvent } from './core/events';
 
 test('census publishes every family’s held leases and live sessions, in order after earlier changes', async () => {
   const f = await engineFixture();
@@ -12,11 +12,11 @@ test('census publishes every family’s held leases and live sessions, in order 
     await f.acquire('lease://c/a/1', a);
     await f.acquire('lease://c/a/2', a);
     const beta = await f.engine.tokens.authenticate(
-      (await f.engine.createToken(f.admin, { name: 'beta', grants: ['lease://**#admin'], family: 'beta' })).token,
+      (await f.engine.tokens.create(f.admin, { name: 'beta', grants: ['lease://**#admin'], family: 'beta' })).token,
     );
-    await f.engine.openSession(beta, 'b', 15_000);
+    await f.engine.sessions.open(beta, 'b', 15_000);
     const before = f.events.length;
-    await f.engine.census();
+    await f.engine.stats.census();
     const census = f.events.slice(before).filter((e): e is CensusEvent => e.type === 'census');
     assert.equal(census.length, 1);
     assert.deepEqual(
@@ -39,7 +39,7 @@ test('a LIST page publishes how many routes it examined and how many items it re
     const sel = parseSelector('lease://l/a/*');
     assert.ok(sel.ok);
     const before = f.events.length;
-    const page = await f.engine.list(f.admin, sel.value, { limit: 2 });
+    const page = await f.engine.leases.list(f.admin, sel.value, { limit: 2 });
     assert.equal(page.items.length, 2);
     const listed = f.events.slice(before).filter((e): e is ListedEvent => e.type === 'listed');
     assert.deepEqual(listed, [{ type: 'listed', family: 'default', examined: 3, returned: 2 }]);

@@ -1,6 +1,6 @@
 /**
  * Engine and store tests run on the injected clock and scheduler
- * (server/engine/scheduler.ts, server/testing/engine-fixture.ts): they move
+ * (server/engine/core/scheduler.ts, server/testing/engine-fixture.ts): they move
  * time instead of waiting for it. This guard fails when one of them uses a
  * real timer, sleeps, or reads the wall clock to wait. Waiting for the store
  * is `until(f, ready)` (store turns); waiting for time is `f.clock.advance`.

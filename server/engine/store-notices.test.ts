@@ -68,8 +68,8 @@ test('changes the store applied without publishing them send every stream resync
   fixtures.push(f);
   const a = new RecordingSink();
   const b = new RecordingSink();
-  f.engine.feed.open({ tokenId: 'tk_a', family: 'default', expiresAt: null }, [selectorOrThrow('lease://**')], false, a, 0);
-  f.engine.feed.open({ tokenId: 'tk_b', family: 'other', expiresAt: null }, [selectorOrThrow('lease://**')], false, b, 0);
+  f.engine.parts.feed.open({ tokenId: 'tk_a', family: 'default', expiresAt: null }, [selectorOrThrow('lease://**')], false, a, 0);
+  f.engine.parts.feed.open({ tokenId: 'tk_b', family: 'other', expiresAt: null }, [selectorOrThrow('lease://**')], false, b, 0);
   state.listener!({ type: 'writes_refused', fault: 'no_space', message: 'injected' });
   assert.deepEqual([a.ended, b.ended], [undefined, undefined], 'refused writes change nothing: no resync');
   state.listener!({ type: 'unpublished' });
@@ -82,14 +82,14 @@ test('while the store refuses writes, the audit trail is read as stored; the buf
   fixtures.push(f);
   const all = selectorOrThrow('lease://**');
   await f.open('before');
-  const stored = (await f.engine.listAudit(f.admin, { selector: all, limit: 100 })).items.filter((e) => e.event_type === 'session_open');
+  const stored = (await f.engine.audit.list(f.admin, { selector: all, limit: 100 })).items.filter((e) => e.event_type === 'session_open');
   assert.deepEqual(stored.map((e) => e.owner_id), ['before']);
   state.fault = 'no_space';
   await f.open('while-full');
-  const read = (await f.engine.listAudit(f.admin, { selector: all, limit: 100 })).items.filter((e) => e.event_type === 'session_open');
+  const read = (await f.engine.audit.list(f.admin, { selector: all, limit: 100 })).items.filter((e) => e.event_type === 'session_open');
   assert.deepEqual(read.map((e) => e.owner_id), ['before'], 'answered from what is stored');
   state.fault = undefined;
-  const later = (await f.engine.listAudit(f.admin, { selector: all, limit: 100 })).items.filter((e) => e.event_type === 'session_open');
+  const later = (await f.engine.audit.list(f.admin, { selector: all, limit: 100 })).items.filter((e) => e.event_type === 'session_open');
   assert.deepEqual(later.map((e) => e.owner_id), ['while-full', 'before'], 'written once there is room');
 });
 
@@ -104,14 +104,14 @@ test('while the store refuses writes, inspect and LIST leave out what fell due i
   await f.acquire('lease://ro/a/orphaned', brief, { ttlMs: 60_000 });
   f.clock.advance(6_000);
   state.fault = 'no_space';
-  await rejectsWith(f.engine.inspect(f.admin, 'lease://ro/a/lapsed'), 'lease_not_found');
-  await rejectsWith(f.engine.inspect(f.admin, 'lease://ro/a/orphaned'), 'lease_not_found');
-  assert.equal((await f.engine.inspect(f.admin, 'lease://ro/a/held')).lease.route, 'lease://ro/a/held');
-  const page = await f.engine.list(f.admin, selectorOrThrow('lease://ro/**'), { limit: 100 });
+  await rejectsWith(f.engine.leases.inspect(f.admin, 'lease://ro/a/lapsed'), 'lease_not_found');
+  await rejectsWith(f.engine.leases.inspect(f.admin, 'lease://ro/a/orphaned'), 'lease_not_found');
+  assert.equal((await f.engine.leases.inspect(f.admin, 'lease://ro/a/held')).lease.route, 'lease://ro/a/held');
+  const page = await f.engine.leases.list(f.admin, selectorOrThrow('lease://ro/**'), { limit: 100 });
   assert.deepEqual(page.items.map((l) => l.route), ['lease://ro/a/held']);
   assert.deepEqual(f.changes().filter((c) => c.change !== 'acquired'), [], 'nothing was ended while writes were refused');
   state.fault = undefined;
-  await rejectsWith(f.engine.inspect(f.admin, 'lease://ro/a/lapsed'), 'lease_not_found');
+  await rejectsWith(f.engine.leases.inspect(f.admin, 'lease://ro/a/lapsed'), 'lease_not_found');
   assert.deepEqual(f.changes().filter((c) => c.change === 'expired').map((c) => c.route), ['lease://ro/a/lapsed'], 'ended once writes are taken');
 });
 
@@ -122,13 +122,13 @@ test('a read refused with its batch when the disk filled runs again, read-only, 
   const route = 'lease://ro/b/held';
   const session = await f.open('reader', 60_000);
   const { lease } = (await f.acquire(route, session, { ttlMs: 60_000 })).answer;
-  await f.engine.writeCheckpoint(f.admin, route, { sessionId: session, leaseId: lease.lease_id, fencingToken: lease.fencing_token, requestId: 'cp-1', digest: 'cp-1', value: '{"n":1}' });
-  await f.engine.listAudit(f.admin, { selector: selectorOrThrow('lease://**'), limit: 1 }); // the audit buffer is written: the next read is one step
+  await f.engine.leases.writeCheckpoint(f.admin, route, { sessionId: session, leaseId: lease.lease_id, fencingToken: lease.fencing_token, requestId: 'cp-1', digest: 'cp-1', value: '{"n":1}' });
+  await f.engine.audit.list(f.admin, { selector: selectorOrThrow('lease://**'), limit: 1 }); // the audit buffer is written: the next read is one step
   const reads: Array<[string, () => Promise<unknown>, (v: unknown) => unknown]> = [
-    ['inspect', () => f.engine.inspect(f.admin, route), (v) => (v as { lease: { route: string } }).lease.route],
-    ['list', () => f.engine.list(f.admin, selectorOrThrow('lease://ro/**'), { limit: 10 }), (v) => (v as { items: Array<{ route: string }> }).items.map((l) => l.route).join()],
-    ['checkpoint', () => f.engine.readCheckpoint(f.admin, route), (v) => (v as { checkpoint: { route: string } }).checkpoint.route],
-    ['audit', () => f.engine.listAudit(f.admin, { selector: selectorOrThrow(route), limit: 10 }), (v) => ((v as { items: unknown[] }).items.length > 0 ? route : 'no events')],
+    ['inspect', () => f.engine.leases.inspect(f.admin, route), (v) => (v as { lease: { route: string } }).lease.route],
+    ['list', () => f.engine.leases.list(f.admin, selectorOrThrow('lease://ro/**'), { limit: 10 }), (v) => (v as { items: Array<{ route: string }> }).items.map((l) => l.route).join()],
+    ['checkpoint', () => f.engine.leases.readCheckpoint(f.admin, route), (v) => (v as { checkpoint: { route: string } }).checkpoint.route],
+    ['audit', () => f.engine.audit.list(f.admin, { selector: selectorOrThrow(route), limit: 10 }), (v) => ((v as { items: unknown[] }).items.length > 0 ? route : 'no events')],
   ];
   for (const [what, read, seen] of reads) {
     state.fault = undefined;
@@ -140,6 +140,6 @@ test('a read refused with its batch when the disk filled runs again, read-only, 
   state.fault = undefined;
   state.refuseNextBatch = true;
   state.refusalKeepsWrites = true;
-  await rejectsWith(f.engine.inspect(f.admin, route), 'backend_unavailable');
+  await rejectsWith(f.engine.leases.inspect(f.admin, route), 'backend_unavailable');
   assert.equal(state.refuseNextBatch, false, 'played once');
 });

@@ -11,7 +11,7 @@ import { createLog } from '../log';
 import { StoreUnavailableError, type Store } from '../store/types';
 import { AccessLog } from './access-log';
 import { TIME_FACTOR, waitFor } from '../testing/wait';
-import type { LogFields, Logger } from '../engine/logger';
+import type { LogFields, Logger } from '../engine/core/logger';
 
 type Line = Record<string, any>;
 

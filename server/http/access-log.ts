@@ -9,9 +9,9 @@
  * a session id or a cookie (docs/operations.md, "Logs").
  */
 
-import { errorFields, type LogFields, type Logger } from '../engine/logger';
+import { errorFields, type LogFields, type Logger } from '../engine';
 
-export interface AccessLogOptions {
+interface AccessLogOptions {
   logger: Logger;
   /** Every request (at `info`); else only server errors and slow requests. */
   all?: boolean;
@@ -23,7 +23,7 @@ export interface AccessLogOptions {
 }
 
 /** What the API knows about one request once it is answered (or its client left). */
-export interface AccessEntry {
+interface AccessEntry {
   correlationId: string;
   method: string;
   /** The route table's operation, or '' for an unknown path. */

@@ -9,10 +9,9 @@
  */
 
 import { z } from 'zod';
-import type { ChangeKind } from '@/lib/change-kinds';
-import { AUDIT_EVENT_TYPES } from '../engine/audit';
-import { ERROR_CODES } from '../engine/errors';
-import type { Json } from '../engine/views';
+import { CHANGE_KINDS, STORE_KINDS } from '@/lib/wire';
+import { AUDIT_EVENT_TYPES, type Json } from '../engine';
+import { ERROR_CODES } from '../engine/core/errors';
 
 const time = z.iso.datetime().describe('RFC 3339 UTC time with milliseconds');
 const count = z.number().int().min(0);
@@ -161,7 +160,7 @@ export const PolicyView = z
   })
   .meta({ id: 'Policy', description: 'A family’s rule for the routes its selector matches (null: the global limit applies)' });
 
-export const PolicyLimits = z
+const PolicyLimits = z
   .object({
     ttl_min_ms: count,
     ttl_max_ms: count,
@@ -250,10 +249,10 @@ export const Answers = {
 export type Operation = keyof typeof Answers;
 
 export const HealthOk = z
-  .object({ status: z.literal('ok'), store: z.enum(['sqlite', 'postgres']), epoch: z.string(), version: z.string(), uptime_ms: count })
+  .object({ status: z.literal('ok'), store: z.enum(STORE_KINDS), epoch: z.string(), version: z.string(), uptime_ms: count })
   .meta({ id: 'Health', description: 'A plain body for load balancers, not the envelope' });
 export const HealthUnavailable = z
-  .object({ status: z.literal('unavailable'), store: z.enum(['sqlite', 'postgres']) })
+  .object({ status: z.literal('unavailable'), store: z.enum(STORE_KINDS) })
   .meta({ id: 'HealthUnavailable' });
 export const HealthLive = z.object({ status: z.literal('ok'), uptime_ms: count }).meta({ id: 'HealthLive', description: 'The process runs (a liveness probe)' });
 const readinessChecks = z.object({
@@ -274,20 +273,16 @@ export const DegradedReason = z
 export const HealthReady = z
   .object({
     status: z.enum(['ready', 'degraded']).describe('`degraded`: serving, with the `reasons` listed'),
-    store: z.enum(['sqlite', 'postgres']),
+    store: z.enum(STORE_KINDS),
     checks: readinessChecks,
     reasons: z.array(DegradedReason).optional().describe('Present when `degraded`'),
   })
   .meta({ id: 'HealthReady', description: 'Send this instance traffic' });
 export const HealthNotReady = z
-  .object({ status: z.enum(['unavailable', 'draining']), store: z.enum(['sqlite', 'postgres']), checks: readinessChecks })
+  .object({ status: z.enum(['unavailable', 'draining']), store: z.enum(STORE_KINDS), checks: readinessChecks })
   .meta({ id: 'HealthNotReady', description: '`draining`: a graceful shutdown began; `unavailable`: the store does not answer or its schema does not match' });
 
 // ---- the live inventory feed (text/event-stream) ------------------------------
-
-const CHANGE_KINDS = ['acquired', 'released', 'expired', 'session_closed', 'force_released', 'revoked', 'rolled_back'] as const satisfies readonly ChangeKind[];
-/** Compile-time: every ChangeKind is listed above. */
-export const changeKindsComplete: Exclude<ChangeKind, (typeof CHANGE_KINDS)[number]> extends never ? true : never = true;
 
 /** The data of each SSE event type, by event name. */
 export const FeedEvents = {

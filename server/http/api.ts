@@ -12,32 +12,28 @@
  */
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { LeaseEngine } from '../engine/engine';
-import { LeaseholdError, fail } from '../engine/errors';
+import { correlationId, authorize, silentLogger, type LeaseEngine } from '../engine';
+import type { Caller, RequestInfo, Principal } from '../engine/core/model';
+import { LeaseholdError, fail } from '../engine/core/errors';
 import { bufferedBody, parseJsonBody, readBody, MAX_BODY_BYTES } from './body';
 import { successJson } from './envelope';
-import { correlationId } from '../engine/ids';
 import type { z } from 'zod';
 import type { HealthOk, HealthUnavailable } from './answers';
 import { openApiDocument } from './openapi';
 import { openApi30Document } from './openapi-30';
 import { STREAMED, type ApiRequest } from './routes';
 import { SseSink } from './sse';
-import { authorize } from '../engine/tokens';
-import type { Caller, RequestInfo } from '../engine/audit';
-import type { Principal } from '../engine/tokens';
 import type { Triple } from '@/lib/selector';
 import type { Permission } from '@/lib/grants';
 import type { MetricsCollector, RequestOutcome } from '../metrics/collector';
 import { AccessLog, CLIENT_CLOSED } from './access-log';
 import { LIVE_PATH, probe, READY_PATH, type DrainState } from './health';
-import { silentLogger } from '../engine/logger';
 import { compile, decodeSegment, matchPath, parseQuery, pathRoute, validate, type Match } from './router';
 import { authenticate, bearer, fromAnotherOrigin, LOGIN_COOKIE, NO_PRINCIPAL, onHttps, readCookie, SAFE_METHODS, sameOrigin } from './credentials';
 import { Cors } from './cors';
 import { Responder } from './respond';
 
-export interface ApiOptions {
+interface ApiOptions {
   /** Origins allowed to call with a bearer token from a browser (CORS, never with credentials). */
   corsOrigins?: readonly string[];
   version?: string;
@@ -110,7 +106,7 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
   }
 
   async function dispatch(req: IncomingMessage, res: ServerResponse, cid: string, trace: Trace | undefined): Promise<void> {
-    const startedAt = engine.store.now();
+    const startedAt = engine.health.now();
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);
@@ -137,9 +133,9 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
         respond.send(req, res, 200, path === '/api/v1/openapi.json' ? openApiDocument(version) : openApi30Document(version), cid);
         return;
       }
-      const ok = await engine.healthy();
-      const store = engine.store.kind;
-      const body: Health = ok ? { status: 'ok', store, epoch: engine.store.epoch(), version, uptime_ms: engine.uptimeMs() } : { status: 'unavailable', store };
+      const ok = await engine.health.healthy();
+      const store = engine.health.storeKind;
+      const body: Health = ok ? { status: 'ok', store, epoch: engine.health.epoch(), version, uptime_ms: engine.health.uptimeMs() } : { status: 'unavailable', store };
       respond.send(req, res, ok ? 200 : 503, body, cid);
       return;
     }
@@ -198,8 +194,8 @@ export function createApiHandler(engine: LeaseEngine, opts: ApiOptions = {}) {
     const declared = Number(req.headers['content-length'] ?? 0);
     if (declared > MAX_BODY_BYTES) fail('payload_too_large', `the body is larger than ${MAX_BODY_BYTES} bytes`);
     const raw = bufferedBody(req) ?? (await readBody(req));
-    request.body = validate(def.body, parseJsonBody(raw, req.headers['content-type']), 'body') as Record<string, unknown>;
-    request.query = validate(def.query, rawQuery, 'query') as Record<string, unknown>;
+    request.body = validate(def.body, parseJsonBody(raw, req.headers['content-type']), 'body');
+    request.query = validate(def.query, rawQuery, 'query');
 
     if (def.stream && req.method === 'HEAD') {
       res.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache, no-transform', 'X-Correlation-Id': cid });

@@ -47,7 +47,7 @@ test('2,500 cross-site logouts by an anonymous caller write no row and prune not
   await s.app.engine.audit.flush();
   await s.app.engine.audit.prune();
   assert.deepEqual((await history()).map((e) => e.id), [forceReleaseId], 'the force-release is still there');
-  const counts = await s.app.engine.store.atomic((tx) => tx.auditCounts());
+  const counts = await s.app.engine.parts.store.atomic((tx) => tx.auditCounts());
   assert.equal(counts.get(''), undefined, 'no audit row without a family');
   assert.equal(s.app.engine.audit.counts.anonymous_refusal, 2_500);
   assert.ok(logged.filter((l) => /"anonymous_refusal":[1-9]/.test(l)).length <= 1, `logged at most once in 10 s: ${logged.length}`);
@@ -64,6 +64,6 @@ test('a tenant causing 1,500 access_denied events fills only its own quota; the 
   await s.app.engine.audit.flush();
   await s.app.engine.audit.prune();
   assert.deepEqual((await history()).map((e) => e.id), [forceReleaseId], 'the force-release is still there');
-  const counts = await s.app.engine.store.atomic((tx) => tx.auditCounts());
+  const counts = await s.app.engine.parts.store.atomic((tx) => tx.auditCounts());
   assert.equal(counts.get('tenant-b'), 1_000, 'the tenant is cut to its own quota');
 });

@@ -4,7 +4,7 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import type { AuditEvent } from '../engine/audit';
+import type { AuditEvent } from '../engine/audit/audit';
 import { leasePath, rid, startTestServer, tempDir, TEST_STORE, type TestServer } from '../testing/harness';
 
 type Ev = AuditEvent;

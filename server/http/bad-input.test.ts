@@ -197,7 +197,7 @@ const ROWS: Row[] = [
   // 129 code points, each two UTF-16 units: a length check in units would be wrong either way.
   { name: 'owner_id of 129 code points', req: () => ({ method: 'POST', path: '/api/v1/sessions', body: { owner_id: '😀'.repeat(129) } }), status: 400, code: 'invalid_request' },
   { name: 'owner_id with a control character', req: () => ({ method: 'POST', path: '/api/v1/sessions', body: { owner_id: 'worker\u0007' } }), status: 400, code: 'invalid_request' },
-  // Unicode spoofing (issue 16): names that read as another name are refused, naming the field.
+  // Unicode spoofing (lib/identifiers.ts, docs/semantics.md §13): names that read as another name are refused, naming the field.
   ...SPOOFS.map(([what, text]): Row => ({
     name: `owner_id with ${what}`,
     req: () => ({ method: 'POST', path: '/api/v1/sessions', raw: `{"owner_id":${jsonText(`worker${text}1`)}}`, headers: { 'Content-Type': 'application/json' } }),
@@ -345,7 +345,7 @@ const ROWS: Row[] = [
   { name: 'unknown path + no token → 404', req: () => ({ method: 'POST', path: '/api/v1/nothing-here', token: null, raw: '{', headers: { 'Content-Type': 'text/plain' } }), status: 404, code: 'not_found' },
   { name: 'wrong method + bad token → 405', req: (c) => ({ method: 'DELETE', path: leasePath(c.held.route, 'acquire'), token: 'lh_bogus' }), status: 405, code: 'method_not_allowed', allow: ['POST'] },
   { name: 'wrong method + no token + bad route → 405', req: () => ({ method: 'PUT', path: '/api/v1/leases/acme/*/doc-1', token: null }), status: 405, code: 'method_not_allowed', allow: ['GET', 'HEAD'] },
-  // Operator actions, embed tokens and audit reads (issue 3).
+  // Operator actions, embed tokens and audit reads (docs/semantics.md §9, §10 and §11).
   { name: 'force-release without a reason', req: (c) => force(c, 'force-release', { reason: undefined }), status: 400, code: 'invalid_request', message: /reason/ },
   { name: 'force-release with a 9-character reason', req: (c) => force(c, 'force-release', { reason: 'too short' }), status: 400, code: 'invalid_request', message: /reason/ },
   { name: 'revoke with a 501-character reason', req: (c) => force(c, 'revoke', { reason: 'r'.repeat(501) }), status: 400, code: 'invalid_request', message: /reason/ },
@@ -382,7 +382,7 @@ const ROWS: Row[] = [
   { name: 'audit with since not a time', req: () => ({ method: 'GET', path: '/api/v1/audit?since=1700000000' }), status: 400, code: 'invalid_request' },
   { name: 'audit with a repeated parameter', req: () => ({ method: 'GET', path: '/api/v1/audit?limit=5&limit=6' }), status: 400, code: 'invalid_request' },
   { name: 'audit by a read token', req: (c) => ({ method: 'GET', path: '/api/v1/audit?route=lease://acme/renderers/*', token: c.readToken }), status: 403, code: 'access_denied' },
-  // The live feed (issue 4): a refused stream is a JSON error, never a stream.
+  // The live feed (docs/semantics.md §8): a refused stream is a JSON error, never a stream.
   { name: 'stream with a malformed selector', req: () => ({ method: 'GET', path: '/api/v1/inventory/stream?selector=lease://acme/**/x/**' }), status: 400, code: 'invalid_selector' },
   {
     name: 'stream: a bad selector wins over a denied one',

@@ -5,14 +5,14 @@
 
 import { isAscii } from 'node:buffer';
 import type { IncomingMessage } from 'node:http';
-import { LeaseholdError, fail } from '../engine/errors';
+import { LeaseholdError, fail } from '../engine/core/errors';
 
 export const MAX_BODY_BYTES = 128 * 1024;
-export const MAX_JSON_DEPTH = 32;
+const MAX_JSON_DEPTH = 32;
 /** Past this the connection is cut rather than drained. */
 const DRAIN_LIMIT = 1024 * 1024;
 
-export interface RawBody {
+interface RawBody {
   bytes: Buffer;
   tooLarge: boolean;
 }
@@ -28,7 +28,8 @@ const EMPTY = Buffer.alloc(0);
 export function bufferedBody(req: IncomingMessage): RawBody | undefined {
   if (!req.complete || req.destroyed || req.readableFlowing !== null || req.readableLength > MAX_BODY_BYTES) return undefined;
   if (req.readableLength === 0) return { bytes: EMPTY, tooLarge: false };
-  const bytes = req.read() as Buffer | null;
+  // `read()` is typed `any`; a stream without an encoding gives a Buffer (or null).
+  const bytes: Buffer | null = req.read();
   return bytes === null ? undefined : { bytes, tooLarge: false };
 }
 
@@ -65,7 +66,7 @@ export function readBody(req: IncomingMessage): Promise<RawBody> {
 }
 
 /** Is the Content-Type JSON (optionally `charset=utf-8`)? */
-export function isJsonMediaType(contentType: string | undefined): boolean {
+function isJsonMediaType(contentType: string | undefined): boolean {
   if (!contentType) return false;
   if (contentType === 'application/json') return true;
   const [type, ...params] = contentType.split(';').map((s) => s.trim().toLowerCase());
@@ -117,6 +118,10 @@ export function parseJsonBody(raw: RawBody, contentType: string | undefined): Re
   } catch {
     fail('invalid_request', 'the body is not valid JSON');
   }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) fail('invalid_request', 'the body must be a JSON object');
-  return value as Record<string, unknown>;
+  if (!isJsonObject(value)) fail('invalid_request', 'the body must be a JSON object');
+  return value;
+}
+
+function isJsonObject(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
 }

@@ -29,11 +29,11 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 
 /** A queued request is dispatched only while the socket holds fewer unsent bytes than this. */
-export const MAX_UNSENT_BYTES = 64 * 1024;
+const MAX_UNSENT_BYTES = 64 * 1024;
 /** A connection with more requests than this waiting behind its answer in flight is cut. */
 export const MAX_QUEUED_REQUESTS = 32;
 /** How long a refused socket keeps reading (and discarding) after its answer before it is destroyed. */
-export const REFUSAL_LINGER_MS = 1_000;
+const REFUSAL_LINGER_MS = 1_000;
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 

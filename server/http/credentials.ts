@@ -5,9 +5,9 @@
  */
 
 import type { IncomingMessage } from 'node:http';
-import type { LeaseEngine } from '../engine/engine';
-import { fail } from '../engine/errors';
-import type { Principal } from '../engine/tokens';
+import type { LeaseEngine } from '../engine';
+import type { Principal } from '../engine/core/model';
+import { fail } from '../engine/core/errors';
 
 export const LOGIN_COOKIE = 'leasehold_login';
 

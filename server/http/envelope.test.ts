@@ -7,8 +7,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { successBody, successJson } from './envelope';
-import { recordAnswer, recordedText } from '../engine/idempotency';
-import type { Step } from '../engine/step';
+import { recordAnswer, recordedText } from '../engine/core/idempotency';
+import type { Step } from '../engine/core/step';
 import { millis } from '../store/millis';
 
 const PAYLOADS: object[] = [

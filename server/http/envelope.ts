@@ -1,9 +1,9 @@
 /** Envelopes, status mapping and correlation ids (docs/semantics.md "The wire"). */
 
 import type { z } from 'zod';
-import type { ErrorCode } from '../engine/errors';
+import type { ErrorCode } from '../engine/core/errors';
 import type { ErrorBody as ErrorBodySchema } from './answers';
-import { recordedText } from '../engine/idempotency';
+import { recordedText } from '../engine';
 
 /** Exhaustive: a new error code without a status fails to compile. */
 export const STATUS_OF: Record<ErrorCode, number> = {

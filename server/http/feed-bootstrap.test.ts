@@ -3,7 +3,7 @@
  * end, apply newer revisions) converges to the true held set, with the held
  * set changing at every step of it: while the registration is in flight,
  * between its acknowledgement and the first page, between pages, and right
- * after the last one. The SDK (a later issue) owns this sequence; here the
+ * after the last one. The SDK owns this sequence (InventoryObserver, docs/sdk.md); here the
  * test drives it by hand against the real server.
  */
 

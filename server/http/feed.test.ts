@@ -158,7 +158,7 @@ describe('live feed: stream and registrations', () => {
     await s.call('GET', '/api/v1/auth/whoami'); // the token is cached now: the release needs no step of its own to authenticate
     const open = gated.hold();
     const release = s.call('POST', leasePath(route, 'release'), proof(h));
-    await waitUntil(() => s.app.engine.waiters.held('default', route) === 0); // claimed inside the (held) release step
+    await waitUntil(() => s.app.engine.parts.waiters.held('default', route) === 0); // claimed inside the (held) release step
     ac.abort();
     await new Promise((r) => setTimeout(r, 100));
     open();

@@ -13,7 +13,7 @@
  */
 
 import type { z } from 'zod';
-import type { LeaseEngine } from '../engine/engine';
+import type { LeaseEngine } from '../engine';
 import type { DegradedReason, HealthLive, HealthNotReady, HealthReady } from './answers';
 
 export const LIVE_PATH = '/api/v1/health/live';
@@ -24,23 +24,23 @@ export interface DrainState {
   draining: boolean;
 }
 
-export type ProbeAnswer =
+type ProbeAnswer =
   | { status: 200; body: z.output<typeof HealthLive> | z.output<typeof HealthReady> }
   | { status: 503; body: z.output<typeof HealthNotReady> };
 
 /** Answer a liveness or readiness probe. Never throws. */
 export async function probe(path: typeof LIVE_PATH | typeof READY_PATH, engine: LeaseEngine, drain: DrainState): Promise<ProbeAnswer> {
-  const store = engine.store.kind;
-  if (path === LIVE_PATH) return { status: 200, body: { status: 'ok', uptime_ms: engine.uptimeMs() } };
+  const store = engine.health.storeKind;
+  if (path === LIVE_PATH) return { status: 200, body: { status: 'ok', uptime_ms: engine.health.uptimeMs() } };
   let reachable = true;
   let schema = false;
   try {
-    schema = await engine.store.atomic((tx) => tx.schemaCurrent());
+    schema = await engine.health.schemaCurrent();
   } catch {
     reachable = false;
   }
   // A failing disk (not merely a full one) takes no writes until it is mended: send no traffic.
-  if (engine.store.writeFault?.() === 'io_error') reachable = false;
+  if (engine.health.writeFault() === 'io_error') reachable = false;
   const draining = drain.draining;
   const checks = { store: reachable ? ('ok' as const) : ('unavailable' as const), schema: reachable ? (schema ? ('ok' as const) : ('mismatch' as const)) : ('unknown' as const), draining };
   if (draining) return { status: 503, body: { status: 'draining', store, checks } };
@@ -53,7 +53,7 @@ export async function probe(path: typeof LIVE_PATH | typeof READY_PATH, engine: 
 /** What degrades this serving instance (CONTRACT §19): each a reason of its own. */
 function degradations(engine: LeaseEngine): Array<z.output<typeof DegradedReason>> {
   // A full disk: reads served, writes refused (`backend_unavailable`) until there is room.
-  const out: Array<z.output<typeof DegradedReason>> = engine.store.writeFault?.() === 'no_space' ? [{ reason: 'no_space' }] : [];
-  for (const b of engine.backlog()) out.push({ reason: 'backlog', family: b.family, due: b.due, behind_ms: Math.round(b.behind_ms) });
+  const out: Array<z.output<typeof DegradedReason>> = engine.health.writeFault() === 'no_space' ? [{ reason: 'no_space' }] : [];
+  for (const b of engine.health.backlog()) out.push({ reason: 'backlog', family: b.family, due: b.due, behind_ms: Math.round(b.behind_ms) });
   return out;
 }

@@ -180,11 +180,11 @@ describe('a scripted workload', () => {
     const d = (await s.openSession('d', TTL)).sessionId;
     const ac = new AbortController();
     const gone = acquire('lease://wl/d/rb', d, { wait_ms: 10_000 }, { signal: ac.signal }).catch(() => 'aborted');
-    await waitUntil(() => s.app.engine.waiters.held('default', 'lease://wl/d/rb') === 1, 5_000, 'the waiter');
+    await waitUntil(() => s.app.engine.parts.waiters.held('default', 'lease://wl/d/rb') === 1, 5_000, 'the waiter');
     await s.call('GET', '/api/v1/auth/whoami'); // the token is cached: the release needs no step of its own to authenticate
     const open = gated.hold();
     const release = s.call('POST', leasePath('lease://wl/d/rb', 'release'), proof(rb, a));
-    await waitUntil(() => s.app.engine.waiters.held('default', 'lease://wl/d/rb') === 0, 5_000, 'the claim');
+    await waitUntil(() => s.app.engine.parts.waiters.held('default', 'lease://wl/d/rb') === 0, 5_000, 'the claim');
     ac.abort();
     await sleep(100);
     open();
@@ -404,7 +404,7 @@ describe('who may read the metrics', () => {
         assert.deepEqual([r.status, r.body.code], [404, 'not_found'], path);
       }
       assert.equal(off.app.metrics, undefined);
-      const listeners = (x: TestServer) => (x.app.engine.events as unknown as { listeners: Set<unknown> }).listeners.size;
+      const listeners = (x: TestServer) => (x.app.engine.parts.events as unknown as { listeners: Set<unknown> }).listeners.size;
       assert.equal(listeners(on), listeners(off) + 1, 'metrics add exactly one subscriber, and only when on');
     } finally {
       await off.close();

@@ -8,7 +8,7 @@
  */
 
 import { z } from 'zod';
-import { ERROR_CODES, type ErrorCode } from '../engine/errors';
+import { ERROR_CODES, type ErrorCode } from '../engine/core/errors';
 import { Answers, ErrorBody, FeedEvents, HealthLive, HealthNotReady, HealthOk, HealthReady, HealthUnavailable, JsonValue, type Operation } from './answers';
 import { STATUS_OF } from './envelope';
 import { BATCH_CONFLICT_EXAMPLE, CONFLICT_EXAMPLE, EXAMPLES, STREAM_EXAMPLE } from './openapi-examples';

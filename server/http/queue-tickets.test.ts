@@ -111,7 +111,7 @@ test('a ticket continues a wait across instances while the route is held, and th
   const laterP = acquire(A(), route, later.sessionId, { wait_ms: 20_000 });
   await waitFor('the later waiter queued', () => waitersOn(route), (n) => n === 2);
   const firstP = acquire(B(), route, first.sessionId, { wait_ms: 20_000, queue_ticket: ticket });
-  await waitFor('the continuation waiting', () => s.apps.reduce((n, a) => n + a.engine.waiters.held('default', route), 0) === 2);
+  await waitFor('the continuation waiting', () => s.apps.reduce((n, a) => n + a.engine.parts.waiters.held('default', route), 0) === 2);
   assert.equal(await waitersOn(route), 2, 'still two places: the continuation took its own back');
   const rel = await call(A(), 'POST', leasePath(route, 'release'), { session_id: holder.sessionId, request_id: rid(), ...lease }, { token: s.token });
   assert.equal(rel.status, 200, rel.text);

@@ -11,7 +11,7 @@
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { correlationId } from '../engine/ids';
+import { correlationId } from '../engine';
 import { errorBody } from './envelope';
 import { answerAndClose } from './connection-guard';
 

@@ -6,8 +6,8 @@
  */
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { LeaseEngine } from '../engine/engine';
-import { LeaseholdError } from '../engine/errors';
+import type { LeaseEngine } from '../engine';
+import { LeaseholdError } from '../engine/core/errors';
 import type { Cors } from './cors';
 import { errorBody, STATUS_OF } from './envelope';
 

@@ -6,13 +6,10 @@
 
 import type { z } from 'zod';
 import type { ParsedSelector, Triple } from '@/lib/selector';
-import { LIMITS } from '@/lib/limits';
-import type { AuditEventType, Caller } from '../engine/audit';
-import type { LeaseEngine, Outcome } from '../engine/engine';
-import { fail, type ErrorCode } from '../engine/errors';
-import { requestDigest } from '../engine/ids';
-import { ALL, authorize, authorizeAnyWrite } from '../engine/tokens';
-import { checkFields, type PolicyFields } from '../engine/policies';
+import { CHECKPOINT_VALUE_BYTES, LIMITS } from '@/lib/limits';
+import { requestDigest, ALL, authorize, authorizeAnyWrite, checkFields, type LeaseEngine, type PolicyFields } from '../engine';
+import type { Caller, Outcome } from '../engine/core/model';
+import { fail, type ErrorCode } from '../engine/core/errors';
 import type { Permission } from '@/lib/grants';
 import { routeSegments, parseSelector } from '@/lib/selector';
 import type { Answers, Operation } from './answers';
@@ -21,11 +18,21 @@ import type { SseSink } from './sse';
 import type { MetricsCollector } from '../metrics/collector';
 import { LOGIN_COOKIE } from './credentials';
 
-export interface ApiRequest {
+/** A request's query parameters or body: always an object (a body's schema is a strict object). */
+type Fields = Record<string, unknown>;
+
+/** A request schema: what it returns is `Fields`. */
+type Schema = z.ZodType<Fields>;
+
+/**
+ * A request as its handler sees it: `body` and `query` are what the route's
+ * schemas returned (`z.output`), so no handler casts them.
+ */
+export interface ApiRequest<B = Fields, Q = Fields> {
   method: string;
   params: Record<string, string>;
-  query: Record<string, unknown>;
-  body: Record<string, unknown>;
+  query: Q;
+  body: B;
   /** The authenticated principal, with this request's correlation id and start time. */
   principal: Caller;
   /** The route from the path, validated (lease paths only). */
@@ -50,17 +57,10 @@ export interface ApiRequest {
   metrics: MetricsCollector | undefined;
 }
 
-export interface ApiResult {
-  status: number;
-  code: string;
-  payload: object;
-  replayed?: boolean;
-}
-
 /** What an operation's handler answers: typed by its schema in `answers.ts`, so the two cannot drift. */
 export type Answer<A extends Operation> = z.output<(typeof Answers)[A]>;
 
-export interface RouteDef<A extends Operation = Operation> {
+export interface RouteDef<A extends Operation = Operation, B extends Schema = Schema, Q extends Schema = Schema> {
   method: 'GET' | 'POST' | 'PUT' | 'DELETE';
   /** Path pattern; `{name}` matches one segment. */
   path: string;
@@ -68,12 +68,12 @@ export interface RouteDef<A extends Operation = Operation> {
   summary: string;
   /** False for the calls that need no token. */
   auth: boolean;
-  body: z.ZodType;
-  query: z.ZodType;
+  body: B;
+  query: Q;
   success: { status: number; code: string };
   /** The error codes particular to this call (the ones every call may answer are added by the OpenAPI document). */
   errors?: readonly ErrorCode[];
-  /** Authorization that depends on the path or query only. */
+  /** Authorization that depends on the path or query only: it runs before the query is validated, so it sees the raw parameters. */
   permit?: (req: Pick<ApiRequest, 'principal' | 'route' | 'query'>) => void;
   /** Open to embed tokens (inventory reads); every other call refuses them. */
   embed?: true;
@@ -83,7 +83,13 @@ export interface RouteDef<A extends Operation = Operation> {
   stream?: true;
   /** Served only when metrics are on; an unknown path otherwise. */
   metrics?: true;
-  handle: (req: ApiRequest, engine: LeaseEngine) => Promise<Answer<A> | Outcome<Answer<A>> | (A extends 'feed_open' ? typeof STREAMED : never)>;
+  /** A method, so a route typed by its own schemas is still one of AnyRoute (whose handlers take any validated request). */
+  handle(req: ApiRequest<z.output<B>, z.output<Q>>, engine: LeaseEngine): Promise<Answer<A> | Outcome<Answer<A>> | (A extends 'feed_open' ? typeof STREAMED : never)>;
+}
+
+/** One route of the table, its handler typed by its own schemas (`req.body` is `z.output<typeof body>`, `req.query` likewise). */
+function route<A extends Operation, B extends Schema, Q extends Schema>(def: RouteDef<A, B, Q>): RouteDef<A, B, Q> {
+  return def;
 }
 
 /** One route per operation, each checked against its own answer schema. */
@@ -95,9 +101,9 @@ const STREAM = '/api/v1/inventory/streams/{stream_id}';
 /** What a streaming handler returns: it has taken the response over. */
 export const STREAMED = Object.freeze({ streamed: true });
 
-/** Every `selector` of a stream query, parsed (the first bad one is `invalid_selector`). */
-function streamSelectors(query: Record<string, unknown>): ParsedSelector[] {
-  const texts = (query.selector ?? []) as unknown[];
+/** Every `selector` of a stream query, parsed (the first bad one is `invalid_selector`); raw (for the permission) or validated. */
+function streamSelectors(query: Fields): ParsedSelector[] {
+  const texts: unknown[] = Array.isArray(query.selector) ? query.selector : [];
   return texts.map((t) => {
     if (typeof t !== 'string') fail('invalid_selector', 'selector must be a string');
     const r = parseSelector(t);
@@ -112,8 +118,8 @@ function streamSelectors(query: Record<string, unknown>): ParsedSelector[] {
  * a revision is null (the stream is sent `resync`, reason `epoch`, as a
  * browser's reconnection must never be refused).
  */
-function resumeFrom(req: Pick<ApiRequest, 'query' | 'lastEventId'>): number | null | undefined {
-  if (req.query.since !== undefined) return req.query.since as number;
+function resumeFrom(req: Pick<ApiRequest<unknown, z.output<typeof S.StreamQuery>>, 'query' | 'lastEventId'>): number | null | undefined {
+  if (req.query.since !== undefined) return req.query.since;
   const h = req.lastEventId;
   if (h === undefined) return undefined;
   const n = Number(h);
@@ -137,22 +143,23 @@ export function querySelector(query: Record<string, unknown>, name = 'selector',
 }
 
 /** LIST's filters from its query (the summary takes the same), as the engine's `ListQuery` names them. */
-function leaseFiltersOf(query: Record<string, unknown>) {
+function leaseFiltersOf(query: z.output<typeof S.LeaseSummaryQuery>) {
   return {
-    ownerId: query.owner_id as string | undefined,
-    incarnation: query.holder_incarnation as string | undefined,
-    expiresWithinMs: query.expires_within_ms as number | undefined,
-    withWaiters: query.with_waiters as boolean | undefined,
-    releaseRequested: query.release_requested as boolean | undefined,
+    ownerId: query.owner_id,
+    incarnation: query.holder_incarnation,
+    expiresWithinMs: query.expires_within_ms,
+    withWaiters: query.with_waiters,
+    releaseRequested: query.release_requested,
   };
 }
 
-function forceEndOf(body: Record<string, unknown>) {
+/** An operator's end of a lease (force-release, revoke) or a release request: the body all three share. */
+function forceEndOf(body: z.output<typeof S.ReleaseRequestBody> & { lock_delay_ms?: number | undefined }) {
   return {
-    requestId: body.request_id as string,
-    reason: body.reason as string,
-    expectedFencingToken: body.expected_fencing_token as number,
-    lockDelayMs: body.lock_delay_ms as number | undefined,
+    requestId: body.request_id,
+    reason: body.reason,
+    expectedFencingToken: body.expected_fencing_token,
+    lockDelayMs: body.lock_delay_ms,
     digest: requestDigest(body),
   };
 }
@@ -162,12 +169,13 @@ function queryTime(v: unknown): number | undefined {
   return typeof v === 'string' ? Date.parse(v) : undefined;
 }
 
-function proofOf(body: Record<string, unknown>) {
+/** What a holder presents (renew, release, checkpoint): the exact lease. */
+function proofOf(body: z.output<typeof S.ReleaseBody>) {
   return {
-    sessionId: body.session_id as string,
-    requestId: body.request_id as string,
-    leaseId: body.lease_id as string,
-    fencingToken: body.fencing_token as number,
+    sessionId: body.session_id,
+    requestId: body.request_id,
+    leaseId: body.lease_id,
+    fencingToken: body.fencing_token,
     digest: requestDigest(body),
   };
 }
@@ -178,15 +186,14 @@ function cookie(req: ApiRequest, value: string, maxAgeS: number): string {
 }
 
 /** A policy's fields from a body (absent or null: the global limit applies). */
-function policyFields(body: Record<string, unknown>): PolicyFields {
-  const f = (name: string) => (body[name] as number | null | undefined) ?? null;
+function policyFields(body: z.output<typeof S.PolicyBody>): PolicyFields {
   return {
-    ttlMinMs: f('ttl_min_ms'),
-    ttlMaxMs: f('ttl_max_ms'),
-    ttlDefaultMs: f('ttl_default_ms'),
-    maxLifetimeMs: f('max_lifetime_ms'),
-    lockDelayMs: f('lock_delay_ms'),
-    maxWaiters: f('max_waiters'),
+    ttlMinMs: body.ttl_min_ms ?? null,
+    ttlMaxMs: body.ttl_max_ms ?? null,
+    ttlDefaultMs: body.ttl_default_ms ?? null,
+    maxLifetimeMs: body.max_lifetime_ms ?? null,
+    lockDelayMs: body.lock_delay_ms ?? null,
+    maxWaiters: body.max_waiters ?? null,
   };
 }
 
@@ -196,7 +203,7 @@ function policyAdmin(req: Pick<ApiRequest, 'principal'>, selector: unknown): voi
 }
 
 const POLICY_ROUTES: AnyRoute[] = [
-  {
+  route({
     method: 'PUT',
     path: '/api/v1/policies',
     operation: 'policy_set',
@@ -211,10 +218,10 @@ const POLICY_ROUTES: AnyRoute[] = [
       const fields = policyFields(req.body);
       checkFields(fields, e.limits);
       req.authorize(querySelector({ selector: req.body.selector }).triple, 'admin');
-      return e.setPolicy(req.principal, req.body.selector as string, fields, req.body.reason as string);
+      return e.policies.set(req.principal, req.body.selector, fields, req.body.reason);
     },
-  },
-  {
+  }),
+  route({
     method: 'DELETE',
     path: '/api/v1/policies',
     operation: 'policy_delete',
@@ -225,9 +232,9 @@ const POLICY_ROUTES: AnyRoute[] = [
     success: { status: 200, code: 'policy_deleted' },
     errors: ['invalid_selector', 'not_found'],
     permit: (req) => policyAdmin(req, req.query.selector),
-    handle: (req, e) => e.deletePolicy(req.principal, req.query.selector as string, req.query.reason as string),
-  },
-  {
+    handle: (req, e) => e.policies.delete(req.principal, req.query.selector, req.query.reason),
+  }),
+  route({
     method: 'GET',
     path: '/api/v1/policies',
     operation: 'policy_list',
@@ -238,9 +245,9 @@ const POLICY_ROUTES: AnyRoute[] = [
     success: { status: 200, code: 'policy_listed' },
     errors: ['invalid_selector'],
     permit: (req) => authorize(req.principal, querySelector(req.query, 'selector', 'lease://**').triple, 'read'),
-    handle: (req, e) => e.listPolicies(req.principal, querySelector(req.query, 'selector', 'lease://**')),
-  },
-  {
+    handle: (req, e) => e.policies.list(req.principal, querySelector(req.query, 'selector', 'lease://**')),
+  }),
+  route({
     method: 'GET',
     path: '/api/v1/policies/effective/{realm}/{area}/{resource}',
     operation: 'policy_effective',
@@ -250,13 +257,13 @@ const POLICY_ROUTES: AnyRoute[] = [
     query: S.NoQuery,
     success: { status: 200, code: 'policy_effective' },
     permit: needOnRoute('read'),
-    handle: (req, e) => e.effectivePolicy(req.principal, req.route),
-  },
+    handle: (req, e) => e.policies.effective(req.principal, req.route),
+  }),
 ];
 
 export const ROUTES: AnyRoute[] = [
   ...POLICY_ROUTES,
-  {
+  route({
     method: 'POST',
     path: '/api/v1/sessions',
     operation: 'session_open',
@@ -266,9 +273,9 @@ export const ROUTES: AnyRoute[] = [
     query: S.NoQuery,
     success: { status: 201, code: 'session_opened' },
     permit: (req) => authorizeAnyWrite(req.principal),
-    handle: (req, e) => e.openSession(req.principal, req.body.owner_id as string, (req.body.ttl_ms as number | undefined) ?? LIMITS.sessionTtlMs.default),
-  },
-  {
+    handle: (req, e) => e.sessions.open(req.principal, req.body.owner_id, req.body.ttl_ms ?? LIMITS.sessionTtlMs.default),
+  }),
+  route({
     method: 'POST',
     path: '/api/v1/sessions/keepalive',
     operation: 'session_keepalive',
@@ -279,9 +286,9 @@ export const ROUTES: AnyRoute[] = [
     success: { status: 200, code: 'session_kept_alive' },
     errors: ['session_not_found'],
     permit: (req) => authorizeAnyWrite(req.principal),
-    handle: (req, e) => e.keepAlive(req.principal, req.body.session_id as string),
-  },
-  {
+    handle: (req, e) => e.sessions.keepAlive(req.principal, req.body.session_id),
+  }),
+  route({
     method: 'POST',
     path: '/api/v1/sessions/close',
     operation: 'session_close',
@@ -292,9 +299,9 @@ export const ROUTES: AnyRoute[] = [
     success: { status: 200, code: 'session_closed' },
     errors: ['session_not_found'],
     permit: (req) => authorizeAnyWrite(req.principal),
-    handle: (req, e) => e.closeSession(req.principal, req.body.session_id as string),
-  },
-  {
+    handle: (req, e) => e.sessions.close(req.principal, req.body.session_id),
+  }),
+  route({
     method: 'POST',
     path: '/api/v1/sessions/renew',
     operation: 'session_renew',
@@ -306,18 +313,18 @@ export const ROUTES: AnyRoute[] = [
     errors: ['session_not_found', 'idempotency_conflict', 'outcome_unknown'],
     permit: (req) => authorizeAnyWrite(req.principal),
     handle: (req, e) => {
-      const items = req.body.leases as Array<{ route: string; lease_id: string; fencing_token: number; ttl_ms?: number }>;
+      const items = req.body.leases;
       // Each route needs `write`, as its single renew does; the body is judged whole first (docs/api.md, order of checks).
       for (const i of items) req.authorize(routeTriple(i.route), 'write', i.route);
-      return e.renewAll(req.principal, {
-        sessionId: req.body.session_id as string,
-        requestId: req.body.request_id as string,
+      return e.sessions.renewAll(req.principal, {
+        sessionId: req.body.session_id,
+        requestId: req.body.request_id,
         digest: requestDigest(req.body),
         items: items.map((i) => ({ route: i.route, leaseId: i.lease_id, fencingToken: i.fencing_token, ttlMs: i.ttl_ms })),
       });
     },
-  },
-  {
+  }),
+  route({
     method: 'POST',
     path: '/api/v1/sessions/acquire',
     operation: 'session_acquire',
@@ -329,18 +336,18 @@ export const ROUTES: AnyRoute[] = [
     errors: ['session_not_found', 'lease_conflict', 'idempotency_conflict', 'outcome_unknown'],
     permit: (req) => authorizeAnyWrite(req.principal),
     handle: (req, e) => {
-      const items = req.body.leases as Array<{ route: string; ttl_ms?: number; max_lifetime_ms?: number; metadata?: Record<string, string | number | boolean> }>;
+      const items = req.body.leases;
       for (const i of items) req.authorize(routeTriple(i.route), 'write', i.route);
-      return e.acquireAll(req.principal, {
-        sessionId: req.body.session_id as string,
-        requestId: req.body.request_id as string,
+      return e.sessions.acquireAll(req.principal, {
+        sessionId: req.body.session_id,
+        requestId: req.body.request_id,
         digest: requestDigest(req.body),
         // Absent: the route's policy default (docs/policies.md).
         items: items.map((i) => ({ route: i.route, ttlMs: i.ttl_ms, maxLifetimeMs: i.max_lifetime_ms, metadata: i.metadata ?? null })),
       });
     },
-  },
-  {
+  }),
+  route({
     method: 'GET',
     path: '/api/v1/sessions',
     operation: 'session_list',
@@ -352,13 +359,13 @@ export const ROUTES: AnyRoute[] = [
     errors: ['cursor_invalid'],
     permit: (req) => authorize(req.principal, ALL, 'read'),
     handle: (req, e) =>
-      e.listSessions(req.principal, {
-        ownerId: req.query.owner_id as string | undefined,
-        limit: (req.query.limit as number | undefined) ?? 100,
-        cursor: req.query.cursor as string | undefined,
+      e.sessions.list(req.principal, {
+        ownerId: req.query.owner_id,
+        limit: req.query.limit ?? LIMITS.pageItems.default,
+        cursor: req.query.cursor,
       }),
-  },
-  {
+  }),
+  route({
     method: 'GET',
     path: '/api/v1/leases',
     operation: 'lease_list',
@@ -371,13 +378,13 @@ export const ROUTES: AnyRoute[] = [
     embed: true,
     permit: (req) => authorize(req.principal, querySelector(req.query).triple, 'read'),
     handle: (req, e) =>
-      e.list(req.principal, querySelector(req.query), {
-        limit: (req.query.limit as number | undefined) ?? 100,
-        cursor: req.query.cursor as string | undefined,
+      e.leases.list(req.principal, querySelector(req.query), {
+        limit: req.query.limit ?? LIMITS.pageItems.default,
+        cursor: req.query.cursor,
         ...leaseFiltersOf(req.query),
       }),
-  },
-  {
+  }),
+  route({
     method: 'GET',
     path: '/api/v1/leases/summary',
     operation: 'lease_summary',
@@ -388,9 +395,9 @@ export const ROUTES: AnyRoute[] = [
     success: { status: 200, code: 'lease_summary' },
     errors: ['invalid_selector'],
     permit: (req) => authorize(req.principal, querySelector(req.query).triple, 'read'),
-    handle: (req, e) => e.leaseSummary(req.principal, querySelector(req.query), leaseFiltersOf(req.query)),
-  },
-  {
+    handle: (req, e) => e.leases.summary(req.principal, querySelector(req.query), leaseFiltersOf(req.query)),
+  }),
+  route({
     method: 'GET',
     path: '/api/v1/lock-delays',
     operation: 'lock_delay_list',
@@ -402,12 +409,12 @@ export const ROUTES: AnyRoute[] = [
     errors: ['invalid_selector', 'cursor_invalid'],
     permit: (req) => authorize(req.principal, querySelector(req.query).triple, 'read'),
     handle: (req, e) =>
-      e.listLockDelays(req.principal, querySelector(req.query), {
-        limit: (req.query.limit as number | undefined) ?? 100,
-        cursor: req.query.cursor as string | undefined,
+      e.leases.lockDelays(req.principal, querySelector(req.query), {
+        limit: req.query.limit ?? LIMITS.pageItems.default,
+        cursor: req.query.cursor,
       }),
-  },
-  {
+  }),
+  route({
     method: 'GET',
     path: LEASE,
     operation: 'lease_inspect',
@@ -419,9 +426,9 @@ export const ROUTES: AnyRoute[] = [
     errors: ['lease_not_found'],
     embed: true,
     permit: needOnRoute('read'),
-    handle: (req, e) => e.inspect(req.principal, req.route),
-  },
-  {
+    handle: (req, e) => e.leases.inspect(req.principal, req.route),
+  }),
+  route({
     method: 'POST',
     path: `${LEASE}/acquire`,
     operation: 'lease_acquire',
@@ -433,20 +440,20 @@ export const ROUTES: AnyRoute[] = [
     errors: ['session_not_found', 'lease_conflict', 'idempotency_conflict', 'outcome_unknown'],
     permit: needOnRoute('write'),
     handle: (req, e) =>
-      e.acquire(req.principal, req.route, {
-        sessionId: req.body.session_id as string,
-        requestId: req.body.request_id as string,
+      e.leases.acquire(req.principal, req.route, {
+        sessionId: req.body.session_id,
+        requestId: req.body.request_id,
         // Absent: the route's policy default (docs/policies.md).
-        ttlMs: req.body.ttl_ms as number | undefined,
-        maxLifetimeMs: req.body.max_lifetime_ms as number | undefined,
-        waitMs: (req.body.wait_ms as number | undefined) ?? 0,
-        metadata: (req.body.metadata as Record<string, string | number | boolean> | undefined) ?? null,
+        ttlMs: req.body.ttl_ms,
+        maxLifetimeMs: req.body.max_lifetime_ms,
+        waitMs: req.body.wait_ms ?? LIMITS.waitMs.default,
+        metadata: req.body.metadata ?? null,
         digest: requestDigest(req.body),
         signal: req.body.wait_ms ? req.signal : undefined,
-        queueTicket: req.body.queue_ticket as string | undefined,
+        queueTicket: req.body.queue_ticket,
       }),
-  },
-  {
+  }),
+  route({
     method: 'POST',
     path: `${LEASE}/renew`,
     operation: 'lease_renew',
@@ -457,9 +464,9 @@ export const ROUTES: AnyRoute[] = [
     success: { status: 200, code: 'lease_renewed' },
     errors: ['lease_lost', 'idempotency_conflict', 'outcome_unknown'],
     permit: needOnRoute('write'),
-    handle: (req, e) => e.renew(req.principal, req.route, { ...proofOf(req.body), ttlMs: req.body.ttl_ms as number | undefined }),
-  },
-  {
+    handle: (req, e) => e.leases.renew(req.principal, req.route, { ...proofOf(req.body), ttlMs: req.body.ttl_ms }),
+  }),
+  route({
     method: 'POST',
     path: `${LEASE}/release`,
     operation: 'lease_release',
@@ -470,9 +477,9 @@ export const ROUTES: AnyRoute[] = [
     success: { status: 200, code: 'lease_released' },
     errors: ['lease_lost', 'idempotency_conflict', 'outcome_unknown'],
     permit: needOnRoute('write'),
-    handle: (req, e) => e.release(req.principal, req.route, proofOf(req.body)),
-  },
-  {
+    handle: (req, e) => e.leases.release(req.principal, req.route, proofOf(req.body)),
+  }),
+  route({
     method: 'PUT',
     path: `${LEASE}/checkpoint`,
     operation: 'checkpoint_write',
@@ -485,11 +492,11 @@ export const ROUTES: AnyRoute[] = [
     permit: needOnRoute('write'),
     handle: (req, e) => {
       const value = JSON.stringify(req.body.value);
-      if (Buffer.byteLength(value) > 64 * 1024) fail('invalid_request', 'checkpoint value is larger than 64 KiB');
-      return e.writeCheckpoint(req.principal, req.route, { ...proofOf(req.body), value });
+      if (Buffer.byteLength(value) > CHECKPOINT_VALUE_BYTES) fail('invalid_request', `checkpoint value is larger than ${CHECKPOINT_VALUE_BYTES / 1024} KiB`);
+      return e.leases.writeCheckpoint(req.principal, req.route, { ...proofOf(req.body), value });
     },
-  },
-  {
+  }),
+  route({
     method: 'GET',
     path: `${LEASE}/checkpoint`,
     operation: 'checkpoint_read',
@@ -500,9 +507,9 @@ export const ROUTES: AnyRoute[] = [
     success: { status: 200, code: 'checkpoint_read' },
     errors: ['checkpoint_not_found'],
     permit: needOnRoute('read'),
-    handle: (req, e) => e.readCheckpoint(req.principal, req.route),
-  },
-  {
+    handle: (req, e) => e.leases.readCheckpoint(req.principal, req.route),
+  }),
+  route({
     method: 'POST',
     path: '/api/v1/auth/login',
     operation: 'login',
@@ -513,12 +520,12 @@ export const ROUTES: AnyRoute[] = [
     success: { status: 200, code: 'logged_in' },
     errors: ['invalid_credential', 'access_denied'],
     handle: async (req, e) => {
-      const { cookieSecret, expiresAt, principal } = await e.tokens.login(req.body.token as string);
-      req.setHeader('Set-Cookie', cookie(req, cookieSecret, Math.max(1, Math.floor((expiresAt - e.store.now()) / 1000))));
+      const { cookieSecret, expiresAt, principal } = await e.tokens.login(req.body.token);
+      req.setHeader('Set-Cookie', cookie(req, cookieSecret, Math.max(1, Math.floor((expiresAt - e.health.now()) / 1000))));
       return { token_id: principal.tokenId, name: principal.name, family: principal.family, expires_at: new Date(expiresAt).toISOString() };
     },
-  },
-  {
+  }),
+  route({
     method: 'POST',
     path: '/api/v1/auth/logout',
     operation: 'logout',
@@ -528,12 +535,12 @@ export const ROUTES: AnyRoute[] = [
     query: S.NoQuery,
     success: { status: 200, code: 'logged_out' },
     handle: async (req, e) => {
-      if (req.loginCookie) await e.logout(req.loginCookie);
+      if (req.loginCookie) await e.tokens.logout(req.loginCookie);
       req.setHeader('Set-Cookie', cookie(req, '', 0));
       return {};
     },
-  },
-  {
+  }),
+  route({
     method: 'GET',
     path: '/api/v1/auth/whoami',
     operation: 'whoami',
@@ -550,8 +557,8 @@ export const ROUTES: AnyRoute[] = [
       grants: req.principal.grants.map((g) => g.text),
       root: req.principal.root,
     }),
-  },
-  {
+  }),
+  route({
     method: 'POST',
     path: '/api/v1/tokens',
     operation: 'token_create',
@@ -561,15 +568,15 @@ export const ROUTES: AnyRoute[] = [
     query: S.NoQuery,
     success: { status: 201, code: 'token_created' },
     handle: (req, e) =>
-      e.createToken(req.principal, {
-        name: req.body.name as string,
-        grants: req.body.grants as string[],
-        expiresAt: req.body.expires_at === undefined ? undefined : Date.parse(req.body.expires_at as string),
-        family: req.body.family as string | undefined,
-        root: req.body.root as boolean | undefined,
+      e.tokens.create(req.principal, {
+        name: req.body.name,
+        grants: req.body.grants,
+        expiresAt: req.body.expires_at === undefined ? undefined : Date.parse(req.body.expires_at),
+        family: req.body.family,
+        root: req.body.root,
       }),
-  },
-  {
+  }),
+  route({
     method: 'GET',
     path: '/api/v1/tokens',
     operation: 'token_list',
@@ -579,9 +586,9 @@ export const ROUTES: AnyRoute[] = [
     query: S.ListTokensQuery,
     success: { status: 200, code: 'token_listed' },
     permit: (req) => authorize(req.principal, ALL, 'admin'),
-    handle: (req, e) => e.listTokens(req.principal, req.query.family as string | undefined),
-  },
-  {
+    handle: (req, e) => e.tokens.list(req.principal, req.query.family),
+  }),
+  route({
     method: 'DELETE',
     path: '/api/v1/tokens/{token_id}',
     operation: 'token_revoke',
@@ -592,9 +599,9 @@ export const ROUTES: AnyRoute[] = [
     success: { status: 200, code: 'token_revoked' },
     errors: ['not_found'],
     permit: (req) => authorize(req.principal, ALL, 'admin'),
-    handle: (req, e) => e.revokeToken(req.principal, req.params.token_id!),
-  },
-  {
+    handle: (req, e) => e.tokens.revoke(req.principal, req.params.token_id!),
+  }),
+  route({
     method: 'POST',
     path: `${LEASE}/force-release`,
     operation: 'lease_force_release',
@@ -605,9 +612,9 @@ export const ROUTES: AnyRoute[] = [
     success: { status: 200, code: 'lease_force_released' },
     errors: ['lease_not_found', 'lease_mismatch', 'idempotency_conflict', 'outcome_unknown'],
     permit: needOnRoute('admin'),
-    handle: (req, e) => e.forceRelease(req.principal, req.route, forceEndOf(req.body)),
-  },
-  {
+    handle: (req, e) => e.operators.forceRelease(req.principal, req.route, forceEndOf(req.body)),
+  }),
+  route({
     method: 'POST',
     path: `${LEASE}/release-request`,
     operation: 'lease_release_request',
@@ -618,9 +625,9 @@ export const ROUTES: AnyRoute[] = [
     success: { status: 200, code: 'release_requested' },
     errors: ['lease_not_found', 'lease_mismatch', 'idempotency_conflict', 'outcome_unknown'],
     permit: needOnRoute('write'),
-    handle: (req, e) => e.requestRelease(req.principal, req.route, forceEndOf(req.body)),
-  },
-  {
+    handle: (req, e) => e.leases.requestRelease(req.principal, req.route, forceEndOf(req.body)),
+  }),
+  route({
     method: 'POST',
     path: `${LEASE}/revoke`,
     operation: 'lease_revoke',
@@ -631,9 +638,9 @@ export const ROUTES: AnyRoute[] = [
     success: { status: 200, code: 'lease_revoked' },
     errors: ['lease_not_found', 'lease_mismatch', 'idempotency_conflict', 'outcome_unknown'],
     permit: needOnRoute('admin'),
-    handle: (req, e) => e.revoke(req.principal, req.route, { ...forceEndOf(req.body), closeSession: req.body.close_session === true }),
-  },
-  {
+    handle: (req, e) => e.operators.revoke(req.principal, req.route, { ...forceEndOf(req.body), closeSession: req.body.close_session === true }),
+  }),
+  route({
     method: 'POST',
     path: '/api/v1/embed-tokens',
     operation: 'embed_token_create',
@@ -643,9 +650,9 @@ export const ROUTES: AnyRoute[] = [
     query: S.NoQuery,
     success: { status: 201, code: 'embed_token_created' },
     errors: ['invalid_selector'],
-    handle: (req, e) => e.createEmbedToken(req.principal, req.body.selector as string, (req.body.ttl_ms as number | undefined) ?? LIMITS.embedTokenTtlMs.default),
-  },
-  {
+    handle: (req, e) => e.tokens.createEmbed(req.principal, req.body.selector, req.body.ttl_ms ?? LIMITS.embedTokenTtlMs.default),
+  }),
+  route({
     method: 'GET',
     path: '/api/v1/audit',
     operation: 'audit_list',
@@ -657,17 +664,17 @@ export const ROUTES: AnyRoute[] = [
     errors: ['invalid_selector', 'cursor_invalid', 'invalid_request'],
     permit: (req) => authorize(req.principal, querySelector(req.query, 'route', 'lease://**').triple, 'admin'),
     handle: (req, e) =>
-      e.listAudit(req.principal, {
+      e.audit.list(req.principal, {
         selector: querySelector(req.query, 'route', 'lease://**'),
-        eventType: req.query.event_type as AuditEventType | undefined,
+        eventType: req.query.event_type,
         since: queryTime(req.query.since),
         until: queryTime(req.query.until),
-        limit: (req.query.limit as number | undefined) ?? 100,
-        cursor: req.query.cursor as string | undefined,
+        limit: req.query.limit ?? LIMITS.pageItems.default,
+        cursor: req.query.cursor,
         oldestFirst: req.query.order === 'oldest',
       }),
-  },
-  {
+  }),
+  route({
     method: 'GET',
     path: '/api/v1/inventory/stream',
     operation: 'feed_open',
@@ -685,11 +692,11 @@ export const ROUTES: AnyRoute[] = [
     },
     handle: async (req, e) => {
       const loginCookie = req.viaCookie ? req.loginCookie : undefined;
-      await e.openStream(req.principal, streamSelectors(req.query), req.query.renewals === true, req.openSse(), loginCookie, resumeFrom(req));
+      await e.feed.open(req.principal, streamSelectors(req.query), req.query.renewals === true, req.openSse(), loginCookie, resumeFrom(req));
       return STREAMED;
     },
-  },
-  {
+  }),
+  route({
     method: 'POST',
     path: `${STREAM}/subscriptions`,
     operation: 'feed_subscribe',
@@ -703,10 +710,10 @@ export const ROUTES: AnyRoute[] = [
     handle: async (req, e) => {
       const sel = querySelector(req.body);
       req.authorize(sel.triple, 'read');
-      return e.register(req.principal.tokenId, req.params.stream_id!, sel, req.body.renewals === true);
+      return e.feed.register(req.principal.tokenId, req.params.stream_id!, sel, req.body.renewals === true);
     },
-  },
-  {
+  }),
+  route({
     method: 'DELETE',
     path: `${STREAM}/subscriptions/{subscription_id}`,
     operation: 'feed_unsubscribe',
@@ -718,11 +725,11 @@ export const ROUTES: AnyRoute[] = [
     errors: ['not_found'],
     embed: true,
     handle: async (req, e) => {
-      await e.unregister(req.principal.tokenId, req.params.stream_id!, req.params.subscription_id!);
+      await e.feed.unregister(req.principal.tokenId, req.params.stream_id!, req.params.subscription_id!);
       return {};
     },
-  },
-  {
+  }),
+  route({
     method: 'GET',
     path: '/api/v1/metrics/summary',
     operation: 'metrics_summary',
@@ -736,7 +743,7 @@ export const ROUTES: AnyRoute[] = [
     permit: (req) => authorize(req.principal, ALL, 'read'),
     handle: async (req) => {
       if (!req.metrics) fail('not_found', 'metrics are off');
-      return req.metrics.summaryOf(req.principal.family, (req.query.window_s as number | undefined) ?? 900);
+      return req.metrics.summaryOf(req.principal.family, req.query.window_s ?? LIMITS.metricsWindowS.default);
     },
-  },
+  }),
 ];

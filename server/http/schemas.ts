@@ -9,16 +9,14 @@ import { parseGrant } from '@/lib/grants';
 import { codePoints, identifierProblem } from '@/lib/identifiers';
 import { inRange, LIMITS, SESSION_BATCH, type LimitRow } from '@/lib/limits';
 import { parseRoute } from '@/lib/selector';
-import { AUDIT_EVENT_TYPES } from '../engine/audit';
-import { FAMILY_RE } from '../engine/tokens';
-import { MAX_TICKET_CHARS } from '../engine/queue-tickets';
+import { AUDIT_EVENT_TYPES, FAMILY_RE, MAX_TICKET_CHARS } from '../engine';
 import { JsonValue } from './answers';
 
 /**
  * 1–128 Unicode code points, none that spoofs how the name reads (owner_id,
  * token names): lib/identifiers.ts.
  */
-export const displayName = z
+const displayName = z
   .string()
   .refine((s) => { const n = codePoints(s); return n >= 1 && n <= 128; }, 'must be 1 to 128 characters')
   .superRefine((s, ctx) => {
@@ -31,8 +29,8 @@ export const sessionId = z.string().min(1).max(256);
 export const fencingToken = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
 /** An integer inside one row of lib/limits.ts. */
 const limited = (row: LimitRow) => z.number().int().min(row.min).max(row.max);
-export const leaseTtl = limited(LIMITS.leaseTtlMs);
-export const sessionTtl = limited(LIMITS.sessionTtlMs);
+const leaseTtl = limited(LIMITS.leaseTtlMs);
+const sessionTtl = limited(LIMITS.sessionTtlMs);
 export const maxLifetime = limited(LIMITS.maxLifetimeMs);
 export const waitMs = limited(LIMITS.waitMs);
 
@@ -190,11 +188,15 @@ export const LoginBody = z.strictObject({ token: z.string().min(1).max(512) });
 /** An empty body (or `{}`) for calls that take none. */
 export const EmptyBody = z.strictObject({});
 
-const limit = z
-  .string()
-  .regex(/^[0-9]{1,4}$/, 'must be an integer from 1 to 1000')
-  .transform(Number)
-  .pipe(z.number().int().min(1, 'must be at least 1').max(1_000, 'must be at most 1000'));
+/** A whole number in a query parameter, inside one row of lib/limits.ts (at most four digits). */
+const queryInt = (row: LimitRow) =>
+  z
+    .string()
+    .regex(/^[0-9]{1,4}$/, `must be an integer from ${row.min} to ${row.max}`)
+    .transform(Number)
+    .pipe(z.number().int().min(row.min, `must be at least ${row.min}`).max(row.max, `must be at most ${row.max}`));
+
+const limit = queryInt(LIMITS.pageItems);
 
 /** A yes/no query filter: `true` or `false`, nothing else. */
 const onlyIf = z.enum(['true', 'false']).transform((v) => v === 'true');
@@ -249,12 +251,7 @@ export const AuditQuery = z.strictObject({
 
 /** The summary's window: 1 to 900 seconds (the history's length). */
 export const MetricsSummaryQuery = z.strictObject({
-  window_s: z
-    .string()
-    .regex(/^[0-9]{1,4}$/, 'must be an integer from 1 to 900')
-    .transform(Number)
-    .pipe(z.number().int().min(1, 'must be at least 1').max(900, 'must be at most 900'))
-    .optional(),
+  window_s: queryInt(LIMITS.metricsWindowS).optional(),
 });
 
 export const ListTokensQuery = z.strictObject({ family: z.string().regex(FAMILY_RE, 'must match [a-z0-9][a-z0-9-]{0,62}').optional() });

@@ -7,16 +7,16 @@
  */
 
 import type { ServerResponse } from 'node:http';
-import type { FeedFrame, FeedSink } from '../engine/feed';
+import type { FeedFrame, FeedSink } from '../engine';
 
-export interface SseLimits {
+interface SseLimits {
   maxEvents: number;
   maxBytes: number;
   /** How long an ended stream may take to flush before its socket is cut. */
   lingerMs: number;
 }
 
-export const DEFAULT_SSE_LIMITS: SseLimits = { maxEvents: 1_024, maxBytes: 1 << 20, lingerMs: 15_000 };
+const DEFAULT_SSE_LIMITS: SseLimits = { maxEvents: 1_024, maxBytes: 1 << 20, lingerMs: 15_000 };
 
 /** Bytes a frame takes on the wire, near enough for the bound (data is ASCII JSON but for metadata). */
 function frameSize(f: FeedFrame): number {
@@ -24,7 +24,7 @@ function frameSize(f: FeedFrame): number {
 }
 
 /** One frame as SSE text: `event:`, `id:` for changes, one `data:` line (JSON has no raw newlines). */
-export function formatFrame(f: FeedFrame): string {
+function formatFrame(f: FeedFrame): string {
   const data = f.subscriptionId === undefined ? f.json : `{"subscription_id":"${f.subscriptionId}",${f.json.slice(1)}`;
   return f.id === undefined ? `event: ${f.event}\ndata: ${data}\n\n` : `event: ${f.event}\nid: ${f.id}\ndata: ${data}\n\n`;
 }

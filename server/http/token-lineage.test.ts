@@ -77,7 +77,7 @@ test('embed tokens are listed with kind embed and their creator, and DELETE revo
 });
 
 /**
- * The race of issue 29: a revoke of P and a burst of mints as P (or as a
+ * The revoke-and-mint race (docs/semantics.md §10): a revoke of P and a burst of mints as P (or as a
  * token P minted), all sent in one tick on connections opened beforehand
  * (on PostgreSQL the mints go to instance B, the revoke to A). Whatever
  * order the steps commit in, no token minted in the burst outlives the

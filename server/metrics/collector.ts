@@ -15,8 +15,8 @@
  */
 
 import { Counter, Gauge, Registry } from 'prom-client';
-import type { LeaseEngine } from '../engine/engine';
-import type { ChangeKind, EngineEvent } from '../engine/events';
+import type { LeaseEngine, StatsService, EngineEvent } from '../engine';
+import { ENDING_KINDS, type EndingKind } from '@/lib/wire';
 import { SummaryRecorder, type SummaryBody, type SummaryOptions } from './summary';
 import { RequestHistogram } from './request-histogram';
 
@@ -38,9 +38,6 @@ export interface RequestOutcome {
   /** From the request's arrival to its answer. */
   seconds: number;
 }
-
-type Endings = Exclude<ChangeKind, 'acquired'>;
-const ENDINGS: readonly Endings[] = ['released', 'expired', 'session_closed', 'force_released', 'revoked', 'rolled_back'];
 
 /** Request latency buckets (seconds): sub-millisecond answers up to a 30 s wait. */
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -80,17 +77,18 @@ export class MetricsCollector {
 
   private readonly acquire: Record<'acquired' | 'queued' | 'conflict' | 'error', Tally>;
   private readonly renew: Record<'renewed' | 'lost' | 'error', Tally>;
-  private readonly release: Record<Endings, Tally>;
+  private readonly release: Record<EndingKind, Tally>;
   private readonly admin: Record<'force_release' | 'revoke', Tally>;
   private readonly cursor: Record<'resume' | 'invalid', Tally>;
   private readonly examined: Counter;
   private readonly returned: Counter;
   private readonly duration: RequestHistogram;
 
-  constructor(
-    private readonly engine: LeaseEngine,
-    opts: CollectorOptions = {},
-  ) {
+  /** The engine's figures: the collector reads its stats service, never its parts. */
+  private readonly stats: StatsService;
+
+  constructor(engine: Pick<LeaseEngine, 'stats'>, opts: CollectorOptions = {}) {
+    const stats = (this.stats = engine.stats);
     const registers = [this.registry];
     const labelled = <L extends string>(name: string, help: string, label: string, values: readonly L[]) => {
       const tallies: Tally[] = [];
@@ -101,7 +99,7 @@ export class MetricsCollector {
     };
     this.acquire = labelled('leasehold_acquire_total', 'Acquire requests answered, by result (idempotent replays excluded).', 'result', ['acquired', 'queued', 'conflict', 'error']);
     this.renew = labelled('leasehold_renew_total', 'Renew requests answered, by result (idempotent replays excluded).', 'result', ['renewed', 'lost', 'error']);
-    this.release = labelled('leasehold_release_total', 'Leases ended, by change kind.', 'kind', ENDINGS);
+    this.release = labelled('leasehold_release_total', 'Leases ended, by change kind.', 'kind', ENDING_KINDS);
     this.admin = labelled('leasehold_admin_actions_total', 'Operator actions that ended a lease.', 'action', ['force_release', 'revoke']);
     this.cursor = labelled('leasehold_cursor_total', 'List requests that carried a cursor: resumed, or refused as cursor_invalid.', 'result', ['resume', 'invalid']);
     for (const t of [...Object.values(this.acquire), ...Object.values(this.renew), ...Object.values(this.release), ...Object.values(this.admin), ...Object.values(this.cursor)]) t.series.inc(0);
@@ -114,15 +112,15 @@ export class MetricsCollector {
     };
     gauge('leasehold_active_leases', 'Held leases, all families.', () => this.totalLeases);
     gauge('leasehold_active_sessions', 'Live sessions, all families.', () => this.totalSessions);
-    gauge('leasehold_waiters', 'Acquire requests waiting in route queues.', () => engine.waiters.size());
-    gauge('leasehold_streams', 'Open live inventory streams.', () => engine.feed.stats().streams);
+    gauge('leasehold_waiters', 'Acquire requests waiting in route queues.', () => stats.waiters());
+    gauge('leasehold_streams', 'Open live inventory streams.', () => stats.feed().streams);
     const subs: Gauge<'kind'> = new Gauge({
       name: 'leasehold_subscriptions',
       help: 'Registrations on open streams, by kind of selector.',
       labelNames: ['kind'],
       registers,
       collect: () => {
-        const s = engine.feed.stats();
+        const s = stats.feed();
         subs.set({ kind: 'exact' }, s.exact);
         subs.set({ kind: 'wildcard' }, s.wildcard);
       },
@@ -141,18 +139,18 @@ export class MetricsCollector {
         },
       });
     };
-    total('leasehold_notifications_total', 'Change and renewal events queued for delivery (one per matching registration).', () => engine.feed.stats().notifications);
-    total('leasehold_notifications_dropped_total', 'Change and renewal events discarded when a stream ended unread (overflow).', () => engine.feed.stats().dropped);
-    total('leasehold_stream_overflows_total', 'Streams ended with overflow (slow_consumer or resync).', () => engine.feed.stats().overflows);
-    total('leasehold_stream_resumes_total', 'Streams resumed with a replay from the change log (even an empty one).', () => engine.feed.stats().resumes);
-    total('leasehold_replayed_events_total', 'Change events sent by replays (one per matching registration).', () => engine.feed.stats().replayed);
+    total('leasehold_notifications_total', 'Change and renewal events queued for delivery (one per matching registration).', () => stats.feed().notifications);
+    total('leasehold_notifications_dropped_total', 'Change and renewal events discarded when a stream ended unread (overflow).', () => stats.feed().dropped);
+    total('leasehold_stream_overflows_total', 'Streams ended with overflow (slow_consumer or resync).', () => stats.feed().overflows);
+    total('leasehold_stream_resumes_total', 'Streams resumed with a replay from the change log (even an empty one).', () => stats.feed().resumes);
+    total('leasehold_replayed_events_total', 'Change events sent by replays (one per matching registration).', () => stats.feed().replayed);
     const resyncs: Counter<'reason'> = new Counter({
       name: 'leasehold_stream_resyncs_total',
       help: 'Resuming streams sent resync instead of a replay, by reason (horizon, epoch, too_many).',
       labelNames: ['reason'],
       registers,
       collect: () => {
-        const now = engine.feed.stats().resyncs;
+        const now = stats.feed().resyncs;
         for (const reason of ['horizon', 'epoch', 'too_many'] as const) {
           resyncs.inc({ reason }, Math.max(0, now[reason] - lastResyncs[reason]));
           lastResyncs[reason] = Math.max(lastResyncs[reason], now[reason]);
@@ -162,7 +160,7 @@ export class MetricsCollector {
     const lastResyncs = { horizon: 0, epoch: 0, too_many: 0 };
     for (const reason of ['horizon', 'epoch', 'too_many']) resyncs.inc({ reason }, 0);
     // Read from the store at scrape, one read per gauge (the registry collects them concurrently).
-    const perFamily = (name: string, help: string, value: (f: Awaited<ReturnType<LeaseEngine['changeLogStats']>>[number]) => number) => {
+    const perFamily = (name: string, help: string, value: (f: Awaited<ReturnType<StatsService['changeLog']>>[number]) => number) => {
       const g: Gauge<'family'> = new Gauge({
         name,
         help,
@@ -170,7 +168,7 @@ export class MetricsCollector {
         registers,
         collect: async () => {
           // An unavailable store leaves the last values.
-          await engine.changeLogStats().then(
+          await stats.changeLog().then(
             (stats) => {
               g.reset();
               for (const f of stats) g.set({ family: f.family }, value(f));
@@ -182,30 +180,30 @@ export class MetricsCollector {
     };
     perFamily('leasehold_change_log_changes', 'Changes held in each family’s change log (read from the store).', (f) => f.rows);
     perFamily('leasehold_change_log_horizon', 'Each family’s change-log horizon: a stream resuming from a lower revision is sent resync (horizon).', (f) => f.horizon);
-    total('leasehold_invalid_credentials_total', 'Requests refused as invalid_credential.', () => engine.audit.counts.invalid_credential);
+    total('leasehold_invalid_credentials_total', 'Requests refused as invalid_credential.', () => stats.audit.invalid_credential);
     total(
       'leasehold_anonymous_refusals_total',
       'Refusals of callers with no token (e.g. a cross-site login or logout): counted and logged at most every 10 s, never audited row by row.',
-      () => engine.audit.counts.anonymous_refusal,
+      () => stats.audit.anonymous_refusal,
     );
-    total('leasehold_lock_delay_refusals_total', 'Acquires refused because their route was in lock-delay (docs/policies.md).', () => engine.delayRefusals);
+    total('leasehold_lock_delay_refusals_total', 'Acquires refused because their route was in lock-delay (docs/policies.md).', () => stats.delayRefusals);
     const delayed: Gauge = new Gauge({
       name: 'leasehold_routes_in_lock_delay',
       help: 'Free routes in lock-delay now, every family (read from the store).',
       registers,
       collect: async () => {
         // An unavailable store leaves the last value.
-        await engine.routesInDelay().then((n) => delayed.set(n), () => undefined);
+        await stats.routesInDelay().then((n) => delayed.set(n), () => undefined);
       },
     });
-    total('leasehold_audit_dropped_total', 'Audit events lost to a full buffer while the store was unavailable.', () => engine.audit.counts.dropped);
+    total('leasehold_audit_dropped_total', 'Audit events lost to a full buffer while the store was unavailable.', () => stats.audit.dropped);
 
     this.summary = new SummaryRecorder(
       {
         leases: (f) => this.leases.get(f) ?? 0,
         sessions: (f) => this.sessions.get(f) ?? 0,
-        waiters: (f) => engine.waiters.size(f),
-        feed: (f) => engine.feed.familyStats(f),
+        waiters: (f) => stats.waiters(f),
+        feed: (f) => stats.familyFeed(f),
       },
       opts.summary,
     );
@@ -213,8 +211,8 @@ export class MetricsCollector {
 
   /** Subscribe to the engine's events, take its census, start the per-second history. */
   async start(): Promise<void> {
-    this.unsubscribe ??= this.engine.events.subscribe((e) => this.onEvent(e));
-    await this.engine.census();
+    this.unsubscribe ??= this.stats.subscribe((e) => this.onEvent(e));
+    await this.stats.census();
     this.summary.start();
   }
 

@@ -22,8 +22,8 @@ export const FAMILY_SERIES = [
   'notifications_dropped_per_s',
 ] as const;
 
-export type FamilySeries = (typeof FAMILY_SERIES)[number];
-export type CountedSeries = 'acquisitions_per_s' | 'conflicts_per_s' | 'releases_per_s';
+type FamilySeries = (typeof FAMILY_SERIES)[number];
+type CountedSeries = 'acquisitions_per_s' | 'conflicts_per_s' | 'releases_per_s';
 
 const IDX = Object.fromEntries(FAMILY_SERIES.map((name, i) => [name, i])) as Record<FamilySeries, number>;
 const GAUGES: readonly FamilySeries[] = ['active_leases', 'active_sessions', 'waiters'];

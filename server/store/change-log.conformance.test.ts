@@ -21,8 +21,7 @@ import { MIGRATIONS as SQLITE_MIGRATIONS } from './sqlite/schema';
 import { CHANGE_LOG_MIGRATION } from './sqlite/change-log';
 import { PG_CHANGE_LOG_MIGRATION } from './postgres/pg-change-log';
 import { MIGRATIONS as PG_MIGRATIONS } from './postgres/schema';
-import { SqliteStore } from './sqlite/sqlite-store';
-import { PgStore } from './postgres/pg-store';
+import { openStore } from './factory';
 
 const row = (family: string, revision: number, time: number, route = `lease://a/b/r${revision}`): ChangeRow => ({
   family,
@@ -163,7 +162,7 @@ for (const backend of BACKENDS) {
         db.pragma(`user_version = ${before}`);
         db.prepare(`INSERT INTO families (family, revision) VALUES ('old', 41)`).run();
         db.close();
-        store = new SqliteStore({ dataDir: dir });
+        store = await openStore(`sqlite:${dir}`);
       } else {
         const t = await createTestDatabase();
         drop = t.drop;
@@ -174,7 +173,7 @@ for (const backend of BACKENDS) {
         await c.query('INSERT INTO leasehold_schema (version) VALUES ($1)', [before]);
         await c.query(`INSERT INTO families (family, revision) VALUES ('old', 41)`);
         await c.end();
-        store = await PgStore.open({ url: t.url });
+        store = await openStore(t.url);
       }
       try {
         assert.equal(await store.atomic((tx) => tx.schemaCurrent()), true);

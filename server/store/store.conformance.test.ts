@@ -8,7 +8,7 @@ import { millis } from './millis';
 import { beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseSelector } from '@/lib/selector';
-import { PgStore } from './postgres/pg-store';
+import { openStore } from './factory';
 import { scanAccepts, StoreUnavailableError, type AuditRow, type LeaseRow, type Store } from './types';
 import { BACKENDS, createTestDatabase } from '../testing/pg';
 import { storeEachTest } from '../testing/store-each-test';
@@ -414,7 +414,7 @@ for (const backend of BACKENDS) {
 describe('PostgreSQL: two stores (instances) on one database', () => {
   test("a family's steps serialize across stores: contiguous revisions, and the database clock never goes back along them", async () => {
     const db = await createTestDatabase();
-    const [s1, s2] = await Promise.all([PgStore.open({ url: db.url, poolSize: 8 }), PgStore.open({ url: db.url, poolSize: 8 })]);
+    const [s1, s2] = await Promise.all([openStore(db.url, { postgres: { poolSize: 8 } }), openStore(db.url, { postgres: { poolSize: 8 } })]);
     try {
       const steps = Array.from({ length: 60 }, (_, i) =>
         (i % 2 ? s1 : s2).atomic(

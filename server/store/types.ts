@@ -11,6 +11,7 @@
  * (PostgreSQL, after its locks are taken).
  */
 
+import type { StoreKind } from '@/lib/wire';
 import { matches, routeSegments, type Triple } from '@/lib/selector';
 import type { Millis } from './millis';
 
@@ -33,7 +34,7 @@ export interface SessionRow {
   ending?: string | null;
   /**
    * The session's last batched calls (CONTRACT §20), JSON text the engine
-   * reads (engine/views.ts, `SessionBatches`): the last batched renewal and
+   * reads (engine/core/views.ts, `SessionBatches`): the last batched renewal and
    * the last all-or-nothing acquire, each when and how many. Null or absent
    * before the first.
    */
@@ -555,11 +556,6 @@ export interface Bus {
   alive(instanceId: string): Promise<boolean>;
 }
 
-export interface StoreInfo {
-  kind: 'sqlite' | 'postgres';
-  epoch: string;
-}
-
 /**
  * Why a store refuses writes while it still answers reads (CONTRACT §19):
  * its disk is full (`no_space`), or failing (`io_error`).
@@ -587,7 +583,7 @@ export class StoreUnavailableError extends Error {
 }
 
 export interface Store {
-  readonly kind: 'sqlite' | 'postgres';
+  readonly kind: StoreKind;
   /**
    * Run `fn` as one atomic, isolated step and resolve once its effects are
    * durable (committed). If `fn` throws, none of its writes take effect and

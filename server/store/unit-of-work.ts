@@ -180,7 +180,7 @@ export class CachedTable<V> {
 }
 
 /** The state every unit of work keeps (in one object: see `UnitOfWork`). */
-export interface StepState {
+interface StepState {
   /** The current step writes through SQL under a savepoint. */
   direct: boolean;
   /** The step's audit rows, appended with the batch when it succeeds. */

@@ -7,12 +7,12 @@
 import { rmSync } from 'node:fs';
 import assert from 'node:assert/strict';
 import { performance } from 'node:perf_hooks';
-import { LeaseEngine, type AcquireInput, type EngineOptions } from '../engine/engine';
-import type { EngineEvent, LeaseChange } from '../engine/events';
-import { requestDigest } from '../engine/ids';
-import type { Principal } from '../engine/tokens';
-import { PgStore } from '../store/postgres/pg-store';
-import { SqliteStore } from '../store/sqlite/sqlite-store';
+import { LeaseEngine, type EngineOptions } from '../engine/engine';
+import type { AcquireInput } from '../engine/leases/service';
+import type { EngineEvent, LeaseChange } from '../engine/core/events';
+import { requestDigest } from '../engine/core/ids';
+import type { Principal } from '../engine/tokens/tokens';
+import { openStore } from '../store/factory';
 import type { Store } from '../store/types';
 import { ManualClock, rid, tempDir } from './harness';
 import { createTestDatabase, type Backend } from './pg';
@@ -30,7 +30,7 @@ export interface EngineFixture {
   events: EngineEvent[];
   changes(): LeaseChange[];
   open(ownerId?: string, ttlMs?: number): Promise<string>;
-  acquire(route: string, sessionId: string, extra?: Partial<AcquireInput> & { body?: Record<string, unknown> }): ReturnType<LeaseEngine['acquire']>;
+  acquire(route: string, sessionId: string, extra?: Partial<AcquireInput> & { body?: Record<string, unknown> }): ReturnType<LeaseEngine['leases']['acquire']>;
   /** Close and reopen the engine on the same directory (same clock). */
   restart(): Promise<void>;
   close(): Promise<void>;
@@ -46,7 +46,7 @@ export async function engineFixture(fixtureOpts: EngineOptions & { backend?: Bac
   const dir = tempDir('leasehold-engine-');
   const db = backend === 'postgres' ? await createTestDatabase() : undefined;
   const events: EngineEvent[] = [];
-  const open = async (): Promise<Store> => (db ? PgStore.open({ url: db.url, clock: clock.now, poolSize: 4 }) : new SqliteStore({ dataDir: dir, clock: clock.now }));
+  const open = (): Promise<Store> => openStore(db?.url ?? dir, { clock: clock.now, postgres: { poolSize: 4 } });
   const boot = async () => {
     const engine = new LeaseEngine(wrap(await open()), {
       // Timers run on the manual clock: tests advance time, never wait for it.
@@ -57,7 +57,7 @@ export async function engineFixture(fixtureOpts: EngineOptions & { backend?: Bac
       bootstrapSecret: SECRET,
       ...opts,
     });
-    engine.events.subscribe((e) => events.push(e));
+    engine.stats.subscribe((e) => events.push(e));
     await engine.start();
     return engine;
   };
@@ -70,12 +70,12 @@ export async function engineFixture(fixtureOpts: EngineOptions & { backend?: Bac
     events,
     changes: () => events.filter((e): e is LeaseChange => e.type === 'change'),
     async open(ownerId = 'worker', ttlMs = 15_000) {
-      return (await f.engine.openSession(f.admin, ownerId, ttlMs)).session.session_id;
+      return (await f.engine.sessions.open(f.admin, ownerId, ttlMs)).session.session_id;
     },
     acquire(route, sessionId, extra = {}) {
       const requestId = extra.requestId ?? rid();
       const body = extra.body ?? { session_id: sessionId, request_id: requestId };
-      return f.engine.acquire(f.admin, route, {
+      return f.engine.leases.acquire(f.admin, route, {
         sessionId,
         requestId,
         ttlMs: 30_000,
@@ -104,7 +104,7 @@ export async function engineFixture(fixtureOpts: EngineOptions & { backend?: Bac
 
 /** One empty store step: a real round trip (a batch commit on SQLite), so steps already started make progress. */
 export function storeTurn(f: EngineFixture): Promise<void> {
-  return f.engine.store.atomic(async () => undefined);
+  return f.engine.parts.store.atomic(async () => undefined);
 }
 
 /**

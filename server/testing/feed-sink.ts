@@ -1,10 +1,10 @@
 /**
- * Test support: a feed sink (a stream's end of the hub, server/engine/feed.ts)
+ * Test support: a feed sink (a stream's end of the hub, server/engine/feed/feed.ts)
  * that keeps every frame it is given, never pushes back, and records how the
  * stream ended.
  */
 
-import type { FeedFrame, FeedSink } from '../engine/feed';
+import type { FeedFrame, FeedSink } from '../engine/feed/feed';
 
 export class RecordingSink implements FeedSink {
   frames: FeedFrame[] = [];

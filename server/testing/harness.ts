@@ -3,7 +3,7 @@
  * real HTTP on a free loopback port) and a small JSON client. Never a mock.
  */
 
-import type { Scheduler, TimerHandle } from '../engine/scheduler';
+import type { Scheduler, TimerHandle } from '../engine/core/scheduler';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';

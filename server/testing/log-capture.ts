@@ -9,7 +9,7 @@
 
 import { appendFileSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Logger } from '../engine/logger';
+import type { Logger } from '../engine/core/logger';
 import { createLog, type ServerLog } from '../log';
 
 export function testLogDir(): string | undefined {

@@ -6,6 +6,7 @@
  * (127.0.0.1:5432, user postgres).
  */
 
+import { STORE_KINDS, type StoreKind } from '@/lib/wire';
 import pg from 'pg';
 import { randomBytes } from 'node:crypto';
 
@@ -56,5 +57,5 @@ export async function createTestDatabase(): Promise<TestDatabase> {
 }
 
 /** The store backends every conformance suite runs against. */
-export const BACKENDS = ['sqlite', 'postgres'] as const;
-export type Backend = (typeof BACKENDS)[number];
+export const BACKENDS = STORE_KINDS;
+export type Backend = StoreKind;

@@ -13,11 +13,11 @@
 
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
-import { SqliteStore } from '../store/sqlite/sqlite-store';
+import { openStore } from '../store/factory';
 
 export async function seedRevision(dataDir: string, family: string, revision: number): Promise<void> {
   // The store creates its schema at open: seed it closed, as the server will find it.
-  await new SqliteStore({ dataDir }).close();
+  await (await openStore(`sqlite:${dataDir}`)).close();
   const db = new Database(join(dataDir, 'leasehold.sqlite'));
   try {
     db.transaction(() => {

@@ -13,11 +13,10 @@
 
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { hashSecret, randomId } from '../engine/ids';
-import { newSessionId } from '../engine/sessions';
+import { hashSecret, randomId } from '../engine/core/ids';
+import { newSessionId } from '../engine/leases/sessions';
 import { millis, systemClock } from '../store/millis';
-import { PgStore } from '../store/postgres/pg-store';
-import { SqliteStore } from '../store/sqlite/sqlite-store';
+import { openStore as openStoreAt } from '../store/factory';
 import type { Store } from '../store/types';
 import type { Backend } from './pg';
 
@@ -45,10 +44,10 @@ export interface SeedOptions {
 export type SeedTarget = { backend: Backend; dataDir: string } | { backend: 'postgres'; databaseUrl: string };
 
 async function openStore(t: SeedTarget): Promise<Store> {
-  if (t.backend === 'sqlite') return new SqliteStore({ dataDir: t.dataDir });
+  if (t.backend === 'sqlite') return openStoreAt(t.dataDir);
   const url = 'databaseUrl' in t ? t.databaseUrl : readFileSync(join(t.dataDir, 'test-database'), 'utf8');
   // A step writes 5,000 leases: more than a request's step may take.
-  return PgStore.open({ url, stepTimeoutMs: 600_000 });
+  return openStoreAt(url, { postgres: { stepTimeoutMs: 600_000 } });
 }
 
 /** Leases written by one step of the seed. */

@@ -6,8 +6,7 @@
 
 import { afterEach, beforeEach } from 'node:test';
 import { rmSync } from 'node:fs';
-import { PgStore } from '../store/postgres/pg-store';
-import { SqliteStore } from '../store/sqlite/sqlite-store';
+import { openStore } from '../store/factory';
 import type { Store } from '../store/types';
 import { ManualClock, tempDir } from './harness';
 import { createTestDatabase, type Backend, type TestDatabase } from './pg';
@@ -38,7 +37,7 @@ export function storeEachTest(backend: Backend): StoreEachTest {
   return {
     clock,
     async open() {
-      const store = backend === 'postgres' ? await PgStore.open({ url: db!.url, clock: clock.now }) : new SqliteStore({ dataDir: dir, clock: clock.now });
+      const store = await openStore(db?.url ?? dir, { clock: clock.now });
       opened.push(store);
       return store;
     },

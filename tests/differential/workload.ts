@@ -25,6 +25,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { leasePath, ManualClock, prng, rid, startTestServer, type Reply, type TestServer } from '../../server/testing/harness';
+import type { StoreKind } from '../../lib/wire';
 
 const OPS = Number(process.env.LEASEHOLD_DIFF_OPS ?? 2_000);
 const ROUTES = ['a', 'b'].flatMap((area) => [0, 1, 2, 3, 4].map((i) => `lease://dt/${area}/r${i}`));
@@ -33,7 +34,7 @@ const REASON = 'differential test: operator action';
 const WAITER_MAX_AGE = 60;
 
 interface Run {
-  name: 'sqlite' | 'postgres';
+  name: StoreKind;
   s: TestServer;
   clock: ManualClock;
 }

@@ -1,6 +1,6 @@
 /**
- * Several real server processes on one PostgreSQL database (issue 8's
- * acceptance): one lease universe, fencing across instances, changes on
+ * Several real server processes on one PostgreSQL database (docs/design.md
+ * "Several instances: the cluster"): one lease universe, fencing across instances, changes on
  * every instance's feed, stream calls forwarded, and a SIGKILLed instance
  * losing nothing acknowledged while its sessions expire through the others.
  */

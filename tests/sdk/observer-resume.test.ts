@@ -1,6 +1,6 @@
 /**
  * The observer resumes instead of relisting (docs/sdk.md "After a disconnect
- * or a restart", docs/semantics.md §17): over 300 leases that keep changing,
+ * or a restart", docs/semantics.md §8, "Resuming"): over 300 leases that keep changing,
  * a cut stream and a server restart each end in `resumed`, with no LIST made
  * at the server (counted there, from its request metrics), and a view equal
  * to a fresh LIST. A server that cannot replay says `resync`, and the
@@ -181,7 +181,7 @@ test('resync: a server that cannot replay from the revision asked says so, and t
   await churn.steps(30);
   // A resume point the server cannot honour: beyond its current revision
   // (what a revision from another store lifetime looks like), so it answers
-  // `resync` (docs/semantics.md §17) on a stream that stays open.
+  // `resync` (docs/semantics.md §8, "Resuming") on a stream that stays open.
   const ctl = new ControlledFetch(s.fetch);
   let rewrite = false;
   const fetchFar: typeof fetch = (input, init) => {

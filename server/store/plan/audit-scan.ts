@@ -21,7 +21,7 @@
 import { RARE_AUDIT_TYPES, type AuditScan } from '../types';
 import { AUDIT_FIELDS, columns, Params, type Dialect } from './dialect';
 
-export interface AuditScanPlan {
+interface AuditScanPlan {
   index: 'audit_by_route' | 'audit_rare' | 'audit_by_time';
   /** Oldest first (one exact route only). */
   asc: boolean;
@@ -40,7 +40,7 @@ export function planAuditScan(scan: AuditScan): AuditScanPlan {
   };
 }
 
-export interface RenderedAuditScan {
+interface RenderedAuditScan {
   sql: string;
   params: unknown[];
   /** For a bounded plan: the (time, seq) of the last event the budget reaches, if any (`LIMIT 1 OFFSET budget - 1`). */

@@ -5,10 +5,11 @@
  * route segments are tested on an examined row.
  */
 
+import type { StoreKind } from '@/lib/wire';
 import type { Triple } from '@/lib/selector';
 
 export interface Dialect {
-  readonly name: 'sqlite' | 'postgres';
+  readonly name: StoreKind;
   /** The placeholder of the n-th parameter (from 1). */
   param(n: number): string;
   /** ` INDEXED BY <index>` where the planner must be told (SQLite prefers the family's primary key), else nothing. */
@@ -73,6 +74,20 @@ export const AUDIT_FIELDS = [
   ['subject_token_id', 'subjectTokenId'], ['owner_id', 'ownerId'], ['incarnation', 'incarnation'], ['result', 'result'],
   ['fencing_token', 'fencingToken'], ['reason', 'reason'], ['correlation_id', 'correlationId'], ['latency_ms', 'latencyMs'],
   ['details', 'details'],
+] as const;
+
+export const TOKEN_FIELDS = [
+  ['id', 'id'], ['secret_hash', 'secretHash'], ['name', 'name'], ['family', 'family'], ['grants', 'grants'], ['root', 'root'], ['kind', 'kind'],
+  ['created_at', 'createdAt'], ['expires_at', 'expiresAt'], ['revoked_at', 'revokedAt'], ['created_by', 'createdBy'],
+] as const;
+
+export const CHECKPOINT_FIELDS = [
+  ['family', 'family'], ['route', 'route'], ['value', 'value'], ['fencing_token', 'fencingToken'], ['lease_id', 'leaseId'], ['written_at', 'writtenAt'], ['version', 'version'],
+] as const;
+
+export const POLICY_FIELDS = [
+  ['family', 'family'], ['selector', 'selector'], ['ttl_min_ms', 'ttlMinMs'], ['ttl_max_ms', 'ttlMaxMs'], ['ttl_default_ms', 'ttlDefaultMs'],
+  ['max_lifetime_ms', 'maxLifetimeMs'], ['lock_delay_ms', 'lockDelayMs'], ['max_waiters', 'maxWaiters'], ['updated_at', 'updatedAt'], ['updated_by', 'updatedBy'],
 ] as const;
 
 export const SESSION_FIELDS = [

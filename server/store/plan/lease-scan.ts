@@ -65,7 +65,7 @@ export function renderLeaseChunk(d: Dialect, plan: LeaseScanPlan, family: string
 }
 
 /** Rows read per chunk at most; the first chunk is the page's size, later ones grow fourfold. */
-export const SCAN_CHUNK = 500;
+const SCAN_CHUNK = 500;
 
 /**
  * Run a plan: read chunks along the range until `want` rows are accepted,

@@ -2,7 +2,7 @@
 
 import type { ChangeLogStats, ChangeLogTx, ChangeRow } from '../types';
 import { pruneUpTo, type PruneCandidate } from '../change-log';
-import type { PgTx } from './pg-tx';
+import type { PgRun as PgTx } from './pg-run';
 
 export const PG_CHANGE_LOG_MIGRATION = `
   -- Every change of a family, by revision, as the feed sends it: a resuming

@@ -1,10 +1,10 @@
 /** Policies and lock-delay deadlines on PostgreSQL, in the step's transaction (docs/policies.md). */
 
+import { columns, POLICY_FIELDS, postgres } from '../plan/dialect';
 import type { LockDelayRow, PolicyRow, PolicyTx } from '../types';
-import type { PgTx } from './pg-tx';
+import type { PgRun as PgTx } from './pg-run';
 
-const POLICY_COLS = `family, selector, ttl_min_ms AS "ttlMinMs", ttl_max_ms AS "ttlMaxMs", ttl_default_ms AS "ttlDefaultMs",
-  max_lifetime_ms AS "maxLifetimeMs", lock_delay_ms AS "lockDelayMs", max_waiters AS "maxWaiters", updated_at AS "updatedAt", updated_by AS "updatedBy"`;
+const POLICY_COLS = columns(postgres, POLICY_FIELDS);
 
 export const PG_POLICY_MIGRATION = `
   CREATE TABLE policies (

@@ -120,7 +120,7 @@ const TAG = '$lh_rows$';
  * surrogates become well-formed first (jsonb refuses their escapes; sent
  * as text they would have become U+FFFD all the same).
  */
-export function jsonRows(rows: readonly unknown[]): string {
+function jsonRows(rows: readonly unknown[]): string {
   let text = JSON.stringify(rows);
   // JSON.stringify escapes only unpaired surrogates, as \ud800–\udfff (lower case); a backslash of
   // the data followed by "ud" matches too, and only costs the second pass.

@@ -69,7 +69,7 @@ const MAX_BATCH = 256;
 const CLOCK = `SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8 AS now`;
 
 /** Committed batches and the steps they held (tests and the benchmark observe batching with it). */
-export interface BatchStats {
+interface BatchStats {
   batches: number;
   steps: number;
   /** Round trips of the committed batches, their first and last included. */

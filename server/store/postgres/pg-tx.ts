@@ -36,18 +36,15 @@ import { PgWaiters } from './pg-waiters';
 import { PgPolicies } from './pg-policies';
 import { changeInsertSql, PgChangeLog } from './pg-change-log';
 import { MIGRATIONS } from './schema';
-import { columns, postgres, SESSION_FIELDS } from '../plan/dialect';
+import { CHECKPOINT_FIELDS, columns, LEASE_FIELDS, postgres, SESSION_FIELDS, TOKEN_FIELDS } from '../plan/dialect';
 import { planLeaseScan, renderLeaseChunk, runLeaseScan } from '../plan/lease-scan';
 import { planAuditScan, renderAuditScan } from '../plan/audit-scan';
 import { auditPruneSql, backlogSql, dueFamiliesSql, dueSql, familyExcess } from '../plan/expiry';
 
-export const LEASE_COLS = `family, route, lease_id AS "leaseId", fencing_token AS "fencingToken",
-  session_hash AS "sessionHash", owner_id AS "ownerId", incarnation, acquired_at AS "acquiredAt",
-  renewed_at AS "renewedAt", expires_at AS "expiresAt", max_expires_at AS "maxExpiresAt",
-  ttl_ms AS "ttlMs", renewal_count AS "renewalCount", revision, metadata, release_request AS "releaseRequest"`;
+export const LEASE_COLS = columns(postgres, LEASE_FIELDS);
 export const SESSION_COLS = columns(postgres, SESSION_FIELDS);
-const TOKEN_COLS = `id, secret_hash AS "secretHash", name, family, grants, root, kind,
-  created_at AS "createdAt", expires_at AS "expiresAt", revoked_at AS "revokedAt", created_by AS "createdBy"`;
+const TOKEN_COLS = columns(postgres, TOKEN_FIELDS);
+const CHECKPOINT_COLS = columns(postgres, CHECKPOINT_FIELDS);
 type RawToken = Omit<TokenRow, 'grants'> & { grants: string };
 
 function tokenFromRaw(raw: RawToken | undefined): TokenRow | undefined {
@@ -301,8 +298,7 @@ export class PgTx implements Tx {
   async getCheckpoint(family: string, route: string): Promise<CheckpointRow | undefined> {
     return this.one(
       'cget',
-      `SELECT family, route, value, fencing_token AS "fencingToken", lease_id AS "leaseId", written_at AS "writtenAt", version
-       FROM checkpoints WHERE family = $1 AND route = $2`,
+      `SELECT ${CHECKPOINT_COLS} FROM checkpoints WHERE family = $1 AND route = $2`,
       [family, route],
     );
   }

@@ -9,7 +9,7 @@
 
 import type { SharedWaiters, WaiterRow } from '../types';
 import { BUS_APP_PREFIX } from './pg-connection';
-import type { PgTx } from './pg-tx';
+import type { PgWaiterTx as PgTx } from './pg-run';
 
 const WAITER_COLS = `family, route, request_id AS "requestId", instance, session_hash AS "sessionHash", digest,
   ttl_ms AS "ttlMs", max_lifetime_ms AS "maxLifetimeMs", metadata, deadline, place, parked`;

@@ -189,7 +189,7 @@ export class BatchJournal implements WriteLog {
 }
 
 /** A line read back: its sequence number and its statements (text and parameters). */
-export interface JournalLine {
+interface JournalLine {
   seq: number;
   statements: Array<[string, unknown[]]>;
 }

@@ -1,10 +1,10 @@
 /** Policies and lock-delay deadlines on the embedded store (docs/policies.md). */
 
 import type Database from 'better-sqlite3';
+import { columns, POLICY_FIELDS, sqlite } from '../plan/dialect';
 import type { LockDelayRow, PolicyRow, PolicyTx } from '../types';
 
-const POLICY_COLS = `family, selector, ttl_min_ms AS ttlMinMs, ttl_max_ms AS ttlMaxMs, ttl_default_ms AS ttlDefaultMs,
-  max_lifetime_ms AS maxLifetimeMs, lock_delay_ms AS lockDelayMs, max_waiters AS maxWaiters, updated_at AS updatedAt, updated_by AS updatedBy`;
+const POLICY_COLS = columns(sqlite, POLICY_FIELDS);
 
 export const POLICY_MIGRATION = `
   CREATE TABLE policies (

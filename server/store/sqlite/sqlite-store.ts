@@ -33,7 +33,7 @@ import { BatchTx, type DirectTx } from './write-behind';
 import { BatchJournal, JournalWriteError, readJournalFile, type WriteLog } from './journal';
 import { RetryGate, writeFaultOf } from './write-fault';
 import { idempotencyKey, RecentIdempotency } from './recent-idempotency';
-import { columns, SESSION_FIELDS, sqlite } from '../plan/dialect';
+import { CHECKPOINT_FIELDS, columns, LEASE_FIELDS, SESSION_FIELDS, sqlite, TOKEN_FIELDS } from '../plan/dialect';
 import { planLeaseScan, renderLeaseChunk, runLeaseScan } from '../plan/lease-scan';
 import { planAuditScan, renderAuditScan } from '../plan/audit-scan';
 import { auditPruneSql, backlogSql, dueFamiliesSql, dueSql, familyExcess } from '../plan/expiry';
@@ -85,13 +85,11 @@ interface Pending {
 
 const prune = auditPruneSql(sqlite);
 
-const LEASE_COLS = `family, route, lease_id AS leaseId, fencing_token AS fencingToken,
-  session_hash AS sessionHash, owner_id AS ownerId, incarnation, acquired_at AS acquiredAt,
-  renewed_at AS renewedAt, expires_at AS expiresAt, max_expires_at AS maxExpiresAt,
-  ttl_ms AS ttlMs, renewal_count AS renewalCount, revision, metadata, release_request AS releaseRequest`;
+/** One column map per table (server/store/plan/dialect.ts), rendered for SQLite. */
+const LEASE_COLS = columns(sqlite, LEASE_FIELDS);
 const SESSION_COLS = columns(sqlite, SESSION_FIELDS);
-const TOKEN_COLS = `id, secret_hash AS secretHash, name, family, grants, root, kind,
-  created_at AS createdAt, expires_at AS expiresAt, revoked_at AS revokedAt, created_by AS createdBy`;
+const TOKEN_COLS = columns(sqlite, TOKEN_FIELDS);
+const CHECKPOINT_COLS = columns(sqlite, CHECKPOINT_FIELDS);
 
 type RawToken = Omit<TokenRow, 'grants' | 'root'> & { grants: string; root: number };
 
@@ -663,8 +661,7 @@ class SqliteTx implements DirectTx {
       leasesByFamily: p(`SELECT family, count(*) AS n FROM leases GROUP BY family`),
       sessionsByFamily: p(`SELECT family, count(*) AS n FROM sessions GROUP BY family`),
       getCheckpoint: p(
-        `SELECT family, route, value, fencing_token AS fencingToken, lease_id AS leaseId,
-           written_at AS writtenAt, version FROM checkpoints WHERE family = ? AND route = ?`,
+        `SELECT ${CHECKPOINT_COLS} FROM checkpoints WHERE family = ? AND route = ?`,
       ),
       putCheckpoint: p(
         `INSERT INTO checkpoints (family, route, value, fencing_token, lease_id, written_at, version)

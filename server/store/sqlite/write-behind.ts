@@ -202,6 +202,7 @@ class SqliteTable<V> extends CachedTable<V> {
     const { name, keyCols, cols } = this.spec;
     const upserts: unknown[][] = [];
     const deletes: unknown[][] = [];
+    const updates: unknown[][] = [];
     // Keys joined with SEP (U+0000) order as their column tuples do.
     if (this.opts.sorted) entries = [...entries].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
     for (const [k, v] of entries) {
@@ -230,7 +231,7 @@ const REVISIONS: TableSpec<RevisionRow> = {
 };
 
 /** Savepoint control for a step that writes through. */
-export interface StepControl {
+interface StepControl {
   savepoint: Database.Statement;
   release: Database.Statement;
   rollbackTo: Database.Statement;

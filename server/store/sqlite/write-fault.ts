@@ -20,7 +20,7 @@ const IO_ERRNO = new Set(['EIO', 'EROFS', 'EFBIG']);
 const IO_PREFIXES = ['SQLITE_IOERR', 'SQLITE_READONLY', 'SQLITE_CANTOPEN'];
 
 /** A refused commit is tried again at least this often, whatever the file system reports. */
-export const RETRY_EVERY_MS = 10_000;
+const RETRY_EVERY_MS = 10_000;
 /** ...and sooner once it reports at least this much room, more than at the last failure. */
 const ROOM_BYTES = 1_048_576;
 
