@@ -296,6 +296,48 @@ for (const backend of BACKENDS) {
       assert.equal(await store.atomic((tx) => tx.pruneIdempotency(millis(2_000_000), 10_000)), 80 * 64 - 1);
     });
 
+    test("a session's lease count follows its leases: cached and written through, a thrown step's moves undone, kept across reopening", async () => {
+      const count = async () => [await store.atomic((tx) => tx.countSessionLeases('h1')), (await store.atomic((tx) => tx.getSession('h1')))?.leaseCount ?? 0];
+      await store.atomic((tx) => tx.insertSession({ idHash: 'h1', family: 'default', incarnation: 'hi_1', ownerId: 'o', ttlMs: 5_000, createdAt: millis(0), expiresAt: millis(10_000) }));
+      assert.deepEqual(await count(), [0, 0]);
+      // Steps of one batch (cached rows), one of them thrown after inserting.
+      const steps = [1, 2, 3, 4].map((i) =>
+        store.atomic(async (tx) => {
+          await tx.getSession('h1');
+          await tx.insertLease(lease(`lease://n/r/${i}`, i));
+          if (i === 4) throw new Error('boom');
+        }, { family: 'default', prefetch: { sessionHash: 'h1' } }),
+      );
+      const outcomes = await Promise.allSettled(steps);
+      assert.deepEqual(outcomes.map((o) => o.status), ['fulfilled', 'fulfilled', 'fulfilled', 'rejected']);
+      assert.deepEqual(await count(), [3, 3]);
+      // A compare-and-delete that misses moves nothing; one that hits, one down.
+      assert.equal(await store.atomic((tx) => tx.deleteLease('default', 'lease://n/r/1', 'ls_1', 99), { family: 'default' }), false);
+      assert.equal(await store.atomic((tx) => tx.deleteLease('default', 'lease://n/r/1', 'ls_1', 1), { family: 'default' }), true);
+      assert.deepEqual(await count(), [2, 2]);
+      // Written through: an uncached write first (a lock-delay), then the lease rows.
+      await store.atomic(async (tx) => {
+        await tx.policies.setLockDelay({ family: 'default', route: 'lease://n/r/9', until: millis(50_000) });
+        await tx.insertLease(lease('lease://n/r/5', 5));
+        assert.equal(await tx.deleteLease('default', 'lease://n/r/2', 'ls_2', 2), true);
+        await tx.insertLease(lease('lease://n/r/6', 6));
+      }, { family: 'default' });
+      assert.deepEqual(await count(), [3, 3]);
+      await assert.rejects(
+        store.atomic(async (tx) => {
+          await tx.policies.setLockDelay({ family: 'default', route: 'lease://n/r/8', until: millis(50_000) });
+          await tx.insertLease(lease('lease://n/r/7', 7));
+          throw new Error('boom');
+        }, { family: 'default' }),
+        /boom/,
+      );
+      assert.deepEqual(await count(), [3, 3]);
+      await store.close();
+      store = await fx.open();
+      assert.deepEqual(await count(), [3, 3]);
+      assert.equal((await store.atomic((tx) => tx.sessionLeases('h1'))).length, 3);
+    });
+
     test('rows read in one step are still right in later steps after other steps changed or undid them', async () => {
       await store.atomic(async (tx) => {
         await tx.insertSession({ idHash: 'h1', family: 'default', incarnation: 'hi_1', ownerId: 'o', ttlMs: 5_000, createdAt: millis(0), expiresAt: millis(10_000) });

@@ -39,6 +39,12 @@ export interface SessionRow {
    * before the first.
    */
   batches?: string | null;
+  /**
+   * How many leases the session holds, kept by the store as leases are
+   * inserted and deleted (renew and keepalive answer it without counting
+   * rows: docs/design.md "Batched calls"). Absent: 0 (a new session).
+   */
+  leaseCount?: number;
 }
 
 export interface LeaseRow {

@@ -39,6 +39,25 @@ export interface TableSpec<V> {
   keyCols: readonly string[];
   cols: readonly string[];
   values(row: V): unknown[];
+  /**
+   * A row that differs from the database's only in these fields is written
+   * by an UPDATE of their columns alone (`fields[i]` in `cols[i]`): the
+   * other columns' indexes are left alone. A renewal moves four columns of
+   * a lease; rewriting the whole row touched every index of the table
+   * (docs/benchmarks.md "Fleets").
+   */
+  narrow?: { fields: ReadonlyArray<keyof V & string>; cols: readonly string[] };
+}
+
+/** `after` differs from `before` in `narrow`'s fields at most (rows of one key: plain objects of primitives). */
+export function differsOnlyIn<V>(before: V, after: V, fields: ReadonlyArray<keyof V & string>): boolean {
+  const a = after as Record<string, unknown>;
+  const b = before as Record<string, unknown>;
+  const keys = Object.keys(a);
+  for (const k of keys) {
+    if (b[k] !== a[k] && !(fields as readonly string[]).includes(k)) return false;
+  }
+  return Object.keys(b).length === keys.length;
 }
 
 export const LEASES: TableSpec<LeaseRow> = {
@@ -49,6 +68,7 @@ export const LEASES: TableSpec<LeaseRow> = {
     'acquired_at', 'renewed_at', 'expires_at', 'max_expires_at', 'ttl_ms', 'renewal_count', 'revision', 'metadata',
     'release_request',
   ],
+  narrow: { fields: ['renewedAt', 'expiresAt', 'ttlMs', 'renewalCount'], cols: ['renewed_at', 'expires_at', 'ttl_ms', 'renewal_count'] },
   values: (r) => {
     const [realm, area, resource] = routeSegments(r.route);
     return [
@@ -62,8 +82,8 @@ export const LEASES: TableSpec<LeaseRow> = {
 export const SESSIONS: TableSpec<SessionRow> = {
   name: 'sessions',
   keyCols: ['id_hash'],
-  cols: ['id_hash', 'family', 'incarnation', 'owner_id', 'ttl_ms', 'created_at', 'expires_at', 'ending', 'batches'],
-  values: (r) => [r.idHash, r.family, r.incarnation, r.ownerId, r.ttlMs, r.createdAt, r.expiresAt, r.ending ?? null, r.batches ?? null],
+  cols: ['id_hash', 'family', 'incarnation', 'owner_id', 'ttl_ms', 'created_at', 'expires_at', 'ending', 'batches', 'lease_count'],
+  values: (r) => [r.idHash, r.family, r.incarnation, r.ownerId, r.ttlMs, r.createdAt, r.expiresAt, r.ending ?? null, r.batches ?? null, r.leaseCount ?? 0],
 };
 
 export const IDEMPOTENCY: TableSpec<IdempotencyRow> = {
@@ -325,6 +345,13 @@ export abstract class UnitOfWork<B extends Tx = Tx> implements Tx {
       return this.base.insertLease(row);
     }
     this.leases.write(leaseKey(row.family, row.route), row);
+    await this.countLease(row.sessionHash, 1);
+  }
+
+  /** The session's lease count moves with its leases (`SessionRow.leaseCount`); a session already gone has none to keep. */
+  private async countLease(idHash: string, by: 1 | -1): Promise<void> {
+    const s = await this.getSession(idHash);
+    if (s) this.sessions.write(idHash, { ...s, leaseCount: Math.max(0, (s.leaseCount ?? 0) + by) });
   }
   async updateLeaseRenewal(family: string, route: string, leaseId: string, renewedAt: Millis, expiresAt: Millis, ttlMs: number, renewalCount: number): Promise<void> {
     if (this.st.direct) {
@@ -352,6 +379,7 @@ export abstract class UnitOfWork<B extends Tx = Tx> implements Tx {
     const l = await this.getLease(family, route);
     if (!l || l.leaseId !== leaseId || l.fencingToken !== fencingToken) return false;
     this.leases.write(leaseKey(family, route), null);
+    await this.countLease(l.sessionHash, -1);
     return true;
   }
 
@@ -402,7 +430,10 @@ export abstract class UnitOfWork<B extends Tx = Tx> implements Tx {
   listSessions(family: string, ownerId: string | undefined, after: [number, string] | null, limit: number): Promise<SessionRow[]> {
     return this.read(() => this.base.listSessions(family, ownerId, after, limit));
   }
-  countSessionLeases(idHash: string): Promise<number> {
+  /** The session row's count (kept with its leases, no rows counted); a session row already gone: its leases counted. */
+  async countSessionLeases(idHash: string): Promise<number> {
+    const s = await this.getSession(idHash);
+    if (s) return s.leaseCount ?? 0;
     return this.read(() => this.base.countSessionLeases(idHash));
   }
   countBacklog(family: string, now: Millis, cap: number): Promise<number> {

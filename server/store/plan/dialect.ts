@@ -92,5 +92,5 @@ export const POLICY_FIELDS = [
 
 export const SESSION_FIELDS = [
   ['family', 'family'], ['id_hash', 'idHash'], ['incarnation', 'incarnation'], ['owner_id', 'ownerId'], ['ttl_ms', 'ttlMs'],
-  ['created_at', 'createdAt'], ['expires_at', 'expiresAt'], ['ending', 'ending'], ['batches', 'batches'],
+  ['created_at', 'createdAt'], ['expires_at', 'expiresAt'], ['ending', 'ending'], ['batches', 'batches'], ['lease_count', 'leaseCount'],
 ] as const;

@@ -63,7 +63,8 @@ test('64 concurrent steps of one family commit in far fewer transactions than st
         const rev = await tx.bumpRevision('f');
         await tx.insertLease(lease(route, rev));
         return rev;
-      }, { family: 'f', prefetch: { route } }),
+        // The holder's session is hinted as the engine's acquire hints it (its lease count moves with the lease).
+      }, { family: 'f', prefetch: { route, sessionHash: 'h1' } }),
     ),
   );
   assert.deepEqual([...revs].sort((a, b) => a - b), Array.from({ length: 64 }, (_, i) => i + 1));
@@ -250,7 +251,8 @@ test('steps that arrive while a batch waits for the lock join it, with their row
         const rev = await tx.bumpRevision('f');
         await tx.insertLease(lease(route, rev));
         return rev;
-      }, { family: 'f', prefetch: { route } }),
+        // The holder's session is hinted as the engine's acquire hints it (its lease count moves with the lease).
+      }, { family: 'f', prefetch: { route, sessionHash: 'h1' } }),
     );
     release();
     await holder;

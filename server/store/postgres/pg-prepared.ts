@@ -35,6 +35,7 @@ const NOT_TEXT: Readonly<Record<string, string>> = {
   time: 'bigint',
   latency_ms: 'bigint',
   rare: 'boolean',
+  lease_count: 'integer',
 };
 
 /** Element `i` of the row `r` (a jsonb array) as column `c`'s type. */

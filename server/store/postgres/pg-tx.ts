@@ -230,9 +230,13 @@ export class PgTx implements Tx {
     const [realm, area, resource] = routeSegments(r.route);
     await this.q(
       'lins',
-      `INSERT INTO leases (family, route, realm, area, resource, lease_id, fencing_token, session_hash, owner_id, incarnation,
-         acquired_at, renewed_at, expires_at, max_expires_at, ttl_ms, renewal_count, revision, metadata)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
+      // The session's lease count moves with it (SessionRow.leaseCount), in the same statement.
+      `WITH ins AS (
+         INSERT INTO leases (family, route, realm, area, resource, lease_id, fencing_token, session_hash, owner_id, incarnation,
+           acquired_at, renewed_at, expires_at, max_expires_at, ttl_ms, renewal_count, revision, metadata)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+         RETURNING session_hash)
+       UPDATE sessions SET lease_count = lease_count + 1 WHERE id_hash IN (SELECT session_hash FROM ins)`,
       [
         r.family, r.route, realm, area, resource, r.leaseId, r.fencingToken, r.sessionHash, r.ownerId, r.incarnation,
         r.acquiredAt, r.renewedAt, r.expiresAt, r.maxExpiresAt, r.ttlMs, r.renewalCount, r.revision, r.metadata,
@@ -247,9 +251,13 @@ export class PgTx implements Tx {
     );
   }
   async deleteLease(family: string, route: string, leaseId: string, fencingToken: number): Promise<boolean> {
-    const n = await this.changed('ldel', `DELETE FROM leases WHERE family = $1 AND route = $2 AND lease_id = $3 AND fencing_token = $4`, [
-      family, route, leaseId, fencingToken,
-    ]);
+    const n = await this.count(
+      'ldel',
+      `WITH del AS (DELETE FROM leases WHERE family = $1 AND route = $2 AND lease_id = $3 AND fencing_token = $4 RETURNING session_hash),
+         counted AS (UPDATE sessions SET lease_count = greatest(0, lease_count - 1) WHERE id_hash IN (SELECT session_hash FROM del))
+       SELECT count(*)::int8 AS n FROM del`,
+      [family, route, leaseId, fencingToken],
+    );
     return n === 1;
   }
   async setReleaseRequest(family: string, route: string, leaseId: string, fencingToken: number, request: string): Promise<boolean> {

@@ -188,4 +188,11 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX waiters_place ON waiters (family, route, place);
   CREATE INDEX waiters_parked ON waiters (deadline) WHERE parked;
   `,
+  `
+  -- How many leases each session holds, kept as leases come and go, so a
+  -- renew or keepalive answers it without counting the session's rows
+  -- (docs/design.md "Batched calls").
+  ALTER TABLE sessions ADD COLUMN lease_count integer NOT NULL DEFAULT 0;
+  UPDATE sessions SET lease_count = (SELECT count(*) FROM leases WHERE leases.session_hash = sessions.id_hash);
+  `,
 ];

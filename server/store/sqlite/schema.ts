@@ -185,4 +185,11 @@ export const MIGRATIONS: readonly string[] = [
   -- before the first. The sessions list shows them.
   ALTER TABLE sessions ADD COLUMN batches TEXT;
   `,
+  `
+  -- How many leases each session holds, kept as leases come and go, so a
+  -- renew or keepalive answers it without counting the session's rows
+  -- (docs/design.md "Batched calls").
+  ALTER TABLE sessions ADD COLUMN lease_count INTEGER NOT NULL DEFAULT 0;
+  UPDATE sessions SET lease_count = (SELECT count(*) FROM leases WHERE leases.session_hash = sessions.id_hash);
+  `,
 ];

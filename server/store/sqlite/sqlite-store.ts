@@ -646,7 +646,8 @@ class SqliteTx implements DirectTx {
         `UPDATE leases SET renewed_at = ?, expires_at = ?, ttl_ms = ?, renewal_count = ?
          WHERE family = ? AND route = ? AND lease_id = ?`,
       ),
-      deleteLease: p(`DELETE FROM leases WHERE family = ? AND route = ? AND lease_id = ? AND fencing_token = ?`),
+      deleteLease: p(`DELETE FROM leases WHERE family = ? AND route = ? AND lease_id = ? AND fencing_token = ? RETURNING session_hash`).pluck(),
+      countLease: p(`UPDATE sessions SET lease_count = max(0, lease_count + ?) WHERE id_hash = ?`),
       setReleaseRequest: p(`UPDATE leases SET release_request = ? WHERE family = ? AND route = ? AND lease_id = ? AND fencing_token = ?`),
       sessionLeases: p(`SELECT ${LEASE_COLS} FROM leases WHERE session_hash = ? ORDER BY route`),
       sessionLeasesFirst: p(`SELECT ${LEASE_COLS} FROM leases WHERE session_hash = ? ORDER BY route LIMIT ?`),
@@ -807,12 +808,16 @@ class SqliteTx implements DirectTx {
   async insertLease(row: LeaseRow): Promise<void> {
     const [realm, area, resource] = routeSegments(row.route);
     this.s.insertLease.run({ ...row, realm, area, resource });
+    this.s.countLease.run(1, row.sessionHash);
   }
   async updateLeaseRenewal(family: string, route: string, leaseId: string, renewedAt: number, expiresAt: number, ttlMs: number, renewalCount: number): Promise<void> {
     this.s.renewLease.run(renewedAt, expiresAt, ttlMs, renewalCount, family, route, leaseId);
   }
   async deleteLease(family: string, route: string, leaseId: string, fencingToken: number): Promise<boolean> {
-    return this.s.deleteLease.run(family, route, leaseId, fencingToken).changes === 1;
+    const sessionHash = this.s.deleteLease.get(family, route, leaseId, fencingToken) as string | undefined;
+    if (sessionHash === undefined) return false;
+    this.s.countLease.run(-1, sessionHash);
+    return true;
   }
   async setReleaseRequest(family: string, route: string, leaseId: string, fencingToken: number, request: string): Promise<boolean> {
     return this.s.setReleaseRequest.run(request, family, route, leaseId, fencingToken).changes === 1;

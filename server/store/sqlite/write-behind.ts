@@ -32,7 +32,7 @@
 import type Database from 'better-sqlite3';
 import type { ChangeLogTx, ChangeRow, CheckpointRow, IdempotencyRow, LeaseRow, NewAuditRow, PolicyTx, SessionRow, Tx } from '../types';
 import { millis, type Millis } from '../millis';
-import { AUDIT_COLS, CHANGE_COLS, CHECKPOINTS, CachedTable, changeValues, IDEMPOTENCY, LEASES, SEP, SESSIONS, UnitOfWork, auditValues, type Entries, type TableSpec } from '../unit-of-work';
+import { AUDIT_COLS, CHANGE_COLS, CHECKPOINTS, CachedTable, changeValues, differsOnlyIn, IDEMPOTENCY, LEASES, SEP, SESSIONS, UnitOfWork, auditValues, type Entries, type TableSpec } from '../unit-of-work';
 import { MERGE_AT, type RecentIdempotency } from './recent-idempotency';
 import type { WriteLog } from './journal';
 
@@ -130,9 +130,20 @@ class SqliteTable<V> extends CachedTable<V> {
 
   /** Keys the current batch wrote: its journal line (`logBatch`). */
   private readonly batchKeys = new Set<string>();
+  /**
+   * A pending row's value in the database (the known row when a step first
+   * wrote its key): against it a row is written narrowly (`TableSpec.narrow`).
+   */
+  private readonly stored = new Map<string, V>();
 
   override commitStep(): void {
-    for (const k of this.step.keys()) this.batchKeys.add(k);
+    for (const k of this.step.keys()) {
+      this.batchKeys.add(k);
+      if (this.spec.narrow && !this.dirty.has(k)) {
+        const before = this.known.get(k);
+        if (before) this.stored.set(k, before);
+      }
+    }
     super.commitStep();
   }
 
@@ -185,6 +196,7 @@ class SqliteTable<V> extends CachedTable<V> {
 
   override reset(): void {
     this.batchKeys.clear();
+    this.stored.clear();
     super.reset();
   }
 
@@ -199,14 +211,18 @@ class SqliteTable<V> extends CachedTable<V> {
       if (puts.length > 0) this.sink.put(puts);
       return;
     }
-    const { name, keyCols, cols } = this.spec;
+    const { name, keyCols, cols, narrow } = this.spec;
     const upserts: unknown[][] = [];
     const deletes: unknown[][] = [];
     const updates: unknown[][] = [];
     // Keys joined with SEP (U+0000) order as their column tuples do.
     if (this.opts.sorted) entries = [...entries].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
     for (const [k, v] of entries) {
+      const before = this.stored.get(k);
+      // Rows only reported (`log`) stay pending: the database still holds `before`.
+      if (mode !== 'log') this.stored.delete(k);
       if (v === null) deletes.push(k.split(SEP));
+      else if (narrow && before !== undefined && differsOnlyIn(before, v, narrow.fields)) updates.push([...k.split(SEP), ...narrow.fields.map((f) => (v as V)[f])]);
       else upserts.push(this.spec.values(v));
     }
     if (deletes.length > 0) {
@@ -214,6 +230,12 @@ class SqliteTable<V> extends CachedTable<V> {
     }
     if (upserts.length > 0) {
       this.sql.runChunked(`${name}-put`, upserts, cols.length, (n) => `INSERT OR REPLACE INTO ${name} (${cols.join(',')}) VALUES ${tuples(n, cols.length)}`, mode);
+    }
+    if (narrow && updates.length > 0) {
+      const width = keyCols.length + narrow.cols.length;
+      const set = narrow.cols.map((c, i) => `${c} = v.column${keyCols.length + i + 1}`).join(', ');
+      const match = keyCols.map((c, i) => `${name}.${c} = v.column${i + 1}`).join(' AND ');
+      this.sql.runChunked(`${name}-narrow`, updates, width, (n) => `UPDATE ${name} SET ${set} FROM (VALUES ${tuples(n, width)}) AS v WHERE ${match}`, mode);
     }
   }
 }
