@@ -1,0 +1,330 @@
+/**
+ * `npm run bench:fleet`: what a fleet's leases cost the server (CONTRACT
+ * §20, docs/benchmarks.md "Fleets"), through real server processes
+ * (`dist/server.mjs`, built if missing), on SQLite (one instance) and on
+ * PostgreSQL (two instances on one fresh database).
+ *
+ * 1. Batched renewal: a session holding BENCH_FLEET_BATCH_LEASES (10,000)
+ *    leases renewed BENCH_FLEET_BATCH_ITEMS (100) at a time by 4 concurrent
+ *    clients for BENCH_FLEET_BATCH_S (10) seconds, then the same leases
+ *    renewed one request each: server CPU per renewed lease (every Leasehold
+ *    process; PostgreSQL's own CPU printed apart).
+ * 2. Renew and keepalive against the session's size: one lease in one
+ *    session, one lease in a session of BENCH_FLEET_BIG (10,000), renewed
+ *    (and kept alive) alternately, one request at a time: p50 of each and
+ *    their ratio.
+ * 3. The fleet: BENCH_FLEET_LEASES (100,000) leases held by
+ *    BENCH_FLEET_SESSIONS (100) sessions through the SDK, each lease
+ *    renewed every 10 s (TTL 30 s), for BENCH_FLEET_S (60) seconds: leases
+ *    lost, renew requests and their p50/p99, server CPU. With batching, and
+ *    (SQLite, `BENCH_FLEET_UNBATCHED=0` skips it) the same fleet with
+ *    `batchRenewals: false`.
+ *
+ * `--sqlite` or `--postgres` runs one store; `--part=1,2,3` some parts;
+ * `BENCH_SERVER=<path to a server.mjs>` measures another build (A/B).
+ */
+
+import { rmSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
+import { LeaseholdClient, type LeaseHandle, type Session } from '../lib/client';
+import { STORE_KINDS, type StoreKind } from '../lib/wire';
+import { call, leasePath, rid, tempDir } from '../server/testing/harness';
+import { createTestDatabase } from '../server/testing/pg';
+import { cpuMs, cpuMsOfCommand } from '../server/testing/proc-cpu';
+import { ensureServerBuilt, runMain, SERVER, spawnListening, stopServer, type ServerProcess } from '../server/testing/process';
+
+const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
+const BATCH_LEASES = env('BENCH_FLEET_BATCH_LEASES', 10_000);
+const BATCH_ITEMS = env('BENCH_FLEET_BATCH_ITEMS', 100);
+const BATCH_S = env('BENCH_FLEET_BATCH_S', 10);
+const BIG = env('BENCH_FLEET_BIG', 10_000);
+const SIZE_SAMPLES = env('BENCH_FLEET_SIZE_SAMPLES', 400);
+const FLEET_LEASES = env('BENCH_FLEET_LEASES', 100_000);
+const FLEET_SESSIONS = env('BENCH_FLEET_SESSIONS', 100);
+const FLEET_S = env('BENCH_FLEET_S', 60);
+const FLEET_TTL_MS = 30_000;
+const TOKEN = `lh_bench_${Math.random().toString(36).slice(2)}${Math.random().toString(36).slice(2)}`;
+
+const SERVER_PATH = process.env.BENCH_SERVER ?? SERVER;
+const only = process.argv.find((a) => a === '--sqlite' || a === '--postgres')?.slice(2);
+const partsArg = process.argv.find((a) => a.startsWith('--part='));
+const parts = new Set((partsArg?.slice(7) ?? '1,2,3').split(',').map(Number));
+
+setTimeout(() => {
+  console.error('bench:fleet: watchdog: still running after 40 minutes, giving up');
+  process.exit(1);
+}, 40 * 60_000).unref();
+
+const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? Number.NaN;
+const ms = (x: number) => `${x.toFixed(1)} ms`;
+const int = (x: number) => Math.round(x).toLocaleString('en-US');
+const sleep = (t: number) => new Promise((r) => setTimeout(r, t));
+
+interface Held {
+  route: string;
+  lease_id: string;
+  fencing_token: string;
+}
+
+/** A store's servers: one SQLite instance, or two PostgreSQL instances on one fresh database. */
+interface Cluster {
+  label: string;
+  urls: string[];
+  serverCpuMs(): number;
+  databaseCpuMs(): number;
+  stop(): Promise<void>;
+}
+
+async function startCluster(store: StoreKind): Promise<Cluster> {
+  const dirs = [tempDir('bench-fleet-a-'), tempDir('bench-fleet-b-')];
+  const db = store === 'postgres' ? await createTestDatabase() : undefined;
+  const envs = store === 'postgres'
+    ? dirs.map((d) => ({ LEASEHOLD_DATA_DIR: d, LEASEHOLD_DATABASE_URL: db!.url }))
+    : [{ LEASEHOLD_DATA_DIR: dirs[0]! }];
+  const procs: ServerProcess[] = [];
+  for (const e of envs) procs.push(await spawnListening('server', [SERVER_PATH], { LEASEHOLD_BOOTSTRAP_TOKEN: TOKEN, ...e }));
+  return {
+    label: store === 'postgres' ? 'PostgreSQL, 2 instances' : 'SQLite, 1 instance',
+    urls: procs.map((p) => p.url),
+    serverCpuMs: () => procs.reduce((sum, p) => sum + cpuMs(p.proc.pid), 0),
+    databaseCpuMs: () => (store === 'postgres' ? cpuMsOfCommand('postgres') : 0),
+    async stop() {
+      await Promise.all(procs.map((p) => stopServer(p.proc)));
+      await db?.drop();
+      for (const d of dirs) rmSync(d, { recursive: true, force: true });
+    },
+  };
+}
+
+async function ask(url: string, method: string, path: string, body?: unknown) {
+  const r = await call(url, method, path, body, { token: TOKEN });
+  if (r.status !== 200 && r.status !== 201) throw new Error(`${method} ${path}: ${r.status} ${r.text.slice(0, 300)}`);
+  return r.body;
+}
+
+async function openSession(url: string, owner: string): Promise<string> {
+  const b = await ask(url, 'POST', '/api/v1/sessions', { owner_id: owner, ttl_ms: 300_000 });
+  return b.session.session_id as string;
+}
+
+/** `count` leases for `sessionId` under `prefix`, 16 a request (all-or-nothing acquire), 8 requests in flight. */
+async function fill(url: string, sessionId: string, prefix: string, count: number): Promise<Held[]> {
+  const held: Held[] = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      for (;;) {
+        const start = next;
+        if (start >= count) return;
+        next = Math.min(count, start + 16);
+        const leases = Array.from({ length: next - start }, (_, i) => ({ route: `${prefix}${String(start + i).padStart(6, '0')}`, ttl_ms: 600_000 }));
+        const b = await ask(url, 'POST', '/api/v1/sessions/acquire', { session_id: sessionId, request_id: rid(), leases });
+        for (const l of b.leases as Held[]) held.push({ route: l.route, lease_id: l.lease_id, fencing_token: l.fencing_token });
+      }
+    }),
+  );
+  return held;
+}
+
+/** Part 1: CPU per renewed lease, batched and one request each. */
+async function batchCost(c: Cluster): Promise<void> {
+  const sessionId = await openSession(c.urls[0]!, 'bench-batch');
+  const held = await fill(c.urls[0]!, sessionId, 'lease://bench/batch/r', BATCH_LEASES);
+
+  const run = async (itemsPerRequest: number, workers: number) => {
+    let stop = false;
+    let renewed = 0;
+    let lost = 0;
+    let requests = 0;
+    const latencies: number[] = [];
+    const slice = Math.floor(held.length / workers);
+    const cpu0 = c.serverCpuMs();
+    const db0 = c.databaseCpuMs();
+    const t0 = performance.now();
+    const timer = setTimeout(() => (stop = true), BATCH_S * 1000);
+    await Promise.all(
+      Array.from({ length: workers }, async (_, w) => {
+        const mine = held.slice(w * slice, (w + 1) * slice);
+        const url = c.urls[w % c.urls.length]!;
+        for (let at = 0; !stop; at = (at + itemsPerRequest) % mine.length) {
+          const items = mine.slice(at, at + itemsPerRequest);
+          const s = performance.now();
+          if (itemsPerRequest === 1) {
+            const l = items[0]!;
+            const r = await call(url, 'POST', leasePath(l.route, 'renew'), { session_id: sessionId, request_id: rid(), lease_id: l.lease_id, fencing_token: l.fencing_token }, { token: TOKEN });
+            if (r.status === 200) renewed++;
+            else lost++;
+          } else {
+            const b = await ask(url, 'POST', '/api/v1/sessions/renew', { session_id: sessionId, request_id: rid(), leases: items });
+            for (const r of b.results as Array<{ code: string }>) {
+              if (r.code === 'lease_renewed') renewed++;
+              else lost++;
+            }
+          }
+          latencies.push(performance.now() - s);
+          requests++;
+        }
+      }),
+    );
+    clearTimeout(timer);
+    const wall = (performance.now() - t0) / 1000;
+    const cpu = c.serverCpuMs() - cpu0;
+    const db = c.databaseCpuMs() - db0;
+    latencies.sort((a, b) => a - b);
+    const dbPart = c.urls.length > 1 ? `; PostgreSQL ${((db * 1000) / renewed).toFixed(1)} µs per lease` : '';
+    console.log(
+      `  ${itemsPerRequest === 1 ? 'one lease a request' : `${itemsPerRequest} leases a request`}, ${workers} clients, ${wall.toFixed(1)} s: ` +
+        `${int(requests)} requests (p50 ${ms(pct(latencies, 0.5))}, p99 ${ms(pct(latencies, 0.99))}), ${int(renewed / wall)} leases renewed/s, lost ${lost}; ` +
+        `server CPU ${((cpu * 1000) / renewed).toFixed(1)} µs per renewed lease (${((cpu * 1000) / requests).toFixed(0)} µs per request, ${(cpu / 1000 / wall).toFixed(2)} cores)${dbPart}`,
+    );
+  };
+  console.log(`\n${c.label}: batched renewal, a session of ${int(held.length)} leases`);
+  await run(BATCH_ITEMS, 4);
+  await run(1, 4);
+  await run(BATCH_ITEMS, 4);
+  await ask(c.urls[0]!, 'POST', '/api/v1/sessions/close', { session_id: sessionId });
+}
+
+/** Part 2: renew and keepalive p50 with 1 and with BIG leases in the session. */
+async function sizeCost(c: Cluster): Promise<void> {
+  const url = c.urls[0]!;
+  const small = await openSession(url, 'bench-small');
+  const big = await openSession(url, 'bench-big');
+  const [one] = await fill(url, small, 'lease://bench/small/r', 1);
+  const many = await fill(url, big, 'lease://bench/big/r', BIG);
+  const probe = many[Math.floor(many.length / 2)]!;
+  const times = { renewSmall: [] as number[], renewBig: [] as number[], keepSmall: [] as number[], keepBig: [] as number[] };
+  const timed = async (into: number[], fn: () => Promise<unknown>) => {
+    const s = performance.now();
+    await fn();
+    into.push(performance.now() - s);
+  };
+  const renew = (sessionId: string, l: Held) => () => ask(url, 'POST', leasePath(l.route, 'renew'), { session_id: sessionId, request_id: rid(), lease_id: l.lease_id, fencing_token: l.fencing_token });
+  const keep = (sessionId: string) => () => ask(url, 'POST', '/api/v1/sessions/keepalive', { session_id: sessionId });
+  for (let i = 0; i < SIZE_SAMPLES; i++) {
+    // Alternate which goes first so drift on the machine falls on both alike.
+    const pairs: Array<[number[], () => Promise<unknown>]> = [
+      [times.renewSmall, renew(small, one!)],
+      [times.renewBig, renew(big, probe)],
+      [times.keepSmall, keep(small)],
+      [times.keepBig, keep(big)],
+    ];
+    if (i % 2 === 1) pairs.reverse();
+    for (const [into, fn] of pairs) await timed(into, fn);
+  }
+  const p50 = (xs: number[]) => pct([...xs].sort((a, b) => a - b), 0.5);
+  console.log(`\n${c.label}: renew and keepalive against the session's size (${SIZE_SAMPLES} of each, one at a time, alternating)`);
+  console.log(`  renew:     1 lease p50 ${ms(p50(times.renewSmall))}, ${int(many.length)} leases p50 ${ms(p50(times.renewBig))}: ${(p50(times.renewBig) / p50(times.renewSmall)).toFixed(2)}×`);
+  console.log(`  keepalive: 1 lease p50 ${ms(p50(times.keepSmall))}, ${int(many.length)} leases p50 ${ms(p50(times.keepBig))}: ${(p50(times.keepBig) / p50(times.keepSmall)).toFixed(2)}×`);
+  await ask(url, 'POST', '/api/v1/sessions/close', { session_id: small });
+  await ask(url, 'POST', '/api/v1/sessions/close', { session_id: big });
+}
+
+/** Part 3: the fleet through the SDK. */
+async function fleet(c: Cluster, batchRenewals: boolean): Promise<void> {
+  let counting = false;
+  const requests = new Map<string, number>();
+  const renewLatencies: number[] = [];
+  const countingFetch: typeof fetch = async (input, init) => {
+    const path = new URL(typeof input === 'string' ? input : input instanceof URL ? input.href : input.url).pathname;
+    const kind = path === '/api/v1/sessions/renew' ? 'batched renew' : path.endsWith('/renew') ? 'renew' : path.endsWith('/keepalive') ? 'keepalive' : 'other';
+    const s = performance.now();
+    const r = await fetch(input, init);
+    if (counting) {
+      requests.set(kind, (requests.get(kind) ?? 0) + 1);
+      if (kind.endsWith('renew')) renewLatencies.push(performance.now() - s);
+    }
+    return r;
+  };
+  const clients = c.urls.map((baseUrl) => new LeaseholdClient({ baseUrl, token: TOKEN, fetch: countingFetch, batchRenewals }));
+  const sessions: Session[] = [];
+  const handles: LeaseHandle[] = [];
+  const perSession = Math.ceil(FLEET_LEASES / FLEET_SESSIONS);
+  const f0 = performance.now();
+  for (let s = 0; s < FLEET_SESSIONS; s++) sessions.push(await clients[s % clients.length]!.openSession({ ownerId: `fleet-${s}`, ttlMs: 30_000 }));
+  let nextSession = 0;
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      for (let s = nextSession++; s < FLEET_SESSIONS; s = nextSession++) {
+        for (let i = 0; i < perSession; i += 16) {
+          const routes = Array.from({ length: Math.min(16, perSession - i) }, (_, k) => `lease://fleet/s${String(s).padStart(3, '0')}/r${String(i + k).padStart(5, '0')}`);
+          handles.push(...(await sessions[s]!.acquireAll(routes, { ttlMs: FLEET_TTL_MS })));
+        }
+      }
+    }),
+  );
+  const fillS = (performance.now() - f0) / 1000;
+  // Renewals of the fill are spread over its duration; count from here.
+  counting = true;
+  const cpu0 = c.serverCpuMs();
+  const db0 = c.databaseCpuMs();
+  const clientCpu0 = cpuMs(process.pid);
+  const t0 = performance.now();
+  await sleep(FLEET_S * 1000);
+  const wall = (performance.now() - t0) / 1000;
+  counting = false;
+  const cpu = c.serverCpuMs() - cpu0;
+  const db = c.databaseCpuMs() - db0;
+  const clientCpu = cpuMs(process.pid) - clientCpu0;
+  const lost = handles.filter((h) => h.state === 'lost').length;
+  const lostSessions = sessions.filter((s) => s.state !== 'open').length;
+  // What the server holds, counted from the server's side.
+  const listedRoutes = new Set<string>();
+  let cursor: string | undefined;
+  do {
+    const q = new URLSearchParams({ selector: 'lease://fleet/**', limit: '1000', ...(cursor ? { cursor } : {}) });
+    const b = await ask(c.urls[0]!, 'GET', `/api/v1/leases?${q}`);
+    for (const item of b.items as Array<{ route: string }>) listedRoutes.add(item.route);
+    cursor = (b.next_cursor as string | null) ?? undefined;
+  } while (cursor);
+  const listed = listedRoutes.size;
+  // A handle the SDK holds that the server does not list is a lease the SDK would report held wrongly.
+  const missing = handles.filter((h) => h.state === 'held' && !listedRoutes.has(h.lease.route));
+  for (const h of missing.slice(0, 3)) {
+    const r = await call(c.urls[0]!, 'GET', leasePath(h.lease.route), undefined, { token: TOKEN });
+    console.log(`  held by the SDK, not listed: ${h.lease.route} (the SDK's expires_at ${h.lease.expires_at}, now ${new Date().toISOString()}): the server says ${r.status} ${r.text.slice(0, 300)}`);
+  }
+  renewLatencies.sort((a, b) => a - b);
+  const total = [...requests.values()].reduce((a, b) => a + b, 0);
+  const dbPart = c.urls.length > 1 ? `, PostgreSQL ${(db / 1000 / wall).toFixed(2)} cores` : '';
+  console.log(
+    `\n${c.label}: a fleet of ${int(handles.length)} leases in ${FLEET_SESSIONS} sessions through the SDK, TTL ${FLEET_TTL_MS / 1000} s (renewed every ${FLEET_TTL_MS / 3000} s), batchRenewals ${batchRenewals} (filled in ${fillS.toFixed(1)} s)`,
+  );
+  console.log(
+    `  ${wall.toFixed(1)} s: ${int(total)} requests (${int(total / wall)}/s: ${[...requests].map(([k, n]) => `${k} ${int(n)}`).join(', ')}); ` +
+      `renew requests p50 ${ms(pct(renewLatencies, 0.5))}, p99 ${ms(pct(renewLatencies, 0.99))}`,
+  );
+  console.log(
+    `  leases lost ${lost}, sessions not open ${lostSessions}, leases the server lists ${int(listed)}; ` +
+      `server CPU ${(cpu / 1000 / wall).toFixed(2)} cores${dbPart}, the SDK's process ${(clientCpu / 1000 / wall).toFixed(2)} cores`,
+  );
+  await Promise.allSettled(sessions.map((s) => s.close()));
+}
+
+runMain(async () => {
+  if (!process.env.BENCH_SERVER) ensureServerBuilt();
+  console.log(`bench:fleet — parts ${[...parts].join(',')}, server ${SERVER_PATH}, Node ${process.version}, ${new Date().toISOString()}`);
+  for (const store of STORE_KINDS) {
+    if (only && only !== store) continue;
+    if (parts.has(1) || parts.has(2)) {
+      const c = await startCluster(store);
+      try {
+        if (parts.has(1)) await batchCost(c);
+        if (parts.has(2)) await sizeCost(c);
+      } finally {
+        await c.stop();
+      }
+    }
+    if (parts.has(3)) {
+      const modes = store === 'sqlite' && process.env.BENCH_FLEET_UNBATCHED !== '0' ? [true, false] : [true];
+      for (const batched of modes) {
+        const c = await startCluster(store);
+        try {
+          await fleet(c, batched);
+        } finally {
+          await c.stop();
+        }
+      }
+    }
+  }
+}, 'bench:fleet');
