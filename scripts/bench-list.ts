@@ -40,6 +40,7 @@ import { planLeaseScan, renderLeaseChunk } from '../server/store/plan/lease-scan
 import { millis } from '../server/store/millis';
 import { createTestDatabase, type TestDatabase } from '../server/testing/pg';
 import { spawnListening } from '../server/testing/process';
+import { cpuMs } from '../server/testing/proc-cpu';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const SERVER = process.env.BENCH_SERVER ?? join(ROOT, 'dist', 'server.mjs');
@@ -50,7 +51,6 @@ const arg = (name: string) => process.argv.find((a) => a === `--${name}` || a.st
 const POSTGRES = arg('postgres') ? 'postgres://postgres@127.0.0.1:5432/postgres' : process.env.BENCH_POSTGRES;
 const CPU_PROF = arg('cpu-prof')?.split('=')[1];
 const TOKEN = `lh_bench_${Math.random().toString(36).slice(2)}${Math.random().toString(36).slice(2)}`;
-const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
 
 // The run must stop by itself, whatever happens.
 setTimeout(() => {
@@ -74,9 +74,7 @@ for (const sig of ['SIGINT', 'SIGTERM'] as const) {
 
 /** CPU seconds (user + system) the server process has used so far. */
 function serverCpu(): number {
-  const stat = readFileSync(`/proc/${server!.pid}/stat`, 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(f[11]) + Number(f[12])) / CLK_TCK;
+  return cpuMs(server!.pid) / 1000;
 }
 
 let baseUrl: string;

@@ -24,6 +24,7 @@ import { fileURLToPath } from 'node:url';
 import { call, leasePath } from '../server/testing/harness';
 import { createLog } from '../server/log';
 import { AccessLog } from '../server/http/access-log';
+import { cpuMs } from '../server/testing/proc-cpu';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const SERVER = join(ROOT, 'dist', 'server.mjs');
@@ -31,7 +32,6 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 8);
 const ROUND_MS = Number(process.env.BENCH_ROUND_S ?? 2) * 1000;
 const WORKERS = Number(process.env.BENCH_WORKERS ?? 16);
 const TOKEN = `lh_bench_${Math.random().toString(36).slice(2)}${Math.random().toString(36).slice(2)}`;
-const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
 const agent = new Agent({ keepAlive: true, maxSockets: 256 });
 
 interface Server {
@@ -90,9 +90,7 @@ async function start(name: string, accessLog: 'on' | 'off'): Promise<Server> {
 }
 
 function cpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(f[11]) + Number(f[12])) / CLK_TCK;
+  return cpuMs(pid) / 1000;
 }
 
 interface Round {

@@ -28,7 +28,7 @@
  * on two cores: run it on a quiet machine.
  */
 
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -36,6 +36,7 @@ import { Agent, setGlobalDispatcher } from 'undici';
 import { LeaseholdClient, ResumePoint, judgeResume, type Session, type Subscription } from '../lib/client';
 import { backoffMs } from '../lib/client/runtime';
 import { ensureServerBuilt, killServers, SERVER, spawnListening, stopServer, type ServerProcess, runMain } from '../server/testing/process';
+import { cpuMs } from '../server/testing/proc-cpu';
 
 const TOKEN = `lh_bench_resume_${Math.random().toString(36).slice(2)}${Math.random().toString(36).slice(2)}`;
 const OBSERVERS = Number(process.env.BENCH_RESUME_OBSERVERS ?? 1_000);
@@ -144,11 +145,6 @@ class Follower {
   }
 }
 
-/** utime + stime of a process, in ms (Linux /proc; clock ticks of 10 ms). */
-function cpuMs(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-}
 
 async function listsServed(url: string): Promise<number> {
   const res = await fetch(`${url}/api/metrics`, { headers: { Authorization: `Bearer ${TOKEN}` } });

@@ -41,6 +41,7 @@ import { cpus, tmpdir, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
+import { cpuMs } from '../server/testing/proc-cpu';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 /** BENCH_SERVER=<path to a built server.mjs> measures another build (A/B runs). */
@@ -136,18 +137,7 @@ async function stopChild(c: Child): Promise<void> {
 
 /** CPU seconds (user + system) a process has used so far, from /proc. */
 function cpuSeconds(pid: number | undefined): number {
-  if (pid === undefined) return NaN;
-  if (pid === process.pid) {
-    const u = process.cpuUsage();
-    return (u.user + u.system) / 1e6;
-  }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(f[11]) + Number(f[12])) / CLK_TCK;
-  } catch {
-    return NaN;
-  }
+  return cpuMs(pid) / 1000;
 }
 
 /** Busy share of all cores over `ms` (from /proc/stat): other load on the machine skews every figure. */

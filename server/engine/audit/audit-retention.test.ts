@@ -1,50 +1,14 @@
 import { addMs } from '../../store/millis';
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { parseSelector } from '@/lib/selector';
-import { engineFixture, type EngineFixture } from '../../testing/engine-fixture';
-import { rid } from '../../testing/harness';
-import { requestDigest } from '../core/ids';
-import { PRUNE_BATCH, type AuditEvent } from './audit';
+import { engineFixture } from '../../testing/engine-fixture';
+import { PRUNE_BATCH } from './audit';
+import { ALL_SEL, allEvents, forceBody, sessionEvent } from './audit-fixtures';
 import { BACKENDS } from '../../testing/pg';
 
 // Retention and the quotas, on every store backend (the conformance suite; the rest of the trail is in audit.test.ts).
 for (const backend of BACKENDS) {
  describe(`${backend} store`, () => {
-  const ALL = parseSelector('lease://**');
-  if (!ALL.ok) throw new Error('grammar');
-  const ALL_SEL = ALL.value;
-  const REASON = 'operator test: stuck after deploy';
-
-  /** A session_open event as the engine would buffer it. */
-  function sessionEvent(f: EngineFixture, ownerId: string, time = f.clock.now()) {
-    return {
-      time,
-      eventType: 'session_open',
-      family: 'default',
-      route: null,
-      tokenId: null,
-      subjectTokenId: null,
-      ownerId,
-      incarnation: null,
-      result: 'session_opened',
-      fencingToken: null,
-      reason: null,
-      correlationId: `c-${ownerId}`,
-      latencyMs: 0,
-    };
-  }
-
-  /** Every audit event of the family, newest first (one page of up to 1,000). */
-  async function allEvents(f: EngineFixture): Promise<AuditEvent[]> {
-    if (!ALL.ok) throw new Error('grammar');
-    return (await f.engine.audit.list(f.admin, { selector: ALL.value, limit: 1_000 })).items;
-  }
-
-  function forceBody(token: number, requestId = rid()) {
-    return { requestId, reason: REASON, expectedFencingToken: token, digest: requestDigest({ reason: REASON, expected_fencing_token: token }) };
-  }
-
   describe('retention', () => {
     test('retention prunes events older than the retention age', async () => {
       const f = await engineFixture({ backend, audit: { retentionMs: 86_400_000, maxRows: 1_000_000 } });

@@ -4,48 +4,12 @@ import assert from 'node:assert/strict';
 import { parseSelector } from '@/lib/selector';
 import { StoreUnavailableError, type Store, type Tx } from '../../store/types';
 import { engineFixture, proofOf, rejectsWith, until, type EngineFixture } from '../../testing/engine-fixture';
-import { rid } from '../../testing/harness';
-import { requestDigest } from '../core/ids';
-import { type AuditEvent } from './audit';
+import { ALL_SEL, allEvents, forceBody, REASON, sessionEvent } from './audit-fixtures';
 import { BACKENDS } from '../../testing/pg';
 
 // The same behaviour on every store backend (the conformance suite).
 for (const backend of BACKENDS) {
  describe(`${backend} store`, () => {
-  const ALL = parseSelector('lease://**');
-  if (!ALL.ok) throw new Error('grammar');
-  const ALL_SEL = ALL.value;
-  const REASON = 'operator test: stuck after deploy';
-
-  /** A session_open event as the engine would buffer it. */
-  function sessionEvent(f: EngineFixture, ownerId: string, time = f.clock.now()) {
-    return {
-      time,
-      eventType: 'session_open',
-      family: 'default',
-      route: null,
-      tokenId: null,
-      subjectTokenId: null,
-      ownerId,
-      incarnation: null,
-      result: 'session_opened',
-      fencingToken: null,
-      reason: null,
-      correlationId: `c-${ownerId}`,
-      latencyMs: 0,
-    };
-  }
-
-  /** Every audit event of the family, newest first (one page of up to 1,000). */
-  async function allEvents(f: EngineFixture): Promise<AuditEvent[]> {
-    if (!ALL.ok) throw new Error('grammar');
-    return (await f.engine.audit.list(f.admin, { selector: ALL.value, limit: 1_000 })).items;
-  }
-
-  function forceBody(token: number, requestId = rid()) {
-    return { requestId, reason: REASON, expectedFencingToken: token, digest: requestDigest({ reason: REASON, expected_fencing_token: token }) };
-  }
-
   /** A real store whose audit inserts fail while `failing` is set. */
   class AuditFaults implements Store {
     failing = false;
