@@ -209,12 +209,12 @@ describe('query plans: the PostgreSQL batch’s prepared statements', () => {
   test('the batch’s writes run as prepared: rows in, rows out', async () => {
     await client.query('BEGIN');
     try {
-      await client.query(`EXECUTE lh_put_sessions('[["s-new", "default", "i-new", "o", 1000, ${NOW}, ${NOW + 1000}]]')`);
+      await client.query(`EXECUTE lh_put_sessions('[["s-new", "default", "i-new", "o", 1000, ${NOW}, ${NOW + 1000}, null, null, 0]]')`);
       const got = await client.query(`SELECT family, ttl_ms FROM sessions WHERE id_hash = 's-new'`);
       assert.deepEqual(got.rows, [{ family: 'default', ttl_ms: '1000' }]);
       // A value holding the dollar-quote tag, quotes, a backslash and an unpaired surrogate (sent as U+FFFD, as text would be).
       const owner = `o'$lh_rows$"\\x\ud800y`;
-      await client.query(execute('lh_put_sessions', [['s-odd', 'default', 'i-odd', owner, 1000, NOW, NOW + 1000]]));
+      await client.query(execute('lh_put_sessions', [['s-odd', 'default', 'i-odd', owner, 1000, NOW, NOW + 1000, null, null, 0]]));
       const odd = await client.query(`SELECT owner_id FROM sessions WHERE id_hash = 's-odd'`);
       assert.deepEqual(odd.rows, [{ owner_id: `o'$lh_rows$"\\x\ufffdy` }]);
       await client.query(`EXECUTE lh_del_sessions('[["s-new"], ["s1"]]')`);
