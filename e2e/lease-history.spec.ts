@@ -118,7 +118,7 @@ test("a lock-delay gap is shaded, and hovering or focusing a force-released tenu
   await expect(gap).toHaveAccessibleName(/\(30s\)$/);
   expect((await gap.boundingBox())!.width, 'the 30 s delay is drawn as a span, not a hairline').toBeGreaterThan(20);
 
-  const bar = detail.tenureBar(/^wedged-worker, token \d+;.*force-released by tk_\w+: “renderer wedged after deploy, freeing it”; lock-delay until /);
+  const bar = detail.tenureBar(/^wedged-worker, token \d+;.*force-released by tk_[\w-]+: “renderer wedged after deploy, freeing it”; lock-delay until /);
   await expect(bar).toHaveAttribute('data-end', 'force_released');
   await bar.hover();
   await expect(status).toContainText(`force-released by`);
