@@ -32,6 +32,6 @@ const ms = performance.now() - t0;
 const cpu = process.cpuUsage(c0);
 const cycles = WORKERS * CYCLES;
 console.log(`engine only (${backend}), ${WORKERS} workers: ${Math.round((cycles / ms) * 1000)} cycles/s, ${((cpu.user + cpu.system) / cycles).toFixed(1)} µs CPU per cycle`);
-const batches = (f.engine as unknown as { store: { batchStats?: { batches: number; steps: number; roundTrips: number } } }).store.batchStats;
+const batches = (f.engine.parts.store as { batchStats?: { batches: number; steps: number; roundTrips: number } }).batchStats;
 if (batches) console.log(`postgres batches: ${batches.batches}, ${(batches.steps / batches.batches).toFixed(1)} steps and ${(batches.roundTrips / batches.batches).toFixed(2)} round trips each`);
 await f.close();

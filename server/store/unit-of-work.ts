@@ -41,12 +41,12 @@ export interface TableSpec<V> {
   values(row: V): unknown[];
   /**
    * A row that differs from the database's only in these fields is written
-   * by an UPDATE of their columns alone (`fields[i]` in `cols[i]`): the
+   * by an UPDATE of their columns alone (`values(row)[i]` in `cols[i]`): the
    * other columns' indexes are left alone. A renewal moves four columns of
    * a lease; rewriting the whole row touched every index of the table
    * (docs/benchmarks.md "Fleets").
    */
-  narrow?: { fields: ReadonlyArray<keyof V & string>; cols: readonly string[] };
+  narrow?: { fields: ReadonlyArray<keyof V & string>; cols: readonly string[]; values(row: V): unknown[] };
 }
 
 /** `after` differs from `before` in `narrow`'s fields at most (rows of one key: plain objects of primitives). */
@@ -68,7 +68,11 @@ export const LEASES: TableSpec<LeaseRow> = {
     'acquired_at', 'renewed_at', 'expires_at', 'max_expires_at', 'ttl_ms', 'renewal_count', 'revision', 'metadata',
     'release_request',
   ],
-  narrow: { fields: ['renewedAt', 'expiresAt', 'ttlMs', 'renewalCount'], cols: ['renewed_at', 'expires_at', 'ttl_ms', 'renewal_count'] },
+  narrow: {
+    fields: ['renewedAt', 'expiresAt', 'ttlMs', 'renewalCount'],
+    cols: ['renewed_at', 'expires_at', 'ttl_ms', 'renewal_count'],
+    values: (r) => [r.renewedAt, r.expiresAt, r.ttlMs, r.renewalCount],
+  },
   values: (r) => {
     const [realm, area, resource] = routeSegments(r.route);
     return [
@@ -84,6 +88,12 @@ export const SESSIONS: TableSpec<SessionRow> = {
   keyCols: ['id_hash'],
   cols: ['id_hash', 'family', 'incarnation', 'owner_id', 'ttl_ms', 'created_at', 'expires_at', 'ending', 'batches', 'lease_count'],
   values: (r) => [r.idHash, r.family, r.incarnation, r.ownerId, r.ttlMs, r.createdAt, r.expiresAt, r.ending ?? null, r.batches ?? null, r.leaseCount ?? 0],
+  // A keepalive, a lease count that moved, a batched call's note: the listing index is left alone.
+  narrow: {
+    fields: ['expiresAt', 'leaseCount', 'batches'],
+    cols: ['expires_at', 'lease_count', 'batches'],
+    values: (r) => [r.expiresAt, r.leaseCount ?? 0, r.batches ?? null],
+  },
 };
 
 export const IDEMPOTENCY: TableSpec<IdempotencyRow> = {

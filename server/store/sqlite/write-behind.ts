@@ -222,7 +222,7 @@ class SqliteTable<V> extends CachedTable<V> {
       // Rows only reported (`log`) stay pending: the database still holds `before`.
       if (mode !== 'log') this.stored.delete(k);
       if (v === null) deletes.push(k.split(SEP));
-      else if (narrow && before !== undefined && differsOnlyIn(before, v, narrow.fields)) updates.push([...k.split(SEP), ...narrow.fields.map((f) => (v as V)[f])]);
+      else if (narrow && before !== undefined && differsOnlyIn(before, v, narrow.fields)) updates.push([...k.split(SEP), ...narrow.values(v as V)]);
       else upserts.push(this.spec.values(v));
     }
     if (deletes.length > 0) {
