@@ -31,6 +31,14 @@ const COALESCE_MS = 5;
 const PULL_FORWARD = 0.3;
 /** A batch's body stays below the server's 128 KiB limit: split by size too. */
 const MAX_BATCH_BYTES = 100_000;
+/**
+ * Items per request the SDK sends (the server takes up to MAX_BATCH_RENEW): a
+ * batch is one atomic step, and the store runs a family's steps one at a
+ * time, so a step of 1,000 renewals (about 50 ms of server CPU) delays every
+ * request behind it. Steps of 250 keep renew p99 low for the whole family
+ * and cost the same per lease (docs/benchmarks.md "Fleets").
+ */
+const REQUEST_ITEMS = 250;
 
 /** How a session keeps its handles: batched renewals unless turned off (or the server lacks them). */
 export interface SessionOptions {
@@ -349,19 +357,23 @@ export class Session extends EventTarget {
       if (waiters.length > 0) this.keepAlive().then(() => settle(waiters), (e: unknown) => settle(waiters, e));
       return;
     }
-    let chunk: BatchItem[] = [];
+    const chunks: BatchItem[][] = [[]];
     let bytes = 0;
     for (const item of items) {
       const size = item.handle.route.length + item.handle.leaseId.length + 64;
-      if (chunk.length === MAX_BATCH_RENEW || (chunk.length > 0 && bytes + size > MAX_BATCH_BYTES)) {
-        void this.#sendBatch(chunk, []);
-        chunk = [];
+      const chunk = chunks.at(-1)!;
+      if (chunk.length === REQUEST_ITEMS || (chunk.length > 0 && bytes + size > MAX_BATCH_BYTES)) {
+        chunks.push([]);
         bytes = 0;
       }
-      chunk.push(item);
+      chunks.at(-1)!.push(item);
       bytes += size;
     }
-    void this.#sendBatch(chunk, waiters);
+    // One after another: sent together they would share one group commit and
+    // each wait for all of them. The first keeps the session alive.
+    void (async () => {
+      for (const [i, chunk] of chunks.entries()) await this.#sendBatch(chunk, i === 0 ? waiters : []);
+    })();
   }
 
   /** One `POST /api/v1/sessions/renew`: each item's outcome goes to its handle alone. */

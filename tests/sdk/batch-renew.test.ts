@@ -27,7 +27,7 @@ const BATCH = '/api/v1/sessions/renew';
 
 /** Wraps the harness's fetch and records what the SDK sends. */
 class Recorder {
-  readonly calls: { method: string; path: string; body: unknown; at: number }[] = [];
+  readonly calls: { method: string; path: string; body: unknown; at: number; answeredAt?: number }[] = [];
   /** Answer 404 to the batched renew, as a server without it would. */
   noBatchEndpoint = false;
 
@@ -35,12 +35,22 @@ class Recorder {
     const url = new URL(String(input));
     const method = init?.method ?? 'GET';
     const body: unknown = typeof init?.body === 'string' ? JSON.parse(init.body) : undefined;
-    this.calls.push({ method, path: url.pathname, body, at: Date.now() });
+    const call: Recorder['calls'][number] = { method, path: url.pathname, body, at: Date.now() };
+    this.calls.push(call);
     if (this.noBatchEndpoint && url.pathname === BATCH) {
       return new Response(JSON.stringify({ status: 'error', code: 'not_found', message: 'no such endpoint', retryable: false }), { status: 404, headers: { 'content-type': 'application/json' } });
     }
-    return s.fetch(input, init);
+    const answer = await s.fetch(input, init);
+    call.answeredAt = Date.now();
+    return answer;
   };
+
+  /** The batched renews sent, with when each was sent and answered. */
+  batchCalls(): { routes: string[]; at: number; answeredAt: number | undefined }[] {
+    return this.calls
+      .filter((c) => c.method === 'POST' && c.path === BATCH)
+      .map((c) => ({ routes: (c.body as { leases: { route: string }[] }).leases.map((l) => l.route), at: c.at, answeredAt: c.answeredAt }));
+  }
 
   /** The batched renews sent, each as the routes it carried. */
   batches(): string[][] {
@@ -90,6 +100,41 @@ test('30 handles of one session renew with one batched request per tick, which a
     assert.equal(seen.token, handles[29]!.fencingToken);
     assert.ok(handles.every((h) => h.lease.renewal_count >= 2), 'every handle took its renewals from the batch answers');
     assert.equal(session.state, 'open');
+  } finally {
+    await session.close();
+  }
+});
+
+test('600 handles renew in requests of at most 250, each sent when the one before it was answered', async (t) => {
+  const rec = new Recorder();
+  const client = new LeaseholdClient({ baseUrl: s.url, token: s.token, fetch: rec.fetch });
+  const session = await client.openSession({ ownerId: 'fleet-600', ttlMs: 6000 * TIME_FACTOR });
+  try {
+    const routes = Array.from({ length: 600 }, (_, i) => `lease://sdk/chunks/h${String(i).padStart(3, '0')}`);
+    const handles: LeaseHandle[] = [];
+    for (let i = 0; i < routes.length; i += 16) handles.push(...(await session.acquireAll(routes.slice(i, i + 16), { ttlMs: 3000 * TIME_FACTOR })));
+    const all = new Set(routes);
+    /** Three consecutive requests that together carry every handle: one tick's. */
+    const tick = () => {
+      const calls = rec.batchCalls();
+      for (let i = 0; i + 3 <= calls.length; i++) {
+        const three = calls.slice(i, i + 3);
+        const carried = new Set(three.flatMap((c) => c.routes));
+        if (carried.size === all.size && [...carried].every((r) => all.has(r))) return three;
+      }
+      return undefined;
+    };
+    try {
+      await eventually('one tick whose three requests carry all 600 handles', () => tick() !== undefined, 20_000);
+    } finally {
+      t.diagnostic(`batch sizes: ${rec.batchCalls().map((b) => b.routes.length).join(', ')}`);
+    }
+    for (const b of rec.batchCalls()) assert.ok(b.routes.length <= 250, `a request carries at most 250 items (got ${b.routes.length})`);
+    const [first, second, third] = tick()!;
+    assert.deepEqual([first!.routes.length, second!.routes.length, third!.routes.length], [250, 250, 100]);
+    assert.ok(second!.at >= first!.answeredAt!, 'the second request left after the first was answered');
+    assert.ok(third!.at >= second!.answeredAt!, 'the third request left after the second was answered');
+    for (const h of handles) assert.equal(h.state, 'held');
   } finally {
     await session.close();
   }
