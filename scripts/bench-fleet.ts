@@ -96,8 +96,17 @@ async function startCluster(store: StoreKind): Promise<Cluster> {
   };
 }
 
+/** A read retried once when the server closed an idle kept-alive socket as it was reused (`socket hang up`). */
+async function read(url: string, path: string) {
+  try {
+    return await call(url, 'GET', path, undefined, { token: TOKEN });
+  } catch {
+    return call(url, 'GET', path, undefined, { token: TOKEN });
+  }
+}
+
 async function ask(url: string, method: string, path: string, body?: unknown) {
-  const r = await call(url, method, path, body, { token: TOKEN });
+  const r = method === 'GET' ? await read(url, path) : await call(url, method, path, body, { token: TOKEN });
   if (r.status !== 200 && r.status !== 201) throw new Error(`${method} ${path}: ${r.status} ${r.text.slice(0, 300)}`);
   return r.body;
 }
@@ -224,7 +233,7 @@ async function sizeCost(c: Cluster): Promise<void> {
 async function renewBuckets(c: Cluster): Promise<Map<string, number>> {
   const out = new Map<string, number>();
   for (const url of c.urls) {
-    const r = await call(url, 'GET', '/api/metrics', undefined, { token: TOKEN });
+    const r = await read(url, '/api/metrics');
     for (const line of r.text.split('\n')) {
       const m = /^leasehold_request_duration_seconds_bucket\{(?=[^}]*operation="(?:session_renew|lease_renew)")[^}]*le="([^"]+)"[^}]*\} (\d+)/.exec(line);
       if (m) out.set(m[1]!, (out.get(m[1]!) ?? 0) + Number(m[2]));
@@ -314,7 +323,7 @@ async function fleet(c: Cluster, batchRenewals: boolean): Promise<void> {
   // A handle the SDK holds that the server does not list is a lease the SDK would report held wrongly.
   const missing = handles.filter((h) => h.state === 'held' && !listedRoutes.has(h.lease.route));
   for (const h of missing.slice(0, 3)) {
-    const r = await call(c.urls[0]!, 'GET', leasePath(h.lease.route), undefined, { token: TOKEN });
+    const r = await read(c.urls[0]!, leasePath(h.lease.route));
     console.log(`  held by the SDK, not listed: ${h.lease.route} (the SDK's expires_at ${h.lease.expires_at}, now ${new Date().toISOString()}): the server says ${r.status} ${r.text.slice(0, 300)}`);
   }
   renewLatencies.sort((a, b) => a - b);
@@ -349,7 +358,9 @@ runMain(async () => {
       }
     }
     if (parts.has(3)) {
-      const modes = store === 'sqlite' && process.env.BENCH_FLEET_UNBATCHED !== '0' ? [true, false] : [true];
+      // BENCH_FLEET_UNBATCHED: 0 skips the unbatched fleet, "only" runs it alone (SQLite).
+      const unbatched = process.env.BENCH_FLEET_UNBATCHED;
+      const modes = store !== 'sqlite' ? [true] : unbatched === '0' ? [true] : unbatched === 'only' ? [false] : [true, false];
       for (const batched of modes) {
         const c = await startCluster(store);
         try {
