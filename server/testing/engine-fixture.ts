@@ -6,6 +6,7 @@
 
 import { rmSync } from 'node:fs';
 import assert from 'node:assert/strict';
+import { afterEach, beforeEach } from 'node:test';
 import { performance } from 'node:perf_hooks';
 import { LeaseEngine, type EngineOptions } from '../engine/engine';
 import type { AcquireInput } from '../engine/leases/service';
@@ -34,6 +35,28 @@ export interface EngineFixture {
   /** Close and reopen the engine on the same directory (same clock). */
   restart(): Promise<void>;
   close(): Promise<void>;
+}
+
+/**
+ * A fresh fixture for every test of the enclosing `describe`, closed after
+ * it: `const f = fixtureEachTest(backend)` in the describe, then `f` in each
+ * test is that test's fixture (a view of the current one).
+ */
+export function fixtureEachTest(backend: Backend): EngineFixture {
+  let current: EngineFixture | undefined;
+  beforeEach(async () => {
+    current = await engineFixture({ backend });
+  });
+  afterEach(async () => {
+    await current?.close();
+    current = undefined;
+  });
+  return new Proxy({} as EngineFixture, {
+    get(_target, key) {
+      if (!current) throw new Error('fixtureEachTest: the fixture exists only while a test runs');
+      return Reflect.get(current, key) as unknown;
+    },
+  });
 }
 
 /**

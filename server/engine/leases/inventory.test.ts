@@ -1,20 +1,14 @@
-import { afterEach, beforeEach, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { selectorOrThrow } from '@/lib/selector';
-import { engineFixture, proofOf, rejectsWith, until, type EngineFixture } from '../../testing/engine-fixture';
+import { fixtureEachTest, proofOf, rejectsWith, until } from '../../testing/engine-fixture';
 import type { ListQuery } from './inventory';
 import { BACKENDS } from '../../testing/pg';
 
 // The same behaviour on every store backend (the conformance suite).
 for (const backend of BACKENDS) {
  describe(`${backend} store`, () => {
-  let f: EngineFixture;
-  beforeEach(async () => {
-    f = await engineFixture({ backend });
-  });
-  afterEach(async () => {
-    await f.close();
-  });
+  const f = fixtureEachTest(backend);
 
   const list = (sel: string, q: Partial<ListQuery> = {}) => f.engine.leases.list(f.admin, selectorOrThrow(sel), { limit: 100, ...q });
 

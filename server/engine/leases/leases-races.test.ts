@@ -1,6 +1,6 @@
-import { afterEach, beforeEach, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { engineFixture, proofOf, rejectsWith, type EngineFixture } from '../../testing/engine-fixture';
+import { fixtureEachTest, proofOf, rejectsWith } from '../../testing/engine-fixture';
 import { requestDigest } from '../core/ids';
 import { BACKENDS } from '../../testing/pg';
 
@@ -8,13 +8,7 @@ import { BACKENDS } from '../../testing/pg';
 // (the conformance suite; acquire, renew, release, expiry and sessions are in leases.test.ts).
 for (const backend of BACKENDS) {
  describe(`${backend} store`, () => {
-  let f: EngineFixture;
-  beforeEach(async () => {
-    f = await engineFixture({ backend });
-  });
-  afterEach(async () => {
-    await f.close();
-  });
+  const f = fixtureEachTest(backend);
 
   const R = 'lease://acme/renderers/doc-1';
 

@@ -1,18 +1,12 @@
-import { afterEach, beforeEach, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { engineFixture, proofOf, rejectsWith, until, type EngineFixture } from '../../testing/engine-fixture';
+import { engineFixture, fixtureEachTest, proofOf, rejectsWith, until } from '../../testing/engine-fixture';
 import { BACKENDS } from '../../testing/pg';
 
 // The same behaviour on every store backend (the conformance suite).
 for (const backend of BACKENDS) {
  describe(`${backend} store`, () => {
-  let f: EngineFixture;
-  beforeEach(async () => {
-    f = await engineFixture({ backend });
-  });
-  afterEach(async () => {
-    await f.close();
-  });
+  const f = fixtureEachTest(backend);
 
   const R = 'lease://acme/renderers/doc-1';
 

@@ -4,9 +4,9 @@
  * own outcome) and keeps the session alive; one step acquires several routes
  * or none.
  */
-import { afterEach, beforeEach, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { engineFixture, rejectsWith, type EngineFixture } from '../../testing/engine-fixture';
+import { fixtureEachTest, rejectsWith } from '../../testing/engine-fixture';
 import { BACKENDS } from '../../testing/pg';
 import { rid } from '../../testing/harness';
 import { requestDigest } from '../core/ids';
@@ -19,13 +19,7 @@ const REASON = 'policy change for the batch test';
 
 for (const backend of BACKENDS) {
   describe(`session batches: ${backend} store`, () => {
-    let f: EngineFixture;
-    beforeEach(async () => {
-      f = await engineFixture({ backend });
-    });
-    afterEach(async () => {
-      await f.close();
-    });
+    const f = fixtureEachTest(backend);
 
     /** The batch's body digest: what the HTTP layer would compute (the items as given, the session, no request_id). */
     const digestOf = (sessionId: string, items: readonly object[]) => requestDigest({ session_id: sessionId, request_id: 'x', leases: items });

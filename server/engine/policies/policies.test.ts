@@ -1,9 +1,9 @@
-import { afterEach, beforeEach, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { PolicyRow } from '../../store/types';
 import { requestDigest } from '../core/ids';
 import { PolicyIndex, type PolicyFields } from './policies';
-import { engineFixture, proofOf, rejectsWith, until, type EngineFixture } from '../../testing/engine-fixture';
+import { fixtureEachTest, proofOf, rejectsWith, until } from '../../testing/engine-fixture';
 import { BACKENDS } from '../../testing/pg';
 import { rid } from '../../testing/harness';
 import { selectorOrThrow as selector } from '@/lib/selector';
@@ -39,13 +39,7 @@ describe('the policy index', () => {
 
 for (const backend of BACKENDS) {
   describe(`policies on the ${backend} store`, () => {
-    let f: EngineFixture;
-    beforeEach(async () => {
-      f = await engineFixture({ backend });
-    });
-    afterEach(async () => {
-      await f.close();
-    });
+    const f = fixtureEachTest(backend);
 
     const set = (selector: string, fields: Partial<PolicyFields>) => f.engine.policies.set(f.admin, selector, { ...NONE, ...fields }, REASON);
 
