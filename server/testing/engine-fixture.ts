@@ -156,17 +156,21 @@ export async function until(f: EngineFixture, ready: () => boolean, turns?: numb
 /**
  * Settle promises that wait on engine timers (waiter deadlines): advance the
  * manual clock in `stepMs` steps, with a store turn between, until they all
- * settle. Time is simulated; nothing waits for it.
+ * settle. Time is simulated; nothing waits for it. With `maxMs`, the clock
+ * moves at most that far and then the promises are awaited: on a loaded
+ * machine the step a deadline starts can take many store turns, and a clock
+ * that ran on meanwhile would expire the waiting session as well.
  */
-export async function settleWithTime(f: EngineFixture, ps: readonly Promise<unknown>[], stepMs = 50): Promise<void> {
+export async function settleWithTime(f: EngineFixture, ps: readonly Promise<unknown>[], stepMs = 50, maxMs = Number.POSITIVE_INFINITY): Promise<void> {
   let done = false;
   const all = Promise.allSettled(ps).then(() => {
     done = true;
   });
-  while (!done) {
+  for (let moved = 0; !done && moved < maxMs; moved += stepMs) {
     f.clock.advance(stepMs);
     await Promise.race([all, storeTurn(f)]);
   }
+  await all;
 }
 
 /** A renew/release/checkpoint proof from an acquire answer. */

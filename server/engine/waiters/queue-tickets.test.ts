@@ -35,7 +35,8 @@ for (const backend of BACKENDS) {
       const p = f.acquire(R, sessionId, { waitMs: 100, ...extra });
       p.catch(() => undefined);
       await queued(before + 1);
-      await settleWithTime(f, [p.catch(() => undefined)], 25);
+      // Past the wait, not on to the parked place's 5 s or the sessions' expiry.
+      await settleWithTime(f, [p.catch(() => undefined)], 25, (extra.waitMs ?? 100) + 2_000);
       const e = await p.then(
         () => assert.fail('granted'),
         (x: unknown) => x,
@@ -214,7 +215,8 @@ for (const backend of BACKENDS) {
       p1.catch(() => undefined);
       await queued(1);
       assert.equal(await waiters(), 1);
-      await settleWithTime(f, [p1.catch(() => undefined)], 100);
+      // Past the 1 s wait, not on to the sessions' expiry.
+      await settleWithTime(f, [p1.catch(() => undefined)], 100, 1_200);
       await rejectsWith(p1, 'lease_conflict');
     });
   });
