@@ -1,4 +1,4 @@
-import type { Locator, Page } from '@playwright/test';
+import { expect, type Locator, type Page } from '@playwright/test';
 
 /** The console's `/tokens` page: create, list and revoke tokens, make embed tokens. */
 export class TokensPage {
@@ -55,9 +55,17 @@ export class TokensPage {
     return this.table.getByRole('row').filter({ has: this.page.getByRole('button', { name: `Revoke ${name}`, exact: true }) });
   }
 
+  /**
+   * Revokes and waits until the dialog has closed: while the revoke is in
+   * flight the modal keeps the rest of the page inert, and a `fill` there
+   * types nowhere (Playwright checks a field is editable, not that it can
+   * take focus), so the next form would be submitted empty.
+   */
   async revoke(name: string): Promise<void> {
     await this.row(name).getByRole('button', { name: `Revoke ${name}`, exact: true }).click();
     await this.revokeDialog.getByRole('button', { name: 'Revoke token' }).click();
+    await expect(this.revokeDialog, `the revoke of ${name} has ended`).toBeHidden();
+    await expect(this.row(name), `${name} has left the list`).toHaveCount(0);
   }
 
   async makeEmbedToken(selector: string, ttlMinutes: number): Promise<void> {
