@@ -84,6 +84,60 @@ function heldChange(step: Step, incarnation: string): number {
 }
 
 /**
+ * A batched renewal's replay record, compact: each item's full lease view
+ * (~450 bytes) would be written to the journal, the idempotency table and
+ * PostgreSQL's wire for every renewed lease. What a view holds beyond the
+ * request's own item (route, lease_id, fencing_token: the digest binds the
+ * replaying request's items to these) and the session (owner, incarnation)
+ * is kept per item: `0` for a lost item, else the renewed row's
+ * [acquiredAt, expiresAt, maxExpiresAt, ttlMs, renewalCount, revision,
+ * waiters, metadata, releaseRequest]; renewedAt is `now`. `expandRenewal`
+ * rebuilds the very answer recorded (session-batch.test.ts holds the two to
+ * the same text).
+ */
+export interface CompactRenewal {
+  v: 2;
+  now: number;
+  session: SessionView;
+  r: Array<0 | [number, number, number, number, number, number, number, string | null, string | null]>;
+}
+
+/** The compact record of this answer, or undefined when a row does not follow from its item and session alone (then the answer is recorded whole). */
+function compactRenewal(session: SessionView, now: number, items: readonly RenewItem[], renewed: ReadonlyArray<LeaseRow | undefined>, results: readonly RenewOutcome[]): CompactRenewal | undefined {
+  const r: CompactRenewal['r'] = [];
+  for (let i = 0; i < items.length; i++) {
+    const row = renewed[i];
+    const item = items[i]!;
+    if (!row) {
+      r.push(0);
+      continue;
+    }
+    const waiters = (results[i] as { lease: HeldLease }).lease.waiters;
+    if (row.route !== item.route || row.leaseId !== item.leaseId || row.fencingToken !== item.fencingToken || row.renewedAt !== now) return undefined;
+    if (row.ownerId !== session.owner_id || row.incarnation !== session.holder_incarnation) return undefined;
+    r.push([row.acquiredAt, row.expiresAt, row.maxExpiresAt, row.ttlMs, row.renewalCount, row.revision, waiters, row.metadata, row.releaseRequest ?? null]);
+  }
+  return { v: 2, now, session, r };
+}
+
+/** The answer a compact record was made from (`compactRenewal`), for the request whose digest it was recorded under. */
+function expandRenewal(c: CompactRenewal, family: string, input: BatchInput<RenewItem>): Omit<SessionRenewed, 'release_requests'> {
+  const now = millis(c.now);
+  const results = input.items.map((item, i): RenewOutcome => {
+    const x = c.r[i];
+    if (!x) return { route: item.route, code: 'lease_lost' };
+    const row: LeaseRow = {
+      family, route: item.route, leaseId: item.leaseId, fencingToken: item.fencingToken, sessionHash: input.sessionHash,
+      ownerId: c.session.owner_id, incarnation: c.session.holder_incarnation,
+      acquiredAt: millis(x[0]), renewedAt: now, expiresAt: millis(x[1]), maxExpiresAt: millis(x[2]), ttlMs: x[3], renewalCount: x[4], revision: x[5],
+      metadata: x[7], releaseRequest: x[8] ?? undefined,
+    };
+    return { route: item.route, code: 'lease_renewed', lease: heldLease(row, now, x[6]) };
+  });
+  return { session: c.session, results };
+}
+
+/**
  * Renew many leases of one session in one step, and keep the session alive.
  * Each item is exactly a single renew (the exact lease_id and token of an
  * active, unexpired lease of this session, the TTL clamped by its route's
@@ -95,10 +149,13 @@ function heldChange(step: Step, incarnation: string): number {
  */
 export async function renewAllStep(ctx: EngineContext, step: Step, family: string, input: BatchInput<RenewItem>): Promise<{ answer: SessionRenewed; replayed: boolean }> {
   const key = batchKey(family, 'session_renew', input);
-  const replay = await findReplay<Omit<SessionRenewed, 'release_requests'>>(step, key, input.digest);
+  const stored = await findReplay<Omit<SessionRenewed, 'release_requests'> | CompactRenewal>(step, key, input.digest);
   // Both read before the step writes anything (release-requests.ts, askedLeases, says why).
   const asked = await askedLeases(step, input.sessionHash);
-  if (replay) return { answer: { ...replay, release_requests: await pendingReleaseRequests(step, input.sessionHash, asked) }, replayed: true };
+  if (stored) {
+    const replay = 'v' in stored ? expandRenewal(stored, family, input) : stored;
+    return { answer: { ...replay, release_requests: await pendingReleaseRequests(step, input.sessionHash, asked) }, replayed: true };
+  }
   const before = await step.tx.countSessionLeases(input.sessionHash);
   const s = await liveSession(ctx, step, family, input.sessionHash);
   if (!s) fail('session_not_found', 'session not found, closed or expired');
@@ -121,7 +178,7 @@ export async function renewAllStep(ctx: EngineContext, step: Step, family: strin
   const renew = { at: step.now, renewed: renewedCount, lost: input.items.length - renewedCount };
   await step.tx.setSessionBatches(s.idHash, JSON.stringify({ ...sessionBatches(s), renew }));
   const recorded = { session: sessionView({ ...s, expiresAt }, before + heldChange(step, s.incarnation)), results };
-  await recordAnswer(step, key, input.digest, recorded, addMs(step.now, ctx.limits.idempotencyTtlMs));
+  await recordAnswer(step, key, input.digest, compactRenewal(recorded.session, step.now, input.items, renewed, results) ?? recorded, addMs(step.now, ctx.limits.idempotencyTtlMs));
   return { answer: { ...recorded, release_requests: await pendingReleaseRequests(step, s.idHash, asked) }, replayed: false };
 }
 
