@@ -72,7 +72,9 @@ run() {
   # its tests: the CLI files run a process per command and, on a loaded
   # machine, take over two minutes. A hung test still ends in 5 minutes;
   # the harness's own waits (server/testing/wait.ts) fail long before that.
-  node --import tsx --test --test-concurrency=1 --test-timeout=300000 \
+  # LEASEHOLD_TEST_CONCURRENCY (default 1) runs that many files at once
+  # (docs/design.md "Flake hunting": what it saves and what it risks).
+  node --import tsx --test --test-concurrency="${LEASEHOLD_TEST_CONCURRENCY:-1}" --test-timeout=300000 \
     --test-reporter=spec --test-reporter-destination=stdout \
     --test-reporter=tap --test-reporter-destination="$tap" \
     "$@"

@@ -25,13 +25,19 @@ passed=0
 failed=0
 status=0
 stage_failures=()
-work="$(mktemp -d -t leasehold-test-XXXXXX)"
+# LEASEHOLD_TEST_WORK_DIR keeps every pass's log and TAP there (per-file times for docs/design.md); else they go with the run.
+if [[ -n ${LEASEHOLD_TEST_WORK_DIR:-} ]]; then
+  work=$LEASEHOLD_TEST_WORK_DIR
+  mkdir -p "$work"
+else
+  work="$(mktemp -d -t leasehold-test-XXXXXX)"
+  trap 'rm -rf "$work"' EXIT
+fi
 # Each unit pass's TAP, for the failure digest at the end.
 export LEASEHOLD_TEST_TAP_DIR="$work/tap"
 # Every test server's log, from both unit passes, for the secrets scan after them.
 export LEASEHOLD_TEST_LOG_DIR="${LEASEHOLD_TEST_LOG_DIR:-$work/server-logs}"
 mkdir -p "$LEASEHOLD_TEST_TAP_DIR" "$LEASEHOLD_TEST_LOG_DIR"
-trap 'rm -rf "$work"' EXIT
 serial=1
 [[ ${LEASEHOLD_TEST_PARALLEL:-0} == 1 ]] && serial=0
 # The test with a time budget: alone, after the side-by-side passes.
