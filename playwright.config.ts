@@ -103,7 +103,11 @@ export default defineConfig({
   use: {
     baseURL,
     colorScheme: 'light',
-    trace: 'retain-on-failure',
+    // A failed test keeps its trace (DOM snapshots of every action) but no
+    // screencast: recording one frame stream per test made Chromium's GPU and
+    // browser processes a third of the run's CPU (docs/design.md "How the
+    // CI time splits"); the failure's own screenshot is still taken.
+    trace: { mode: 'retain-on-failure', screenshots: false, snapshots: true },
     screenshot: 'only-on-failure',
     launchOptions: {
       // Debian's chromium; Playwright never downloads a browser here.

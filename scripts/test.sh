@@ -5,13 +5,13 @@
 # server, twice: on SQLite, and on PostgreSQL with the console on instance A
 # and the tests' API calls on B.
 #
-# The passes run one after another, each into its own log, printed whole
-# when it ends, with its wall and CPU time (docs/design.md "How the CI time
-# splits"); the one test with a time budget (the leases page at 5,000
-# leases) runs alone after them. LEASEHOLD_TEST_PARALLEL=1 runs the two unit
-# passes side by side, then the two end-to-end passes: faster on a machine
-# with cores to spare, but on two cores it doubles the load every timing-
-# sensitive test meets, so CI keeps them serial.
+# Each pass runs into its own log, printed whole when it ends, with its wall
+# and CPU time (docs/design.md "How the CI time splits"). The unit passes
+# run one after the other, each with LEASEHOLD_TEST_CONCURRENCY (default 2)
+# files at once; the two end-to-end passes run side by side; the one test
+# with a time budget (the leases page at 5,000 leases) runs alone after
+# them. LEASEHOLD_TEST_PARALLEL says what runs side by side: `e2e` (the
+# default), `all` (the unit passes too) or `none`.
 #
 # Every stage runs even when an earlier one failed (except e2e, which needs a
 # build), each prints its own counts and its wall and CPU time, and the end
@@ -38,8 +38,9 @@ export LEASEHOLD_TEST_TAP_DIR="$work/tap"
 # Every test server's log, from both unit passes, for the secrets scan after them.
 export LEASEHOLD_TEST_LOG_DIR="${LEASEHOLD_TEST_LOG_DIR:-$work/server-logs}"
 mkdir -p "$LEASEHOLD_TEST_TAP_DIR" "$LEASEHOLD_TEST_LOG_DIR"
+export LEASEHOLD_TEST_CONCURRENCY="${LEASEHOLD_TEST_CONCURRENCY:-2}"
+parallel="${LEASEHOLD_TEST_PARALLEL:-e2e}"
 serial=1
-[[ ${LEASEHOLD_TEST_PARALLEL:-0} == 1 ]] && serial=0
 # The test with a time budget: alone, after the side-by-side passes.
 timed='with 5,000 held leases'
 
@@ -51,7 +52,7 @@ timed_run() {
   { time "$@"; } >"$log" 2>&1
 }
 
-# side_by_side <name>… : runs "$name" (a function) for each name, at once under LEASEHOLD_TEST_PARALLEL=1, else in turn; prints each log in order.
+# side_by_side <name>… : runs "$name" (a function) for each name, at once unless serial=1, else in turn; prints each log in order.
 side_by_side() {
   local pids=() name
   for name in "$@"; do
@@ -97,9 +98,11 @@ unit_sqlite() { LEASEHOLD_TEST_PASSES=sqlite timed_run "$work/unit_sqlite.log" b
 unit_postgres() { LEASEHOLD_TEST_PASSES=postgres timed_run "$work/unit_postgres.log" bash scripts/test-unit.sh; }
 unit_logs() { LEASEHOLD_TEST_PASSES=logs timed_run "$work/unit_logs.log" bash scripts/test-unit.sh; }
 
-echo "== unit and HTTP tests: SQLite and PostgreSQL$( ((serial)) && echo ', one after the other' || echo ', side by side')"
+[[ $parallel == all ]] && serial=0
+echo "== unit and HTTP tests: SQLite and PostgreSQL$( ((serial)) && echo ', one after the other' || echo ', side by side'), $LEASEHOLD_TEST_CONCURRENCY files at once"
 side_by_side unit_sqlite unit_postgres
 echo "== the secrets scan of every server log the unit passes wrote"
+serial=1
 side_by_side unit_logs
 for pass in unit_sqlite unit_postgres unit_logs; do
   log="$work/$pass.log"
@@ -147,8 +150,10 @@ e2e_timed() { LEASEHOLD_E2E_RUN=sqlite-timed timed_run "$work/e2e_timed.log" npx
 
 if ((built)); then
   rm -f "$reports"/results-*.json
+  [[ $parallel == e2e || $parallel == all ]] && serial=0
   echo "== end-to-end tests: SQLite, and PostgreSQL with two instances$( ((serial)) && echo ', one after the other' || echo ', side by side')"
   side_by_side e2e_sqlite e2e_postgres
+  serial=1
   echo "== end-to-end: the test with a time budget, alone on SQLite"
   side_by_side e2e_timed
   e2e_counted sqlite "$reports/results-sqlite.json" "$(cat "$work/e2e_sqlite.rc")"
