@@ -155,13 +155,15 @@ describe('live feed: stream and registrations', () => {
     const waiting = s.call('POST', leasePath(route, 'acquire'), { session_id: waiter.sessionId, request_id: rid(), wait_ms: 10_000 }, { signal: ac.signal }).catch(() => 'aborted');
     await waitUntil(async () => (await s.call('GET', leasePath(route))).body.lease?.waiters === 1);
     // Hold the release's step after it commits (the waiter is granted but not yet answered), drop the waiter's client, then let go.
-    await s.call('GET', '/api/v1/auth/whoami'); // the token is cached now: the release needs no step of its own to authenticate
     const open = gated.hold();
     const release = s.call('POST', leasePath(route, 'release'), proof(h));
-    await waitUntil(() => s.app.engine.parts.waiters.held('default', route) === 0); // claimed inside the (held) release step
-    ac.abort();
-    await new Promise((r) => setTimeout(r, 100));
-    open();
+    try {
+      await waitUntil(() => s.app.engine.parts.waiters.held('default', route) === 0); // claimed inside the (held) release step
+      ac.abort();
+      await new Promise((r) => setTimeout(r, 100));
+    } finally {
+      open(); // a failed wait must not leave every later step of the file held
+    }
     assert.equal((await release).status, 200);
     assert.equal(await waiting, 'aborted');
     const all = await changesOf(c, route, 4);

@@ -13,15 +13,13 @@ import { leasePath, rid, startTestServer, tempDir, type Reply, type TestServer }
 import { histogramCount, parseExposition, sample, type Exposition } from '../testing/prometheus';
 import { SseClient } from '../testing/sse';
 import { gatedStore } from '../testing/gated-store';
+import { waitFor } from '../testing/wait';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** The harness's waitFor (its budget scaled under CI, its failure naming what it saw), for a yes/no condition. */
 async function waitUntil(cond: () => boolean | Promise<boolean>, ms = 10_000, what = 'condition'): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(10);
-  }
+  await waitFor(what, cond, (v) => v === true, ms);
 }
 
 const REASON = 'stuck worker after node drain, ticket OPS-77';
@@ -181,13 +179,15 @@ describe('a scripted workload', () => {
     const ac = new AbortController();
     const gone = acquire('lease://wl/d/rb', d, { wait_ms: 10_000 }, { signal: ac.signal }).catch(() => 'aborted');
     await waitUntil(() => s.app.engine.parts.waiters.held('default', 'lease://wl/d/rb') === 1, 5_000, 'the waiter');
-    await s.call('GET', '/api/v1/auth/whoami'); // the token is cached: the release needs no step of its own to authenticate
     const open = gated.hold();
     const release = s.call('POST', leasePath('lease://wl/d/rb', 'release'), proof(rb, a));
-    await waitUntil(() => s.app.engine.parts.waiters.held('default', 'lease://wl/d/rb') === 0, 5_000, 'the claim');
-    ac.abort();
-    await sleep(100);
-    open();
+    try {
+      await waitUntil(() => s.app.engine.parts.waiters.held('default', 'lease://wl/d/rb') === 0, 5_000, 'the claim');
+      ac.abort();
+      await sleep(100);
+    } finally {
+      open(); // a failed wait must not leave every later step of the file held
+    }
     assert.equal((await release).status, 200);
     T.release.released++;
     assert.equal(await gone, 'aborted');
