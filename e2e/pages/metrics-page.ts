@@ -1,4 +1,4 @@
-import type { Locator, Page } from '@playwright/test';
+import { expect, type Locator, type Page } from '@playwright/test';
 
 export const CHARTS = {
   throughput: 'Acquisitions, conflicts and releases per second',
@@ -42,6 +42,20 @@ export class MetricsPage {
   /** The row of an operation. */
   operationRow(name: string): Locator {
     return this.latencyTable.getByRole('row').filter({ has: this.page.getByRole('button', { name, exact: true }) });
+  }
+
+  /**
+   * Waits until an operation's row is in view. The table shows the top ten by
+   * p99 until "Show all" is pressed, and an operation's rank moves with every
+   * second's latencies (on a loaded machine the console's own calls outrank
+   * an acquire), so this presses "Show all" whenever it is offered.
+   */
+  async revealOperation(name: string): Promise<void> {
+    const showAll = this.page.getByRole('button', { name: /^Show all \d+ operations$/ });
+    await expect(async () => {
+      if (await showAll.isVisible()) await showAll.click();
+      await expect(this.operationRow(name)).toBeVisible({ timeout: 1_000 });
+    }).toPass();
   }
 
   /** Every row's cells as text, in the table's order (header excluded). */
