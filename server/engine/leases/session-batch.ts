@@ -95,7 +95,7 @@ function heldChange(step: Step, incarnation: string): number {
  * rebuilds the very answer recorded (session-batch.test.ts holds the two to
  * the same text).
  */
-export interface CompactRenewal {
+interface CompactRenewal {
   v: 2;
   now: number;
   session: SessionView;
