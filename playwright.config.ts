@@ -96,6 +96,8 @@ export default defineConfig({
   fullyParallel: false,
   workers: 1,
   forbidOnly: !!process.env.CI,
+  // A test of the page itself runs once, in the SQLite pass (e2e/fixtures.ts STORE_INDEPENDENT).
+  grepInvert: postgres ? /@store-independent/ : undefined,
   retries: 0,
   timeout: 30_000 * TIME_FACTOR,
   expect: { timeout: 10_000 * TIME_FACTOR },

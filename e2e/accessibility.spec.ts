@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Page } from '@playwright/test';
 import { axeViolations, expectTheme, THEMES } from './axe';
-import { expect, test as base, type LeaseholdApi } from './fixtures';
+import { expect, test as base, type LeaseholdApi, STORE_INDEPENDENT } from './fixtures';
 import { LeaseDetailPage } from './pages/lease-detail-page';
 import { LeasesPage } from './pages/leases-page';
 import { CHARTS, latencyChart, MetricsPage } from './pages/metrics-page';
@@ -37,7 +37,7 @@ async function askToRelease(api: LeaseholdApi, route: string, fencingToken: numb
 }
 
 for (const theme of THEMES) {
-  test.describe(`${theme} theme`, () => {
+  test.describe(`${theme} theme`, STORE_INDEPENDENT, () => {
     test.use({ colorScheme: theme });
 
     /** Check the page's theme, then collect what axe finds on it now. */

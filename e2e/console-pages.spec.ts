@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { expect, test as base } from './fixtures';
+import { expect, test as base, STORE_INDEPENDENT } from './fixtures';
 import { AuditPage } from './pages/audit-page';
 import { SessionsPage } from './pages/sessions-page';
 import { TokensPage } from './pages/tokens-page';
@@ -178,7 +178,7 @@ test('tokens: a bad grant is caught inline; a created token shows its secret onc
   expect(consoleErrors).toEqual([]);
 });
 
-test('a revoke the API refuses keeps the dialog open with the API’s message and correlation id', async ({ page, api, signIn, tokensPage }) => {
+test('a revoke the API refuses keeps the dialog open with the API’s message and correlation id', STORE_INDEPENDENT, async ({ page, api, signIn, tokensPage }) => {
   const name = `pages-e2e-gone-${run()}`;
   const { tokenId } = await api.createToken(name, ['lease://acme/pages-e2e/*#read']);
   await signIn(page);

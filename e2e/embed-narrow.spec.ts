@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import type { Locator, Page } from '@playwright/test';
 import { axeViolations, expectTheme, preferTheme, THEMES } from './axe';
-import { expect, test, type Held, type LeaseholdApi } from './fixtures';
+import { expect, test, type Held, type LeaseholdApi, STORE_INDEPENDENT } from './fixtures';
 
 test.describe.configure({ timeout: 60_000 });
 test.use({ viewport: { width: 390, height: 844 } });
@@ -41,7 +41,7 @@ async function seed(api: LeaseholdApi): Promise<{ selector: string; token: strin
   return { selector, token: await api.createEmbedToken(selector), held };
 }
 
-test('at 390 px the widget folds its columns: routes are one truncated line with their full text on hover and focus, Expires stays in view', async ({
+test('at 390 px the widget folds its columns: routes are one truncated line with their full text on hover and focus, Expires stays in view', STORE_INDEPENDENT, async ({
   api,
   page,
   consoleErrors,
@@ -83,7 +83,7 @@ test('at 390 px the widget folds its columns: routes are one truncated line with
   expect(consoleErrors).toEqual([]);
 });
 
-test('at 390 px the widget passes axe in light and dark, and its pictures are taken', async ({ api, page }, testInfo) => {
+test('at 390 px the widget passes axe in light and dark, and its pictures are taken', STORE_INDEPENDENT, async ({ api, page }, testInfo) => {
   const { selector, token, held } = await seed(api);
   const dir = process.env.LEASEHOLD_DOCS_SCREENSHOTS ? join(process.cwd(), 'docs', 'img') : testInfo.outputPath();
   const found: string[] = [];

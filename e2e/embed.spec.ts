@@ -6,7 +6,7 @@
 import type { Request } from '@playwright/test';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { expect, test as base } from './fixtures';
+import { expect, test as base, STORE_INDEPENDENT } from './fixtures';
 import { EmbeddedInventory, EmbedHostPage } from './pages/embed-host-page';
 
 const test = base.extend<{ host: EmbedHostPage }>({
@@ -89,7 +89,7 @@ test('a page on another origin frames the inventory, which follows leases acquir
   expect(consoleErrors).toEqual([]);
 });
 
-test('console pages refuse framing while the embed may be framed; both send no referrer', async ({ page, api, host, request, baseURL }) => {
+test('console pages refuse framing while the embed may be framed; both send no referrer', STORE_INDEPENDENT, async ({ page, api, host, request, baseURL }) => {
   for (const path of ['/leases', '/login', '/metrics']) {
     const headers = (await request.get(path)).headers();
     expect(headers['content-security-policy'], path).toContain("frame-ancestors 'none'");
@@ -117,7 +117,7 @@ test('console pages refuse framing while the embed may be framed; both send no r
   await expect(consoleFrame.getByRole('navigation', { name: 'Main' })).toHaveCount(0);
 });
 
-test('the embed says what is missing without a token or a selector, and shows a refused token as the widget’s error', async ({
+test('the embed says what is missing without a token or a selector, and shows a refused token as the widget’s error', STORE_INDEPENDENT, async ({
   page,
   baseURL,
 }) => {

@@ -12,6 +12,17 @@ export const ADMIN_TOKEN = process.env.LEASEHOLD_E2E_ADMIN_TOKEN ?? '';
  * (the one server at `baseURL`). playwright.config.ts sets it.
  */
 export const API_URL: string | undefined = process.env.LEASEHOLD_E2E_API_URL;
+/** The PostgreSQL pass (two instances), set by playwright.config.ts's caller. */
+const POSTGRES = process.env.LEASEHOLD_E2E_STORE === 'postgres';
+
+/**
+ * The tag of a test whose subject is the page itself (axe, the CSP, layout
+ * and formatting, headers, the packaged widget), not data that reached the
+ * console through the store: the PostgreSQL pass leaves it out
+ * (playwright.config.ts), as it would check the same page twice
+ * (docs/design.md "How the CI time splits").
+ */
+export const STORE_INDEPENDENT = { tag: '@store-independent' } as const;
 
 export interface Held {
   route: string;
@@ -58,7 +69,7 @@ type Fixtures = {
   api: LeaseholdApi;
   /** Log `page`'s browser context in with `token` (the admin token by default), through the API, as the login page does. */
   signIn: (page: Page, token?: string) => Promise<void>;
-  /** Write `<name>-light.png` and `<name>-dark.png` of the page to test-results/screenshots. */
+  /** Write `<name>-light.png` and `<name>-dark.png` of the page to test-results/screenshots (in the SQLite pass only). */
   screenshots: (page: Page, name: string) => Promise<void>;
 };
 
@@ -155,6 +166,8 @@ export const test = base.extend<Fixtures>({
     const dir = join(testInfo.project.outputDir, 'screenshots');
     mkdirSync(dir, { recursive: true });
     await use(async (page, name) => {
+      // The docs' pictures are of the SQLite pass; the PostgreSQL pass would draw the same pages again.
+      if (POSTGRES) return;
       const dark = () => page.evaluate(() => document.documentElement.classList.contains('dark'));
       const setDark = (on: boolean) => page.evaluate((v) => document.documentElement.classList.toggle('dark', v), on);
       const was = await dark();

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { expect, test as base, type Held, type LeaseholdApi } from './fixtures';
+import { expect, test as base, type Held, type LeaseholdApi, STORE_INDEPENDENT } from './fixtures';
 import { LeaseDetailPage } from './pages/lease-detail-page';
 
 const test = base.extend<{ leaseDetail: LeaseDetailPage }>({
@@ -234,7 +234,7 @@ test('the page shows the checkpoint written through the API, live renewals, and 
   await screenshots(page, 'lease-detail-checkpoint');
 });
 
-test('a detail URL that is not a lease route says so, and is never decoded into another route', async ({ page, signIn }) => {
+test('a detail URL that is not a lease route says so, and is never decoded into another route', STORE_INDEPENDENT, async ({ page, signIn }) => {
   await signIn(page);
   // `a%253A` is the segment `a%3A` (invalid), not `a:`.
   for (const path of ['/leases/acme/detail-e2e/bad%20name', '/leases/acme/detail-e2e/a%253A']) {

@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import type { Locator } from '@playwright/test';
 import { axeViolations, expectTheme, preferTheme, THEMES } from './axe';
-import { expect, test, type LeaseholdApi } from './fixtures';
+import { expect, test, type LeaseholdApi, STORE_INDEPENDENT } from './fixtures';
 import { LeaseDetailPage } from './pages/lease-detail-page';
 
 // A zone that is not the server's, with a half-hour offset, and a locale whose default clock is 12 h.
@@ -130,7 +130,7 @@ test("a lock-delay gap is shaded, and hovering or focusing a force-released tenu
   await expect(status).toContainText('lock-delay until');
 });
 
-test('expired and force-released tenures differ by marker shape and fill pattern, not only colour; the view fits them; every time on the page is 24 h', async ({ api, page, signIn }) => {
+test('expired and force-released tenures differ by marker shape and fill pattern, not only colour; the view fits them; every time on the page is 24 h', STORE_INDEPENDENT, async ({ api, page, signIn }) => {
   const route = `lease://acme/history-e2e/kinds-${randomUUID().slice(0, 8)}`;
   await letExpire(api, route, 'sleepy-worker');
   const forced = await api.hold(route, 'stuck-worker');
@@ -175,7 +175,7 @@ test('expired and force-released tenures differ by marker shape and fill pattern
   await expect(start).toContainText(clockIn(iso));
 });
 
-test('lease detail with its history passes axe in light and dark, and its pictures are taken', async ({ api, page, signIn }, testInfo) => {
+test('lease detail with its history passes axe in light and dark, and its pictures are taken', STORE_INDEPENDENT, async ({ api, page, signIn }, testInfo) => {
   const realm = `hist-${randomUUID().slice(0, 8)}`;
   const route = `lease://${realm}/renderers/doc-7`;
   await setLockDelay(api, `lease://${realm}/**`, 3_000);

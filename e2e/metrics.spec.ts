@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SERVER, spawnListening, stopServer } from '../server/testing/process';
-import { expect, test as base, type Held } from './fixtures';
+import { expect, test as base, type Held, STORE_INDEPENDENT } from './fixtures';
 import { expectTheme, preferTheme, THEMES } from './axe';
 import { CHARTS, latencyChart, loadChart, MetricsPage } from './pages/metrics-page';
 
@@ -106,7 +106,7 @@ test('the charts follow a workload run through the API: acquisitions, a conflict
   expect(consoleErrors).toEqual([]);
 });
 
-test('the time window is chosen in the URL, by pointer or keyboard, and survives a reload', async ({ page, signIn, metricsPage }) => {
+test('the time window is chosen in the URL, by pointer or keyboard, and survives a reload', STORE_INDEPENDENT, async ({ page, signIn, metricsPage }) => {
   await signIn(page);
   await metricsPage.goto();
   await expect(metricsPage.windowOption('5 min'), 'five minutes by default').toBeChecked();
@@ -130,7 +130,7 @@ test('the time window is chosen in the URL, by pointer or keyboard, and survives
 /** The table's numbers as shown ("1,204", "0.42", "—" as NaN). */
 const num = (text: string) => (/^[\d.,]+$/.test(text) ? Number(text.replace(/,/g, '')) : Number.NaN);
 
-test('request latency is a table of operations ranked by p99, any column sorts, and choosing a row charts that operation; sort and choice live in the URL with the window', async ({
+test('request latency is a table of operations ranked by p99, any column sorts, and choosing a row charts that operation; sort and choice live in the URL with the window', STORE_INDEPENDENT, async ({
   page,
   api,
   signIn,
@@ -214,7 +214,7 @@ test('request latency is a table of operations ranked by p99, any column sorts, 
   expect(consoleErrors).toEqual([]);
 });
 
-test('pictures of the metrics page for docs/console.md, light and dark', async ({ page, api, signIn, metricsPage }, testInfo) => {
+test('pictures of the metrics page for docs/console.md, light and dark', STORE_INDEPENDENT, async ({ page, api, signIn, metricsPage }, testInfo) => {
   test.setTimeout(60_000);
   const worker = await api.openSession('metrics-e2e-picture');
   for (let i = 0; i < 3; i++) await api.release(await api.acquire(`${AREA}/picture-${i}`, worker));
@@ -242,7 +242,7 @@ test('a token without read on lease://** is told it cannot read the metrics, and
   await expect(metricsPage.chart(CHARTS.throughput)).toHaveCount(0);
 });
 
-test('a server started with LEASEHOLD_METRICS=off says so instead of drawing empty charts', async ({ page, metricsOffServer, metricsPage }) => {
+test('a server started with LEASEHOLD_METRICS=off says so instead of drawing empty charts', STORE_INDEPENDENT, async ({ page, metricsOffServer, metricsPage }) => {
   const login = await page.request.post(`${metricsOffServer.url}/api/v1/auth/login`, { data: { token: metricsOffServer.adminToken } });
   expect(login.ok(), `login: ${login.status()}`).toBe(true);
   await page.goto(`${metricsOffServer.url}/metrics`);

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { expectTheme, preferTheme, THEMES } from './axe';
-import { expect, test } from './fixtures';
+import { expect, test, STORE_INDEPENDENT } from './fixtures';
 import { LeaseDetailPage } from './pages/lease-detail-page';
 import { TIME_FACTOR } from './time';
 
@@ -79,7 +79,7 @@ test('the force dialog’s Skip lock-delay frees the route at once', async ({ ap
   await expect(detail.field('Owner')).toContainText('successor', { timeout: 15_000 });
 });
 
-test.describe('the policies table reads like the rest of the console', () => {
+test.describe('the policies table reads like the rest of the console', STORE_INDEPENDENT, () => {
   // A zone that is not the server's and a locale whose default clock is 12 h: the console's one 24 h format regardless.
   test.use({ timezoneId: 'Asia/Kolkata', locale: 'en-US' });
 

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
 import type { Page } from '@playwright/test';
 import { LeaseholdClient } from '../lib/client';
-import { ADMIN_TOKEN, expect, test } from './fixtures';
+import { ADMIN_TOKEN, expect, test, STORE_INDEPENDENT } from './fixtures';
 
 // A shared two-core machine: the axe passes in two themes take a while.
 test.describe.configure({ timeout: 90_000 });
@@ -120,7 +120,7 @@ test('the timeline shows three tenures with the right end kinds, reachable by ke
   await expect(figure.getByRole('status')).toContainText(/first-worker, token \d+; from .*; released; \d+ renewals?; release requested at/);
 });
 
-test('lease detail, audit and the dialogs pass the contrast check in light and dark', async ({ page, signIn, api }) => {
+test('lease detail, audit and the dialogs pass the contrast check in light and dark', STORE_INDEPENDENT, async ({ page, signIn, api }) => {
   const route = uniqueRoute('contrast');
   const held = await api.hold(route, 'contrast-worker');
   await api.http.post(apiPath(route, 'release-request'), { data: { request_id: randomUUID(), reason: REASON, expected_fencing_token: held.fencingToken } });

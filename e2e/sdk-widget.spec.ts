@@ -14,7 +14,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, extname, join, normalize, sep } from 'node:path';
 import { ROOT, SERVER, spawnListening, stopServer, type ServerProcess } from '../server/testing/process';
-import { expect, test as base } from './fixtures';
+import { expect, test as base, STORE_INDEPENDENT } from './fixtures';
 import { InventoryWidgetPage } from './pages/inventory-widget-page';
 
 const SDK = join(ROOT, 'dist', 'sdk');
@@ -135,7 +135,7 @@ const test = base.extend<{ scratchApi: ScratchApi; widgetPage: InventoryWidgetPa
   },
 });
 
-test('the app resolves leasehold/client, leasehold/react and leasehold/widget.css through the exports map, with one copy of the client', async ({
+test('the app resolves leasehold/client, leasehold/react and leasehold/widget.css through the exports map, with one copy of the client', STORE_INDEPENDENT, async ({
   scratch,
 }) => {
   const inputs = Object.keys(scratch.metafile.inputs);
@@ -161,7 +161,7 @@ test('the app resolves leasehold/client, leasehold/react and leasehold/widget.cs
   expect(failure?.errors.flatMap((e) => e.notes.map((n) => n.text)).join('\n')).toContain('is not exported by package "leasehold"');
 });
 
-test('the package type-checks in the app under NodeNext and renders the widget on a Node server', async ({ scratch }) => {
+test('the package type-checks in the app under NodeNext and renders the widget on a Node server', STORE_INDEPENDENT, async ({ scratch }) => {
   try {
     execFileSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(scratch.dir, 'tsconfig.json')], { encoding: 'utf8' });
   } catch (e) {

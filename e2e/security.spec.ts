@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { expect, test } from './fixtures';
+import { expect, test, STORE_INDEPENDENT } from './fixtures';
 import { LeaseDetailPage } from './pages/lease-detail-page';
 
 /**
@@ -23,7 +23,7 @@ async function watchViolations(page: import('@playwright/test').Page): Promise<(
   return () => page.evaluate(() => (window as unknown as { __csp: string[] }).__csp);
 }
 
-test('every console page and the embed widget run under a nonce CSP with no violation', async ({ page, api, signIn, consoleErrors }) => {
+test('every console page and the embed widget run under a nonce CSP with no violation', STORE_INDEPENDENT, async ({ page, api, signIn, consoleErrors }) => {
   const violations = await watchViolations(page);
   const route = `lease://acme/csp-e2e/r-${randomUUID().slice(0, 8)}`;
   await api.hold(route, 'csp-owner');
@@ -59,7 +59,7 @@ test('every console page and the embed widget run under a nonce CSP with no viol
   expect(consoleErrors.filter((e) => !e.includes('Failed to load resource'))).toEqual([]);
 });
 
-test('login next that would leave the origin goes to /leases instead', async ({ page, signIn }) => {
+test('login next that would leave the origin goes to /leases instead', STORE_INDEPENDENT, async ({ page, signIn }) => {
   await signIn(page);
   for (const next of ['/\\evil.example/x', '/\\\t/evil.example', '//evil.example', 'https://evil.example']) {
     await page.goto(`/login?next=${encodeURIComponent(next)}`);

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { expect, test } from './fixtures';
+import { expect, test, STORE_INDEPENDENT } from './fixtures';
 
 /** The store the suite runs on (playwright.config.ts: LEASEHOLD_E2E_STORE). */
 const STORE = process.env.LEASEHOLD_E2E_STORE === 'postgres' ? 'postgres' : 'sqlite';
@@ -33,7 +33,7 @@ test('the landing page shows live health from its store and switches to dark mod
   expect(consoleErrors).toEqual([]);
 });
 
-test('pages refuse framing and send no referrer', async ({ request }) => {
+test('pages refuse framing and send no referrer', STORE_INDEPENDENT, async ({ request }) => {
   const res = await request.get('/');
   expect(res.status()).toBe(200);
   expect(res.headers()['x-frame-options']).toBe('DENY');
@@ -41,7 +41,7 @@ test('pages refuse framing and send no referrer', async ({ request }) => {
   expect(res.headers()['x-content-type-options']).toBe('nosniff');
 });
 
-test('the icons a browser asks for exist: /favicon.ico and every icon the page declares', async ({ page, request }) => {
+test('the icons a browser asks for exist: /favicon.ico and every icon the page declares', STORE_INDEPENDENT, async ({ page, request }) => {
   // A browser that has not seen a <link rel="icon"> yet (or ignores it) asks for
   // /favicon.ico; a 404 there is a console error on every page of the console.
   const ico = await request.get('/favicon.ico');
