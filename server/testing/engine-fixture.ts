@@ -67,7 +67,7 @@ export async function engineFixture(fixtureOpts: EngineOptions & { backend?: Bac
   const { backend = 'sqlite', ...opts } = fixtureOpts;
   const clock = new ManualClock();
   const dir = tempDir('leasehold-engine-');
-  const db = backend === 'postgres' ? await createTestDatabase() : undefined;
+  const db = backend === 'postgres' ? await createTestDatabase({ migrated: true }) : undefined;
   const events: EngineEvent[] = [];
   const open = (): Promise<Store> => openStore(db?.url ?? dir, { clock: clock.now, postgres: { poolSize: 4 } });
   const boot = async () => {

@@ -216,7 +216,7 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
     const bound = join(dataDir, 'test-database');
     if (opts.dataDir && existsSync(bound)) databaseUrl = readFileSync(bound, 'utf8');
     else {
-      const db = await createTestDatabase();
+      const db = await createTestDatabase({ migrated: true });
       databaseUrl = db.url;
       if (opts.dataDir || opts.keepDir) {
         writeFileSync(bound, db.url);

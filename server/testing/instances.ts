@@ -30,7 +30,7 @@ export interface Instances {
 
 /** Start `n` instances (A, B, C, …) on a fresh database; `env` is given to every instance. */
 export async function startInstances(n: number, env: Record<string, string> = {}, database?: TestDatabase): Promise<Instances> {
-  const db = database ?? (await createTestDatabase());
+  const db = database ?? (await createTestDatabase({ migrated: true }));
   const token = `lh_multi_${Math.random().toString(36).slice(2)}_bootstrap`;
   const dirs: string[] = [];
   const out: Instances = {

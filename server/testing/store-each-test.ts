@@ -25,7 +25,7 @@ export function storeEachTest(backend: Backend): StoreEachTest {
   let opened: Store[] = [];
   beforeEach(async () => {
     dir = tempDir('leasehold-store-');
-    db = backend === 'postgres' ? await createTestDatabase() : undefined;
+    db = backend === 'postgres' ? await createTestDatabase({ migrated: true }) : undefined;
   });
   afterEach(async () => {
     // A test may have closed its store already; closing again is harmless to ignore.
