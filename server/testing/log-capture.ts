@@ -7,13 +7,16 @@
  * those logs for those secrets.
  */
 
-import { appendFileSync, readdirSync, readFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from '../engine/core/logger';
 import { createLog, type ServerLog } from '../log';
 
 export function testLogDir(): string | undefined {
-  return process.env.LEASEHOLD_TEST_LOG_DIR || undefined;
+  const dir = process.env.LEASEHOLD_TEST_LOG_DIR || undefined;
+  // A directory named but not made yet (a pass run by hand) is made, not a stream error that stalls the test.
+  if (dir) mkdirSync(dir, { recursive: true });
+  return dir;
 }
 
 let captured: { dir: string; log: ServerLog } | undefined;
