@@ -20,7 +20,7 @@ const libBoundary = {
 const nodeOnly = 'The SDK is browser-safe: no Node built-ins in lib/client or lib/react (tests excepted).';
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', '.next/**', 'dist/**', 'test-results/**', 'playwright-report/**', 'next-env.d.ts'] },
+  { ignores: ['node_modules/**', '.next/**', 'dist/**', 'test-results/**', 'playwright-report/**', 'next-env.d.ts', '.test-build/**'] },
   {
     files: ['**/*.ts', '**/*.tsx'],
     languageOptions: { parser: tseslint.parser },

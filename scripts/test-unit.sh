@@ -59,7 +59,9 @@ if [[ -z ${LEASEHOLD_TEST_LOG_DIR:-} ]]; then
   own_logs=1
 fi
 export LEASEHOLD_TEST_LOG_DIR
-trap 'rm -f "$tap"; if [[ -n $own_logs ]]; then rm -rf "$LEASEHOLD_TEST_LOG_DIR"; fi' EXIT
+# Each pass's bundles (scripts/build-tests.mjs), removed at exit.
+builds=()
+trap 'rm -f "$tap"; rm -rf "${builds[@]}"; rmdir .test-build 2>/dev/null; if [[ -n $own_logs ]]; then rm -rf "$LEASEHOLD_TEST_LOG_DIR"; fi' EXIT
 
 status=0
 # run <label> <files…>: readable spec output on the terminal, TAP to a file for the summary lines.
@@ -77,10 +79,28 @@ run() {
   # the harness's own waits (server/testing/wait.ts) fail long before that.
   # LEASEHOLD_TEST_CONCURRENCY (default 1) runs that many files at once
   # (docs/design.md "Flake hunting": what it saves and what it risks).
-  node --import tsx --test --test-concurrency="${LEASEHOLD_TEST_CONCURRENCY:-1}" --test-timeout=300000 \
+  # The files run as bundles (scripts/build-tests.mjs: no TypeScript compiled
+  # in each test process, failures still located in the .ts sources);
+  # LEASEHOLD_TEST_BUNDLE=0 runs them through tsx instead.
+  local loader=(--import tsx) files=("$@")
+  if [[ ${LEASEHOLD_TEST_BUNDLE:-1} != 0 ]]; then
+    local out=".test-build/$label-$$"
+    builds+=("$out")
+    if ! node scripts/build-tests.mjs "$out" "$@"; then
+      echo "building the $label pass's test files failed" >&2
+      printf '# tests 0\n# pass 0\n# fail 1\n' | tee "$tap"
+      status=1
+      return 0
+    fi
+    loader=(--enable-source-maps)
+    files=()
+    local f
+    for f in "$@"; do files+=("$out/${f%.ts*}.mjs"); done
+  fi
+  node "${loader[@]}" --test --test-concurrency="${LEASEHOLD_TEST_CONCURRENCY:-1}" --test-timeout=300000 \
     --test-reporter=spec --test-reporter-destination=stdout \
     --test-reporter=tap --test-reporter-destination="$tap" \
-    "$@"
+    "${files[@]}"
   local rc=$?
   echo "== $label pass summary"
   grep -E '^# (tests|suites|pass|fail|cancelled|skipped|todo|duration_ms) ' "$tap"
