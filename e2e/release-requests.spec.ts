@@ -21,7 +21,8 @@ const REASON = 'deploying renderer v2, please finish and let go';
 const axePath = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
 async function contrastViolations(page: Page, dark: boolean): Promise<string[]> {
   await page.evaluate((on) => document.documentElement.classList.toggle('dark', on), dark);
-  await page.waitForTimeout(150); // the theme's transitions
+  // The theme's colours transition: measure once none is running (a finished transition leaves getAnimations()).
+  await page.waitForFunction(() => !document.getAnimations().some((a) => a instanceof CSSTransition));
   if (!(await page.evaluate(() => 'axe' in window))) await page.addScriptTag({ path: axePath });
   const violations = await page.evaluate(async () => {
     const axe = (window as unknown as { axe: { run: (ctx: Document, o: object) => Promise<{ violations: Array<{ id: string; nodes: Array<{ target: string[]; failureSummary?: string }> }> }> } }).axe;

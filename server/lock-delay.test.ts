@@ -9,6 +9,7 @@ import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { call, leasePath, rid, tempDir } from './testing/harness';
 import { startInstances } from './testing/instances';
+import { TIME_FACTOR, waitFor } from './testing/wait';
 import { killServers, spawnServer, stopServer } from './testing/process';
 
 const REASON = 'failover drill for the primary';
@@ -66,9 +67,10 @@ describe('lock-delay across restarts and instances', () => {
 
       const fr = await A.call('POST', leasePath(ROUTE, 'force-release'), { request_id: rid(), reason: REASON, expected_fencing_token: held.body.lease.fencing_token });
       assert.equal(fr.status, 200, fr.text);
-      const w1 = inst.acquire(A, ROUTE, await inst.openSession(A, 'w1'), { wait_ms: 10_000 });
-      await new Promise((r) => setTimeout(r, 200));
-      const w2 = inst.acquire(B, ROUTE, await inst.openSession(B, 'w2'), { wait_ms: 10_000 });
+      const w1 = inst.acquire(A, ROUTE, await inst.openSession(A, 'w1'), { wait_ms: 10_000 * TIME_FACTOR });
+      // w2 must queue behind w1: wait until A counts w1 among its waiters (the route is free, so no lease shows it).
+      await waitFor('w1 queued on A', async () => (await A.call('GET', '/api/metrics')).text, (t) => /^leasehold_waiters 1$/m.test(t));
+      const w2 = inst.acquire(B, ROUTE, await inst.openSession(B, 'w2'), { wait_ms: 10_000 * TIME_FACTOR });
       const first = await w1;
       assert.equal(first.status, 200, first.text);
       assert.equal(first.body.lease.owner_id, 'w1', 'the head of the queue');

@@ -1,7 +1,7 @@
 import { millis } from '../store/millis';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { leasePath, rid, startTestServer, type TestServer } from '../testing/harness';
+import { leasePath, requestClosed, rid, startTestServer, type TestServer } from '../testing/harness';
 import { SseClient, SseRefused, type SseEvent } from '../testing/sse';
 import { gatedStore } from '../testing/gated-store';
 import { waitFor } from '../testing/wait';
@@ -152,6 +152,7 @@ describe('live feed: stream and registrations', () => {
     const h = await hold(route);
     const waiter = await s.openSession('gone');
     const ac = new AbortController();
+    const waiterLeft = requestClosed(s.app, 'POST', leasePath(route, 'acquire'));
     const waiting = s.call('POST', leasePath(route, 'acquire'), { session_id: waiter.sessionId, request_id: rid(), wait_ms: 10_000 }, { signal: ac.signal }).catch(() => 'aborted');
     await waitUntil(async () => (await s.call('GET', leasePath(route))).body.lease?.waiters === 1);
     // Hold the release's step after it commits (the waiter is granted but not yet answered), drop the waiter's client, then let go.
@@ -160,7 +161,7 @@ describe('live feed: stream and registrations', () => {
     try {
       await waitUntil(() => s.app.engine.parts.waiters.held('default', route) === 0); // claimed inside the (held) release step
       ac.abort();
-      await new Promise((r) => setTimeout(r, 100));
+      await waiterLeft; // the server has seen the waiting client leave
     } finally {
       open(); // a failed wait must not leave every later step of the file held
     }

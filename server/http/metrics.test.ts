@@ -9,7 +9,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
-import { leasePath, rid, startTestServer, tempDir, type Reply, type TestServer } from '../testing/harness';
+import { leasePath, requestClosed, rid, startTestServer, tempDir, type Reply, type TestServer } from '../testing/harness';
 import { histogramCount, parseExposition, sample, type Exposition } from '../testing/prometheus';
 import { SseClient } from '../testing/sse';
 import { gatedStore } from '../testing/gated-store';
@@ -177,6 +177,7 @@ describe('a scripted workload', () => {
     const rb = await acquire('lease://wl/d/rb', a);
     const d = (await s.openSession('d', TTL)).sessionId;
     const ac = new AbortController();
+    const waiterLeft = requestClosed(s.app, 'POST', leasePath('lease://wl/d/rb', 'acquire'));
     const gone = acquire('lease://wl/d/rb', d, { wait_ms: 10_000 }, { signal: ac.signal }).catch(() => 'aborted');
     await waitUntil(() => s.app.engine.parts.waiters.held('default', 'lease://wl/d/rb') === 1, 5_000, 'the waiter');
     const open = gated.hold();
@@ -184,7 +185,7 @@ describe('a scripted workload', () => {
     try {
       await waitUntil(() => s.app.engine.parts.waiters.held('default', 'lease://wl/d/rb') === 0, 5_000, 'the claim');
       ac.abort();
-      await sleep(100);
+      await waiterLeft; // the server has seen the waiting client leave
     } finally {
       open(); // a failed wait must not leave every later step of the file held
     }
@@ -250,8 +251,13 @@ describe('a scripted workload', () => {
     await reader.waitFor((e) => e.event === 'change' && e.data.route === 'lease://wl/z/marker', 5_000);
     T.notifications.default = reader.events.filter((e) => e.event === 'change' || e.event === 'renewed').length;
     T.family.default!.releases = Object.values(T.release).reduce((x, y) => x + y, 0) - T.family.beta!.releases;
-    // Requests answered after the client left are reported on the socket's close.
-    await sleep(50);
+    // Requests whose client left (the rolled-back acquire, the overflowed
+    // stream) are counted when the server finishes them: wait for both.
+    await waitFor(
+      'the requests whose client left counted',
+      async () => parseExposition(await s.app.metrics!.exposition()),
+      (m) => histogramCount(m, 'leasehold_request_duration_seconds', { operation: 'lease_acquire' }) === T.acquireCalls && sample(m, 'leasehold_streams') === 1,
+    );
   });
 
   test('every counter in the Prometheus text equals what the workload did', async () => {
@@ -426,7 +432,7 @@ test('active leases and sessions are exact across a restart (expiry during the d
     assert.equal(sample(before, 'leasehold_active_leases'), 4);
     assert.equal(sample(before, 'leasehold_active_sessions'), 2);
     await x.close();
-    await sleep(1_100);
+    await sleep(1_100); // timing is the subject: the short lease's 1 s TTL runs out while the server is down
     x = await startTestServer({ spread: false, dataDir, engine: { bootstrapSecret: token } });
     const afterRestart = await parseExposition((await x.call('GET', '/api/metrics')).text);
     assert.equal(sample(afterRestart, 'leasehold_active_leases'), 3, 'the short lease expired while the server was down');

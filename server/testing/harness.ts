@@ -5,7 +5,7 @@
 
 import type { Scheduler, TimerHandle } from '../engine/core/scheduler';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { Agent, request as httpRequest } from 'node:http';
+import { Agent, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startAppServer, type AppServer, type AppServerOptions } from '../app-server';
@@ -163,6 +163,23 @@ export interface TestServer {
 
 let counter = 0;
 /** A fresh request_id. */
+/**
+ * Resolves once the first request to `app` with this method and path has
+ * closed on the server's side (answered, or its client gone). A test that
+ * aborts a request waits on this, not on time, for the server to have seen
+ * the client leave: the server's own `close` listeners ran before this one's.
+ */
+export function requestClosed(app: AppServer, method: string, path: string): Promise<void> {
+  return new Promise((resolve) => {
+    const seen = (req: IncomingMessage, res: ServerResponse): void => {
+      if (req.method !== method || req.url !== path) return;
+      app.server.off('request', seen);
+      res.once('close', () => resolve());
+    };
+    app.server.on('request', seen);
+  });
+}
+
 export function rid(prefix = 'r'): string {
   return `${prefix}-${process.pid}-${++counter}-${Math.random().toString(36).slice(2, 8)}`;
 }

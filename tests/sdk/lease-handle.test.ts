@@ -219,8 +219,9 @@ test('a waiting acquire is granted from the queue when the holder releases', asy
   const b = await client.openSession({ ownerId: 'waiter' });
   try {
     const held = await a.acquire('lease://sdk/queue/x', { ttlMs: 20_000 });
-    const waiting = b.acquire('lease://sdk/queue/x', { waitMs: 5000 });
-    await new Promise((r) => setTimeout(r, 200));
+    const waiting = b.acquire('lease://sdk/queue/x', { waitMs: 5000 * TIME_FACTOR });
+    // The release must find b in the queue, or b would simply find the route free.
+    await eventually('the waiter queued', async () => (await s.call('GET', leasePath('lease://sdk/queue/x'))).body.lease?.waiters === 1);
     await held.release();
     const granted = await waiting;
     assert.equal(granted.queued, true);
