@@ -146,18 +146,20 @@ test('renewals ride out a short outage, and a handle whose renewals cannot reach
   const flaky = new LeaseholdClient({ baseUrl: s.url, token: s.token, fetch: ctl.fetch, retry: { attempts: 2, baseDelayMs: 50, maxDelayMs: 100 } });
   const session = await flaky.openSession({ ownerId: 'flaky', ttlMs: 10_000 });
   try {
-    const h = await session.acquire('lease://sdk/flaky/a', { ttlMs: 1500 });
+    // Real time on purpose (an outage shorter than the TTL, then one longer), scaled so a loaded machine's delays stay inside the margins.
+    const ttl = 1500 * TIME_FACTOR;
+    const h = await session.acquire('lease://sdk/flaky/a', { ttlMs: ttl });
     ctl.failWhile((method, url) => method === 'POST' && url.endsWith('/renew'));
-    await new Promise((r) => setTimeout(r, 700));
+    await new Promise((r) => setTimeout(r, 700 * TIME_FACTOR));
     ctl.failWhile(undefined);
-    await new Promise((r) => setTimeout(r, 1500));
+    await new Promise((r) => setTimeout(r, ttl));
     assert.equal(h.state, 'held', 'a short outage is ridden out');
     assert.equal((await inspect(h.route)).lease?.fencing_token, h.fencingToken);
 
     ctl.failWhile((method, url) => method === 'POST' && url.endsWith('/renew'));
     const start = Date.now();
     const at = await abortedAt(h.signal);
-    assert.ok(at - start <= 1500 + 200, `lost by the local deadline (${at - start} ms)`);
+    assert.ok(at - start <= ttl + 200 * TIME_FACTOR, `lost by the local deadline (${at - start} ms)`);
     assert.equal(h.lostReason?.code, 'lease_lost');
     ctl.failWhile(undefined);
   } finally {
