@@ -7,6 +7,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { LeaseholdClient, LeaseholdError } from '@/lib/client';
 import { startTestServer, type TestServer } from '../../server/testing/harness';
+import { TIME_FACTOR } from '../../server/testing/wait';
 
 let s: TestServer;
 let client: LeaseholdClient;
@@ -33,12 +34,14 @@ test('set, list, explain and delete a policy; a missing one is not_found', async
 });
 
 test('the handle holds the granted TTL and renews on it', async () => {
-  await client.policies.set('lease://sdkt/**', { reason, ttlMinMs: 2_000, ttlMaxMs: 2_000 });
-  const session = await client.openSession({ ownerId: 'granted', ttlMs: 5_000 });
+  // Real time on purpose (the handle must outlive the granted TTL), scaled so a loaded machine's delays stay inside it.
+  const ttl = 2_000 * TIME_FACTOR;
+  await client.policies.set('lease://sdkt/**', { reason, ttlMinMs: ttl, ttlMaxMs: ttl });
+  const session = await client.openSession({ ownerId: 'granted', ttlMs: 2.5 * ttl });
   try {
-    const h = await session.acquire('lease://sdkt/a/b', { ttlMs: 60_000 });
-    assert.equal(h.lease.ttl_ms, 2_000, 'the granted TTL, not the asked one');
-    await new Promise((r) => setTimeout(r, 3_000));
+    const h = await session.acquire('lease://sdkt/a/b', { ttlMs: 60_000 * TIME_FACTOR });
+    assert.equal(h.lease.ttl_ms, ttl, 'the granted TTL, not the asked one');
+    await new Promise((r) => setTimeout(r, 1.5 * ttl));
     assert.equal(h.state, 'held', 'renewed on the granted TTL, so it outlived it');
     assert.ok(h.lease.renewal_count >= 1);
   } finally {
