@@ -106,6 +106,14 @@ test('a wildcard selector pages through three pages and back, with the view in t
   await expect(leasesPage.row(routes[25]!)).toBeVisible();
   await expect(leasesPage.rows).toHaveCount(25);
   await expect(leasesPage.selector).toHaveValue(`lease://acme/${area}/*`);
+
+  // Paging adds history entries (the browser's own, which Next's router follows): Back returns to the page before.
+  await leasesPage.next.click();
+  await expect(leasesPage.row(routes[50]!)).toBeVisible();
+  await page.goBack();
+  await expect(page).toHaveURL(secondPage);
+  await expect(leasesPage.row(routes[25]!)).toBeVisible();
+  expect(await leasesPage.routes()).toEqual(routes.slice(25, 50));
 });
 
 test('the selector box checks the grammar as it is typed and filters by owner', async ({ page, api, signIn, leasesPage }) => {

@@ -1,6 +1,6 @@
 'use client';
 
-import { usePathname, useRouter, useSearchParams } from 'next/navigation';
+import { usePathname, useSearchParams } from 'next/navigation';
 import { useCallback, useState } from 'react';
 
 type ParamPatch = Record<string, string | null | undefined>;
@@ -12,7 +12,6 @@ type ParamPatch = Record<string, string | null | undefined>;
  */
 export function useUrlParams() {
   const params = useSearchParams();
-  const router = useRouter();
   const pathname = usePathname();
   const set = useCallback(
     (patch: ParamPatch, opts: { push?: boolean } = {}) => {
@@ -23,10 +22,16 @@ export function useUrlParams() {
       }
       const qs = next.toString();
       const href = qs ? `${pathname}?${qs}` : pathname;
-      if (opts.push) router.push(href, { scroll: false });
-      else router.replace(href, { scroll: false });
+      // The browser's own history (Next's router follows it: useSearchParams
+      // updates, Back and Forward work), not router.replace: a view's query
+      // is client state, so a keystroke in a filter must not fetch the page
+      // from the server again and re-render its metadata, which left the
+      // document without a <title> for a moment (docs/console.md "View state in the URL").
+      // `null` state is what Next's router listens for.
+      if (opts.push) window.history.pushState(null, '', href);
+      else window.history.replaceState(null, '', href);
     },
-    [params, router, pathname],
+    [params, pathname],
   );
   return { params, set };
 }
