@@ -185,13 +185,13 @@ export function proofOf(sessionId: string, lease: { lease_id: string; fencing_to
 }
 
 /** Await a promise expected to reject with a LeaseholdError of this code; returns the error. */
-export async function rejectsWith(p: Promise<unknown>, code: string): Promise<{ code: string; retryable: boolean; retryAfterMs?: number }> {
+export async function rejectsWith(p: Promise<unknown>, code: string): Promise<{ code: string; message: string; retryable: boolean; retryAfterMs?: number }> {
   try {
     await p;
   } catch (e) {
-    const err = e as { code?: string; retryable: boolean; retryAfterMs?: number };
+    const err = e as { code?: string; message: string; retryable: boolean; retryAfterMs?: number };
     if (err.code !== code) throw new Error(`expected ${code}, got ${err.code ?? String(e)}`);
-    return err as { code: string; retryable: boolean; retryAfterMs?: number };
+    return err as { code: string; message: string; retryable: boolean; retryAfterMs?: number };
   }
   throw new Error(`expected ${code}, but it succeeded`);
 }

@@ -5,7 +5,7 @@
  */
 
 import { allowingGrant } from '@/lib/grants';
-import { routeSegments } from '@/lib/selector';
+import { routeSegments, type Triple } from '@/lib/selector';
 import type { AuditEventType } from '../audit/audit';
 import { fail } from '../core/errors';
 import type { Caller, Outcome } from '../core/model';
@@ -21,6 +21,9 @@ export interface ForceEndRequest {
   /** Shorten (never lengthen) or skip (0) the lock-delay this end starts. */
   lockDelayMs?: number;
 }
+
+/** Every route (`lease://**`): a wildcard in each position. */
+const EVERY_ROUTE: Triple = [null, null, null];
 
 export class OperatorService {
   constructor(private readonly r: Runner) {}
@@ -46,10 +49,13 @@ export class OperatorService {
     const answer = await this.r.run(
       async (step) => {
         await assertLiveChain(step.tx, p, step.now);
-        const mayEnd = (r: string) => {
-          const [a, b, c] = routeSegments(r);
-          if (!allowingGrant(p.grants, [a, b, c], 'admin')) fail('access_denied', 'closing the session would end leases on routes you may not administer; revoke without close_session, or ask an admin of lease://**');
-        };
+        // An admin of every route (lease://**) may end any lease: no check, so no read of the session's leases.
+        const mayEnd = allowingGrant(p.grants, EVERY_ROUTE, 'admin')
+          ? undefined
+          : (r: string) => {
+              const [a, b, c] = routeSegments(r);
+              if (!allowingGrant(p.grants, [a, b, c], 'admin')) fail('access_denied', 'closing the session would end leases on routes you may not administer; revoke without close_session, or ask an admin of lease://**');
+            };
         const a = await forceEndStep(this.r.ctx, step, p.family, route, { ...input, kind, closeSession, mayEnd });
         const choices = { ...(closeSession ? { close_session: true } : {}), ...(input.lockDelayMs === undefined ? {} : { lock_delay_ms: input.lockDelayMs }) };
         if (Object.keys(choices).length > 0) step.facts.details = choices;

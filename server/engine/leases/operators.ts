@@ -26,7 +26,8 @@ export interface ForceEndInput {
   /**
    * With `closeSession`: throws (`access_denied`) unless the caller may end
    * the lease of this route too. Every route the holder's session holds is
-   * checked before anything changes.
+   * checked before anything changes. Absent: the caller may end any lease
+   * (an admin of every route), and the session's leases are not read.
    */
   mayEnd?: (route: string) => void;
 }
@@ -58,8 +59,15 @@ export async function forceEndStep(ctx: EngineContext, step: Step, family: strin
   step.facts.fencingToken = l.fencingToken;
   // Closing the session ends every lease it holds: the caller needs admin on
   // each of them, or nothing changes (a route admin cannot end leases beyond its grant).
+  // The check reads at most the list budget of the session's leases (CONTRACT §19);
+  // a larger session is closed by an admin of every route, who needs no check.
   if (input.kind === 'revoked' && input.closeSession && input.mayEnd) {
-    for (const other of await step.tx.sessionLeases(l.sessionHash)) input.mayEnd(other.route);
+    const budget = ctx.limits.listBudget;
+    const others = await step.tx.sessionLeases(l.sessionHash, budget + 1);
+    if (others.length > budget) {
+      fail('access_denied', `the session holds more than ${budget} leases, too many to check your grants on each; revoke without close_session, or ask an admin of lease://**`);
+    }
+    for (const other of others) input.mayEnd(other.route);
   }
   if (l.fencingToken !== input.expectedFencingToken) {
     fail('lease_mismatch', `the current lease has fencing token ${l.fencingToken}, not ${input.expectedFencingToken}`);

@@ -1,6 +1,7 @@
 /**
  * engine rules on every store backend: a revoke that closes the
- * holder's session needs admin on each route it holds; revoking a token
+ * holder's session needs admin on each route it holds (checked over at most
+ * the list budget of its leases); revoking a token
  * revokes its lineage (the recursive store query); the cap on live embed
  * tokens per creator (the store's count).
  */
@@ -31,6 +32,36 @@ for (const backend of BACKENDS) {
         const ok = await f.engine.operators.revoke(f.admin, 'lease://sec/mine/a', { ...body, requestId: rid(), closeSession: true });
         assert.equal(ok.answer.sessions_closed, 1, 'an admin of lease://** may');
         await rejectsWith(f.engine.leases.inspect(f.admin, 'lease://sec/theirs/b'), 'lease_not_found');
+      } finally {
+        await f.close();
+      }
+    });
+
+    test('close_session reads at most the list budget of the session for its check: past it a route admin is refused, an admin of lease://** is not', async () => {
+      const f = await engineFixture({ backend, limits: { listBudget: 3 } });
+      try {
+        const created = await f.engine.tokens.create(f.admin, { name: 'route admin', grants: ['lease://sec/mine/*#admin'] });
+        const routeAdmin = await f.engine.tokens.authenticate(created.token);
+        const revoke = (who: typeof routeAdmin, route: string, token: number) =>
+          f.engine.operators.revoke(who, route, { requestId: rid(), reason: REASON, expectedFencingToken: token, digest: requestDigest({ r: REASON }), closeSession: true });
+        // At the budget: every route checked, all within the grant, so the route admin may close it.
+        const small = await f.open('small');
+        const smallLeases = [];
+        for (const r of ['a', 'b', 'c']) smallLeases.push((await f.acquire(`lease://sec/mine/${r}`, small)).answer.lease);
+        assert.equal((await revoke(routeAdmin, 'lease://sec/mine/a', smallLeases[0]!.fencing_token)).answer.sessions_closed, 1);
+        for (const r of ['a', 'b', 'c']) await rejectsWith(f.engine.leases.inspect(f.admin, `lease://sec/mine/${r}`), 'lease_not_found');
+        // One past it: refused, naming the bound, and nothing changes, though every route is within the grant.
+        const big = await f.open('big');
+        const bigLeases = [];
+        for (const r of ['a', 'b', 'c', 'd']) bigLeases.push((await f.acquire(`lease://sec/mine/${r}`, big)).answer.lease);
+        const refused = await rejectsWith(revoke(routeAdmin, 'lease://sec/mine/a', bigLeases[0]!.fencing_token), 'access_denied');
+        assert.match(refused.message, /more than 3 leases/);
+        for (const [i, r] of ['a', 'b', 'c', 'd'].entries()) {
+          assert.equal((await f.engine.leases.inspect(f.admin, `lease://sec/mine/${r}`)).lease.fencing_token, bigLeases[i]!.fencing_token);
+        }
+        // An admin of every route needs no check: the session is closed and all four leases end.
+        assert.equal((await revoke(f.admin, 'lease://sec/mine/a', bigLeases[0]!.fencing_token)).answer.sessions_closed, 1);
+        for (const r of ['a', 'b', 'c', 'd']) await rejectsWith(f.engine.leases.inspect(f.admin, `lease://sec/mine/${r}`), 'lease_not_found');
       } finally {
         await f.close();
       }
