@@ -59,10 +59,10 @@ export async function forceEndStep(ctx: EngineContext, step: Step, family: strin
   step.facts.fencingToken = l.fencingToken;
   // Closing the session ends every lease it holds: the caller needs admin on
   // each of them, or nothing changes (a route admin cannot end leases beyond its grant).
-  // The check reads at most the list budget of the session's leases (CONTRACT §19);
+  // The check reads at most one step's leases (stepMaxLeases, CONTRACT §19);
   // a larger session is closed by an admin of every route, who needs no check.
   if (input.kind === 'revoked' && input.closeSession && input.mayEnd) {
-    const budget = ctx.limits.listBudget;
+    const budget = ctx.limits.stepMaxLeases;
     const others = await step.tx.sessionLeases(l.sessionHash, budget + 1);
     if (others.length > budget) {
       fail('access_denied', `the session holds more than ${budget} leases, too many to check your grants on each; revoke without close_session, or ask an admin of lease://**`);

@@ -1,7 +1,7 @@
 /**
  * engine rules on every store backend: a revoke that closes the
  * holder's session needs admin on each route it holds (checked over at most
- * the list budget of its leases); revoking a token
+ * one step's leases, LEASEHOLD_STEP_MAX_LEASES); revoking a token
  * revokes its lineage (the recursive store query); the cap on live embed
  * tokens per creator (the store's count).
  */
@@ -37,8 +37,8 @@ for (const backend of BACKENDS) {
       }
     });
 
-    test('close_session reads at most the list budget of the session for its check: past it a route admin is refused, an admin of lease://** is not', async () => {
-      const f = await engineFixture({ backend, limits: { listBudget: 3 } });
+    test('close_session reads at most one step of leases (stepMaxLeases) for its check: past it a route admin is refused, an admin of lease://** is not', async () => {
+      const f = await engineFixture({ backend, limits: { stepMaxLeases: 3 } });
       try {
         const created = await f.engine.tokens.create(f.admin, { name: 'route admin', grants: ['lease://sec/mine/*#admin'] });
         const routeAdmin = await f.engine.tokens.authenticate(created.token);
