@@ -5,12 +5,12 @@
  */
 
 import { allowingGrant } from '@/lib/grants';
-import { routeSegments, type Triple } from '@/lib/selector';
+import { routeSegments } from '@/lib/selector';
 import type { AuditEventType } from '../audit/audit';
 import { fail } from '../core/errors';
 import type { Caller, Outcome } from '../core/model';
 import { spec, type Runner } from '../runner';
-import { assertLiveChain } from '../tokens/tokens';
+import { ALL, assertLiveChain } from '../tokens/tokens';
 import { forceEndStep, type ForceReleased, type Revoked } from './operators';
 
 export interface ForceEndRequest {
@@ -21,9 +21,6 @@ export interface ForceEndRequest {
   /** Shorten (never lengthen) or skip (0) the lock-delay this end starts. */
   lockDelayMs?: number;
 }
-
-/** Every route (`lease://**`): a wildcard in each position. */
-const EVERY_ROUTE: Triple = [null, null, null];
 
 export class OperatorService {
   constructor(private readonly r: Runner) {}
@@ -50,7 +47,7 @@ export class OperatorService {
       async (step) => {
         await assertLiveChain(step.tx, p, step.now);
         // An admin of every route (lease://**) may end any lease: no check, so no read of the session's leases.
-        const mayEnd = allowingGrant(p.grants, EVERY_ROUTE, 'admin')
+        const mayEnd = allowingGrant(p.grants, ALL, 'admin')
           ? undefined
           : (r: string) => {
               const [a, b, c] = routeSegments(r);
