@@ -16,17 +16,19 @@
  * power loss, at the cost of an fsync per batch (docs/benchmarks.md has the
  * figures).
  *
- * One process per data directory: the database is opened in exclusive
- * locking mode, so a second process fails at open instead of sharing it.
+ * One process per data directory: the database is opened through SQLite's
+ * `unix-excl` VFS (open.ts), so a second process fails at open instead of
+ * sharing it. WAL checkpoints run in a worker thread (open.ts, Checkpointer).
  */
 
 import { millis, systemClock, type Clock, type Millis } from '../millis';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { routeSegments } from '@/lib/selector';
 import { MIGRATIONS } from './schema';
+import { Checkpointer, openDatabase, WAL_BOUND_PAGES } from './open';
 import { SqlitePolicies } from './policies';
 import { SqliteChangeLog } from './change-log';
 import { BatchTx, type DirectTx } from './write-behind';
@@ -98,9 +100,14 @@ function tokenFromRaw(raw: RawToken | undefined): TokenRow | undefined {
   return { ...raw, grants: JSON.parse(raw.grants) as string[], root: raw.root === 1 };
 }
 
+/** The database files open in this process: `unix-excl` shares a file between a process's connections, so a second store on one is refused here. */
+const OPEN_FILES = new Set<string>();
+
 export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const;
   private readonly db: Database.Database;
+  private readonly file: string;
+  private readonly checkpointer: Checkpointer;
   private readonly clock: Clock;
   private tx!: BatchTx;
   private readonly journal: BatchJournal;
@@ -145,20 +152,22 @@ export class SqliteStore implements Store {
   constructor(opts: SqliteStoreOptions) {
     mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
     this.clock = opts.clock ?? systemClock;
-    this.db = new Database(join(opts.dataDir, 'leasehold.sqlite'));
+    const file = join(opts.dataDir, 'leasehold.sqlite');
+    if (OPEN_FILES.has(file)) throw new Error(`the data directory ${opts.dataDir} is in use by another store of this process`);
+    this.db = openDatabase(file);
     try {
-      // Exclusive before WAL: the WAL index then lives in this process's
-      // memory, never in a `-shm` file, which a full disk could not create.
-      this.db.pragma('locking_mode = EXCLUSIVE');
+      // unix-excl (open.ts): the WAL index lives in this process's memory,
+      // never in a `-shm` file, which a full disk could not create.
       this.db.pragma('journal_mode = WAL');
       this.db.pragma(`synchronous = ${opts.synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
       this.db.pragma('busy_timeout = 0');
-      // Savepoint journals in memory, a 64 MiB page cache, and fewer, larger
-      // WAL checkpoints (each copies a hot page once, however often it was
-      // rewritten): together about a third less CPU per step (docs/benchmarks.md).
+      // Savepoint journals in memory and a 64 MiB page cache: with the
+      // checkpoints moved off this connection, about a third less CPU per
+      // step (docs/benchmarks.md). This connection's own autocheckpoint is
+      // only the WAL's bound (open.ts says when it fires).
       this.db.pragma('temp_store = MEMORY');
       this.db.pragma('cache_size = -65536');
-      this.db.pragma('wal_autocheckpoint = 10000');
+      this.db.pragma(`wal_autocheckpoint = ${WAL_BOUND_PAGES}`);
       this.migrate();
     } catch (e) {
       this.db.close();
@@ -214,6 +223,14 @@ export class SqliteStore implements Store {
       this.epochValue = `ep_${randomBytes(12).toString('base64url')}`;
       this.db.prepare(`INSERT INTO meta (key, value) VALUES ('epoch', ?)`).run(this.epochValue);
     }
+    this.file = file;
+    OPEN_FILES.add(file);
+    this.checkpointer = new Checkpointer(file, opts.synchronous === 'full' ? 'FULL' : 'NORMAL');
+  }
+
+  /** The checkpointer's runs and last report (tests, docs/design.md "SQLite: checkpoints in a worker"). */
+  checkpoints(): { runs: number; last: Checkpointer['last'] } {
+    return { runs: this.checkpointer.runs, last: this.checkpointer.last };
   }
 
   private migrate(): void {
@@ -565,12 +582,15 @@ export class SqliteStore implements Store {
       this.rollbackQuietly();
     }
     this.journal.close();
+    // Its connection closes first, so this one, the last, can empty the WAL.
+    await this.checkpointer.stop();
     try {
       this.db.pragma('wal_checkpoint(TRUNCATE)');
     } catch {
       // A full disk: the WAL stays as it is, whole; the next start reads it.
     }
     this.db.close();
+    OPEN_FILES.delete(this.file);
   }
 }
 
