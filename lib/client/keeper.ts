@@ -26,6 +26,14 @@ export interface KeeperOptions {
   refresh(): Promise<unknown>;
   /** No refresh succeeded before the deadline. */
   expired(): void;
+  /**
+   * The random draw (0 ≤ x < 1) that places the next refresh in its jitter
+   * window, when the refresh just made supplies one; else the transport's
+   * own. Handles renewed by one batch share the batch's draw, so the batch's
+   * handles fall due together at a point drawn for the batch (session.ts
+   * says why).
+   */
+  draw?(): number | undefined;
 }
 
 export class Keeper {
@@ -89,9 +97,15 @@ export class Keeper {
     const room = Math.max(0, (this.#deadline - clock.now()) / 2);
     const delay = afterFailure
       ? Math.min(backoffMs(this.#failures, retry.baseDelayMs * 2, 1000, random), room)
-      : Math.min(jitter(this.#opts.ttlMs() * REFRESH_FRACTION, REFRESH_JITTER, random), room);
+      : Math.min(jitter(this.#opts.ttlMs() * REFRESH_FRACTION, REFRESH_JITTER, this.#drawn(random)), room);
     this.#dueAt = clock.now() + delay;
     this.#refreshTimer.set(() => this.#run(), delay);
+  }
+
+  /** The refresh's own draw if it supplied one, else `random`. */
+  #drawn(random: () => number): () => number {
+    const x = this.#opts.draw?.();
+    return x === undefined ? random : () => x;
   }
 
   #run(): void {

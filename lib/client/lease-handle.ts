@@ -73,6 +73,8 @@ export class LeaseHandle extends EventTarget {
   /** When the last successful renewal (or the acquire) was sent, on the local clock. */
   #renewedAt: number;
   #releasing = false;
+  /** The jitter draw of the batch that renewed this handle last, for its next renewal's time (keeper.ts, `draw`). */
+  #batchDraw: number | undefined;
 
   /** @internal Made by `Session.acquire`. */
   constructor(host: HandleHost, lease: HeldLease, queued: boolean, sentAt: number) {
@@ -90,6 +92,11 @@ export class LeaseHandle extends EventTarget {
         ttlMs: () => this.#lease.ttl_ms,
         refresh: () => this.#scheduledRenew(),
         expired: () => this.#lose(new LeaseholdError({ code: 'lease_lost', message: 'no renewal succeeded before the lease expired', fromServer: false })),
+        draw: () => {
+          const x = this.#batchDraw;
+          this.#batchDraw = undefined;
+          return x;
+        },
       },
       sentAt + lease.remaining_ms,
     );
@@ -234,9 +241,10 @@ export class LeaseHandle extends EventTarget {
   /**
    * @internal A batched renew (sent at `sentAt`) answered for this lease: the
    * renewed lease, or `lease_lost` (ignored while this handle's own release
-   * is in flight: the release, not a loss, ended it).
+   * is in flight: the release, not a loss, ended it). `draw` places the
+   * next renewal in its jitter window, the same for the whole batch.
    */
-  settleBatch(outcome: HeldLease | LeaseholdError, sentAt: number): void {
+  settleBatch(outcome: HeldLease | LeaseholdError, sentAt: number, draw?: number): void {
     if (this.#state !== 'held') return;
     if (outcome instanceof LeaseholdError) {
       if (!this.#releasing) this.#lose(outcome);
@@ -244,6 +252,7 @@ export class LeaseHandle extends EventTarget {
     }
     this.#lease = Object.freeze({ ...outcome });
     this.#renewedAt = sentAt;
+    this.#batchDraw = draw;
     this.#keeper.extend(sentAt + outcome.remaining_ms);
   }
 

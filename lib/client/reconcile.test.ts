@@ -7,39 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { defaultReconcileIntervalMs, ReconcileScheduler, RECONCILE_JITTER } from './reconcile';
-import type { Clock } from './runtime';
-
-/** Timers that fire only when the test moves time. */
-class FakeClock implements Clock {
-  t = 0;
-  #timers = new Map<number, { at: number; fn: () => void }>();
-  #next = 1;
-  now = (): number => this.t;
-  setTimeout = (fn: () => void, ms: number): number => {
-    const id = this.#next++;
-    this.#timers.set(id, { at: this.t + ms, fn });
-    return id;
-  };
-  clearTimeout = (h: unknown): void => {
-    this.#timers.delete(h as number);
-  };
-  /** Move time forward, firing due timers in order. */
-  async advance(ms: number): Promise<void> {
-    const end = this.t + ms;
-    for (;;) {
-      const due = [...this.#timers].filter(([, x]) => x.at <= end).sort((a, b) => a[1].at - b[1].at)[0];
-      if (!due) break;
-      this.#timers.delete(due[0]);
-      this.t = due[1].at;
-      due[1].fn();
-      await new Promise((r) => setImmediate(r)); // let the task's promise settle
-    }
-    this.t = end;
-  }
-  get pending(): number {
-    return this.#timers.size;
-  }
-}
+import { FakeClock } from './fake-clock.testing';
 
 test('default interval: clamp(shortest TTL / 2, 5 s, 60 s)', () => {
   assert.equal(defaultReconcileIntervalMs(1_000), 5_000, 'short TTLs are floored at 5 s');

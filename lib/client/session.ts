@@ -371,13 +371,20 @@ export class Session extends EventTarget {
     }
     // One after another: sent together they would share one group commit and
     // each wait for all of them. The first keeps the session alive.
+    // One jitter draw for all of them: each handle drawing its own, the
+    // earliest of hundreds always fell at the window's start (0.8 of the
+    // interval) and pulled the rest forward, so sessions that once renewed
+    // together stayed in lockstep for good, and renewed a fifth more often
+    // than their interval; a draw per batch moves the whole batch, and
+    // sessions drift apart (docs/sdk.md "Batched renewals").
+    const draw = this.#transport.random();
     void (async () => {
-      for (const [i, chunk] of chunks.entries()) await this.#sendBatch(chunk, i === 0 ? waiters : []);
+      for (const [i, chunk] of chunks.entries()) await this.#sendBatch(chunk, i === 0 ? waiters : [], draw);
     })();
   }
 
   /** One `POST /api/v1/sessions/renew`: each item's outcome goes to its handle alone. */
-  async #sendBatch(items: BatchItem[], waiters: Waiter[]): Promise<void> {
+  async #sendBatch(items: BatchItem[], waiters: Waiter[], draw: number): Promise<void> {
     const leases = items.map(({ handle: h }) => ({ route: h.route, lease_id: h.leaseId, fencing_token: h.fencingToken }));
     const body = { session_id: this.#id, request_id: newRequestId(), leases };
     const shortestTtl = Math.min(this.ttlMs, ...items.map(({ handle: h }) => h.lease.ttl_ms));
@@ -420,7 +427,7 @@ export class Session extends EventTarget {
     items.forEach((item, i) => {
       const outcome = results[i];
       if (outcome?.code === 'lease_renewed') {
-        item.handle.settleBatch(outcome.lease, sentAt);
+        item.handle.settleBatch(outcome.lease, sentAt, draw);
         item.resolve(outcome.lease);
         return;
       }
