@@ -24,7 +24,7 @@
  * `BENCH_SERVER=<path to a server.mjs>` measures another build (A/B).
  */
 
-import { rmSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { LeaseholdClient, type LeaseHandle, type Session } from '../lib/client';
 import { STORE_KINDS, type StoreKind } from '../lib/wire';
@@ -257,14 +257,26 @@ async function fleet(c: Cluster, batchRenewals: boolean): Promise<void> {
   let counting = false;
   const requests = new Map<string, number>();
   const renewLatencies: number[] = [];
+  const refusals = new Map<string, number>();
+  // BENCH_FLEET_TIMELINE=<file>: every counted renew request's send time (epoch ms) and latency, as JSON, to line up with a server's own timings.
+  const timeline: Array<[number, number]> | undefined = process.env.BENCH_FLEET_TIMELINE ? [] : undefined;
   const countingFetch: typeof fetch = async (input, init) => {
     const path = new URL(typeof input === 'string' ? input : input instanceof URL ? input.href : input.url).pathname;
     const kind = path === '/api/v1/sessions/renew' ? 'batched renew' : path.endsWith('/renew') ? 'renew' : path.endsWith('/keepalive') ? 'keepalive' : 'other';
     const s = performance.now();
     const r = await fetch(input, init);
+    if (!r.ok) {
+      // Refusals by kind, status and code, while filling and while counted: how a fleet the server cannot keep fails.
+      const code = await r.clone().json().then((b: { code?: string }) => b.code ?? '?', () => '?');
+      const key = `${counting ? '' : 'filling: '}${kind} ${r.status} ${code}`;
+      refusals.set(key, (refusals.get(key) ?? 0) + 1);
+    }
     if (counting) {
       requests.set(kind, (requests.get(kind) ?? 0) + 1);
-      if (kind.endsWith('renew')) renewLatencies.push(performance.now() - s);
+      if (kind.endsWith('renew')) {
+        renewLatencies.push(performance.now() - s);
+        timeline?.push([Date.now() - (performance.now() - s), performance.now() - s]);
+      }
     }
     return r;
   };
@@ -340,6 +352,8 @@ async function fleet(c: Cluster, batchRenewals: boolean): Promise<void> {
     `  leases lost ${lost}, sessions not open ${lostSessions}, leases the server lists ${int(listed)}; ` +
       `server CPU ${(cpu / 1000 / wall).toFixed(2)} cores${dbPart}, the SDK's process ${(clientCpu / 1000 / wall).toFixed(2)} cores`,
   );
+  if (timeline) writeFileSync(process.env.BENCH_FLEET_TIMELINE!, JSON.stringify(timeline));
+  if (refusals.size > 0) console.log(`  refused requests: ${[...refusals].map(([k, n]) => `${k} ×${int(n)}`).join(', ')}`);
   await Promise.allSettled(sessions.map((s) => s.close()));
 }
 
