@@ -7,31 +7,20 @@
 
 import { afterEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { millis } from '../millis';
 import type { LeaseRow } from '../types';
 import { waitFor } from '../../testing/wait';
 import { SqliteStore } from './sqlite-store';
+import { sqliteDirs } from '../../testing/sqlite-dirs';
 
-const dirs: string[] = [];
-const stores: SqliteStore[] = [];
-
-function dataDir(): string {
-  const d = mkdtempSync(join(tmpdir(), 'leasehold-ckpt-'));
-  dirs.push(d);
-  return d;
-}
-
-function open(dir: string): SqliteStore {
-  // Every batch commits at once, so the WAL grows with each.
-  const s = new SqliteStore({ dataDir: dir, commitEveryMs: 0 });
-  stores.push(s);
-  return s;
-}
+const tmp = sqliteDirs('leasehold-ckpt-');
+const dataDir = tmp.dataDir;
+// Every batch commits at once, so the WAL grows with each.
+const open = (dir: string) => tmp.open(dir, 0);
 
 function lease(i: number, token: number): LeaseRow {
   return {
@@ -46,10 +35,7 @@ async function acquireMany(store: SqliteStore, from: number, n: number): Promise
   });
 }
 
-afterEach(async () => {
-  for (const s of stores.splice(0)) await s.close().catch(() => {});
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
+afterEach(() => tmp.cleanup());
 
 describe('SQLite: WAL checkpoints in a worker', () => {
   test('committed pages are copied into the database by the checkpointer, and there is never a -shm file', async () => {

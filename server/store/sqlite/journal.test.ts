@@ -8,29 +8,18 @@
 import { afterEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { millis } from '../millis';
 import { StoreUnavailableError, type LeaseRow } from '../types';
 import { readJournal } from './journal';
 import { SqliteStore } from './sqlite-store';
+import { sqliteDirs } from '../../testing/sqlite-dirs';
 
 const HOLD = 3_600_000;
-const dirs: string[] = [];
-const stores: SqliteStore[] = [];
-
-function dataDir(): string {
-  const d = mkdtempSync(join(tmpdir(), 'leasehold-journal-'));
-  dirs.push(d);
-  return d;
-}
-
-function open(dir: string, commitEveryMs = HOLD): SqliteStore {
-  const s = new SqliteStore({ dataDir: dir, commitEveryMs });
-  stores.push(s);
-  return s;
-}
+const tmp = sqliteDirs('leasehold-journal-');
+const dataDir = tmp.dataDir;
+const open = (dir: string, commitEveryMs = HOLD) => tmp.open(dir, commitEveryMs);
 
 function lease(i: number, token: number, over: Partial<LeaseRow> = {}): LeaseRow {
   return {
@@ -47,10 +36,7 @@ async function acquire(store: SqliteStore, i: number): Promise<number> {
   });
 }
 
-afterEach(async () => {
-  for (const s of stores.splice(0)) await s.close().catch(() => {});
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
+afterEach(() => tmp.cleanup());
 
 describe('SQLite batch journal', () => {
   test('steps answered before a SIGKILL, with their commit held back, are all there after reopening', async () => {
