@@ -82,15 +82,13 @@ parentPort.on('message', () => {
 export class Checkpointer {
   private readonly worker: Worker;
   private readonly exited: Promise<void>;
-  /** Checkpoints run, and the last report. */
-  runs = 0;
+  /** The last checkpoint's report. */
   last: CheckpointReport | undefined;
 
   constructor(file: string, synchronous: 'NORMAL' | 'FULL', everyMs = CHECKPOINT_EVERY_MS) {
     const module = createRequire(import.meta.url).resolve('better-sqlite3');
     this.worker = new Worker(WORKER, { eval: true, workerData: { module, uri: uriOf(file), synchronous, everyMs } });
     this.worker.on('message', (r: CheckpointReport) => {
-      this.runs++;
       this.last = r;
     });
     // A worker that fails leaves the store's own autocheckpoint to bound the WAL, as before it.

@@ -228,9 +228,9 @@ export class SqliteStore implements Store {
     this.checkpointer = new Checkpointer(file, opts.synchronous === 'full' ? 'FULL' : 'NORMAL');
   }
 
-  /** The checkpointer's runs and last report (tests, docs/design.md "SQLite: checkpoints in a worker"). */
-  checkpoints(): { runs: number; last: Checkpointer['last'] } {
-    return { runs: this.checkpointer.runs, last: this.checkpointer.last };
+  /** The checkpointer's last report (tests, docs/design.md "SQLite: checkpoints in a worker"). */
+  checkpoints(): { last: Checkpointer['last'] } {
+    return { last: this.checkpointer.last };
   }
 
   private migrate(): void {
