@@ -299,16 +299,35 @@ const PROOF_KEYS: ReadonlySet<string> = new Set(['session_id', 'request_id', 'le
 const RENEW_KEYS: ReadonlySet<string> = new Set([...PROOF_KEYS, 'ttl_ms']);
 const NO_KEYS: ReadonlySet<string> = new Set();
 
+const SESSION_RENEW_KEYS: ReadonlySet<string> = new Set(['session_id', 'request_id', 'leases']);
+const RENEW_ITEM_KEYS: ReadonlySet<string> = new Set(['route', 'lease_id', 'fencing_token', 'ttl_ms']);
+
+/** A batched renew's items: 1 to the limit, each a proof and TTL of a concrete route, no route twice (SessionRenewBody). */
+function renewItemsOk(items: unknown): boolean {
+  if (!Array.isArray(items) || items.length < 1 || items.length > SESSION_BATCH.renewItems) return false;
+  const seen = new Set<string>();
+  for (const item of items) {
+    if (!isRecord(item) || !onlyKeys(item, RENEW_ITEM_KEYS)) return false;
+    const route = item.route;
+    if (typeof route !== 'string' || route.length > 400 || seen.has(route) || !parseRoute(route).ok) return false;
+    seen.add(route);
+    if (!str(item.lease_id, 1, 128) || !int(item.fencing_token, 1, Number.MAX_SAFE_INTEGER)) return false;
+    if (item.ttl_ms !== undefined && !inRange(LIMITS.leaseTtlMs, item.ttl_ms)) return false;
+  }
+  return true;
+}
+
 function proofOk(o: Record<string, unknown>): boolean {
   return str(o.session_id, 1, 256) && typeof o.request_id === 'string' && REQUEST_ID_RE.test(o.request_id) && str(o.lease_id, 1, 128) && int(o.fencing_token, 1, Number.MAX_SAFE_INTEGER);
 }
 
 /**
  * Hand-written checks for the bodies and queries of the hot calls (acquire,
- * renew, release, the empty query): true only for a value the schema accepts
- * and would return unchanged, so the router may skip zod for it. Anything
- * else (metadata, any fault) goes through the schema, which also words the
- * refusal. server/http/bad-input.test.ts holds them to the schemas.
+ * renew, release, the batched renew, the empty query): true only for a
+ * value the schema accepts and would return unchanged, so the router may
+ * skip zod for it. Anything else (metadata, any fault) goes through the
+ * schema, which also words the refusal. server/http/fast-paths.test.ts
+ * holds them to the schemas.
  */
 export const FAST_PATHS: ReadonlyMap<z.ZodType, (v: unknown) => boolean> = new Map<z.ZodType, (v: unknown) => boolean>([
   [
@@ -325,6 +344,10 @@ export const FAST_PATHS: ReadonlyMap<z.ZodType, (v: unknown) => boolean> = new M
   ],
   [ReleaseBody, (v) => isRecord(v) && onlyKeys(v, PROOF_KEYS) && proofOk(v)],
   [RenewBody, (v) => isRecord(v) && onlyKeys(v, RENEW_KEYS) && proofOk(v) && (v.ttl_ms === undefined || inRange(LIMITS.leaseTtlMs, v.ttl_ms))],
+  [
+    SessionRenewBody,
+    (v) => isRecord(v) && onlyKeys(v, SESSION_RENEW_KEYS) && str(v.session_id, 1, 256) && typeof v.request_id === 'string' && REQUEST_ID_RE.test(v.request_id) && renewItemsOk(v.leases),
+  ],
   [NoQuery, (v) => isRecord(v) && onlyKeys(v, NO_KEYS)],
   [EmptyBody, (v) => isRecord(v) && onlyKeys(v, NO_KEYS)],
 ]);
