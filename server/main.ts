@@ -78,6 +78,7 @@ async function main(instance: string): Promise<void> {
         changeLogMs: config.LEASEHOLD_CHANGE_LOG_SECONDS * 1000,
         stepMaxLeases: config.LEASEHOLD_STEP_MAX_LEASES,
         maxWaitMs: config.LEASEHOLD_MAX_WAIT_MS,
+        admitQueueMs: config.LEASEHOLD_ADMIT_QUEUE_MS,
       },
       bootstrapSecret: config.LEASEHOLD_BOOTSTRAP_TOKEN,
       secret: config.LEASEHOLD_SECRET,

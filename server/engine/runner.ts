@@ -11,7 +11,7 @@ import type { AuditLog, AuditSpec } from './audit/audit';
 import type { Caller } from './core/model';
 import type { AuditEventType } from './audit/audit';
 import { bindCursor, CursorCodec, type BoundCursor, type CursorBinding } from './core/cursor';
-import { LeaseholdError, fromStoreError } from './core/errors';
+import { LeaseholdError, fail, fromStoreError } from './core/errors';
 import type { EventHub } from './core/events';
 import { newStep, type Limits, type Step } from './core/step';
 import { logChanges } from './feed/change-log';
@@ -43,6 +43,26 @@ export class Runner {
 
   get limits(): Limits {
     return this.ctx.limits;
+  }
+
+  /**
+   * Admission (docs/design.md "Admission"): while the oldest step waiting
+   * for `family` has waited longer than `admitQueueMs`, the store is behind
+   * with the family's work, and a new acquisition is turned away
+   * (`rate_limited`, counted, not audited row by row) before it queues, so
+   * that the renewals, releases and keepalives of the leases already
+   * granted are served first, as Kubernetes' priority and fairness keeps
+   * leader-election lease updates ahead of other traffic.
+   */
+  admitAcquisition(family: string): void {
+    const limit = this.limits.admitQueueMs;
+    if (limit <= 0) return;
+    const behind = this.store.queueDelayMs(family);
+    if (behind <= limit) return;
+    this.audit.count('acquire_shed');
+    fail('rate_limited', `the server is ${Math.round(behind)} ms behind on this family's work: new acquisitions wait while it keeps the leases it granted`, {
+      retryAfterMs: Math.min(5_000, Math.max(250, Math.round(behind))),
+    });
   }
 
   /** The key of every cursor, from the store's secret (engine start). */

@@ -30,6 +30,7 @@ function playing(state: { fault?: WriteFault; listener?: (n: StoreNotice) => voi
     kind: inner.kind,
     now: () => inner.now(),
     epoch: () => inner.epoch(),
+    queueDelayMs: (family) => inner.queueDelayMs(family),
     close: () => inner.close(),
     writeFault: () => state.fault,
     subscribe: (l) => {

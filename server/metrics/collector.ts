@@ -182,6 +182,11 @@ export class MetricsCollector {
     perFamily('leasehold_change_log_horizon', 'Each family’s change-log horizon: a stream resuming from a lower revision is sent resync (horizon).', (f) => f.horizon);
     total('leasehold_invalid_credentials_total', 'Requests refused as invalid_credential.', () => stats.audit.invalid_credential);
     total(
+      'leasehold_acquisitions_shed_total',
+      'Acquisitions refused (rate_limited) while their family was more than LEASEHOLD_ADMIT_QUEUE_MS behind on its work (docs/design.md "Admission").',
+      () => stats.audit.acquire_shed,
+    );
+    total(
       'leasehold_anonymous_refusals_total',
       'Refusals of callers with no token (e.g. a cross-site login or logout): counted and logged at most every 10 s, never audited row by row.',
       () => stats.audit.anonymous_refusal,

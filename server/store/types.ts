@@ -600,6 +600,13 @@ export interface Store {
    * and `tx.now` never goes back along that order.
    */
   atomic<T>(fn: (tx: Tx) => Promise<T>, scope?: StepScope): Promise<T>;
+  /**
+   * How long (ms, real time) the oldest step still waiting to begin for
+   * `family` has waited; 0 when none waits. How far behind the store is
+   * with the family's work: the engine turns new acquisitions away while
+   * it is more than `LEASEHOLD_ADMIT_QUEUE_MS` (docs/design.md "Admission").
+   */
+  queueDelayMs(family: string): number;
   /** Shared stores only: the channel between instances. */
   readonly bus?: Bus;
   /** Backend time now, for decisions outside a step (cache ages, timers). */

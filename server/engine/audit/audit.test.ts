@@ -33,6 +33,9 @@ for (const backend of BACKENDS) {
     epoch(): string {
       return this.inner.epoch();
     }
+    queueDelayMs(family: string): number {
+      return this.inner.queueDelayMs(family);
+    }
     close(): Promise<void> {
       return this.inner.close();
     }

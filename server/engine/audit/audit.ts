@@ -119,7 +119,7 @@ export interface AuditOptions {
 export const DEFAULT_AUDIT: AuditOptions = { retentionMs: 30 * 86_400_000, maxRows: 10_000_000, maxRowsPerFamily: 1_000_000 };
 
 /** Refusals counted instead of audited row by row. */
-export type Counted = 'lease_conflict' | 'invalid_credential' | 'anonymous_refusal';
+export type Counted = 'lease_conflict' | 'invalid_credential' | 'anonymous_refusal' | 'acquire_shed';
 const COUNTED = new Set(['lease_conflict', 'invalid_credential']);
 /**
  * Buffered events kept while the store is unavailable; beyond it new events
@@ -141,13 +141,14 @@ export class AuditLog {
   private pruneTimer: ReturnType<typeof setInterval> | undefined;
   private pruning = false;
   private lastLog = 0;
-  private unlogged: Record<Counted, number> = { lease_conflict: 0, invalid_credential: 0, anonymous_refusal: 0 };
+  private unlogged: Record<Counted, number> = { lease_conflict: 0, invalid_credential: 0, anonymous_refusal: 0, acquire_shed: 0 };
   /**
    * Totals since start: refusals counted instead of audited (`anonymous_refusal`:
-   * any refusal of a caller with no token, e.g. a cross-site logout), and
-   * events lost to a full buffer.
+   * any refusal of a caller with no token, e.g. a cross-site logout;
+   * `acquire_shed`: acquisitions turned away while the family was behind,
+   * docs/design.md "Admission"), and events lost to a full buffer.
    */
-  readonly counts = { lease_conflict: 0, invalid_credential: 0, anonymous_refusal: 0, dropped: 0 };
+  readonly counts = { lease_conflict: 0, invalid_credential: 0, anonymous_refusal: 0, acquire_shed: 0, dropped: 0 };
   readonly opts: Required<Omit<AuditOptions, 'logger'>> & Pick<AuditOptions, 'logger'>;
 
   constructor(
@@ -253,10 +254,10 @@ export class AuditLog {
     this.unlogged[code]++;
     const now = this.store.now();
     if (this.opts.logger && now - this.lastLog >= LOG_EVERY_MS) {
-      // Refused credentials in numbers may be someone guessing: a warning; conflicts are routine.
-      const level = this.unlogged.invalid_credential > 0 ? 'warn' : 'info';
+      // Refused credentials in numbers may be someone guessing, shed acquisitions an overloaded family: warnings; conflicts are routine.
+      const level = this.unlogged.invalid_credential > 0 || this.unlogged.acquire_shed > 0 ? 'warn' : 'info';
       this.opts.logger[level]('refusals counted, not audited row by row', { since_last_report: { ...this.unlogged } });
-      this.unlogged = { lease_conflict: 0, invalid_credential: 0, anonymous_refusal: 0 };
+      this.unlogged = { lease_conflict: 0, invalid_credential: 0, anonymous_refusal: 0, acquire_shed: 0 };
       this.lastLog = now;
     }
   }

@@ -32,6 +32,12 @@ export interface Limits {
   maxWaitMs: number;
   /** How long a place is kept after its wait ended without a grant (CONTRACT §20: 5 s). */
   parkMs: number;
+  /**
+   * New acquisitions are turned away (`rate_limited`) while the oldest step
+   * waiting for the family has waited longer than this (ms; 0: never):
+   * docs/design.md "Admission".
+   */
+  admitQueueMs: number;
 }
 
 export const DEFAULT_LIMITS: Limits = {
@@ -44,6 +50,7 @@ export const DEFAULT_LIMITS: Limits = {
   stepMaxLeases: 1_000,
   maxWaitMs: LIMITS.waitMs.max,
   parkMs: 5_000,
+  admitQueueMs: 1_000,
 };
 
 export interface QueuedGrant {

@@ -77,6 +77,8 @@ export class LeaseService {
         throw e;
       }
     }
+    // A ticket continues a place the family already gave: kept, as a renewal keeps a lease.
+    if (place === undefined) this.r.admitAcquisition(p.family);
     const waitMs = Math.min(input.waitMs, ctx.limits.maxWaitMs);
     const params = {
       family: p.family,

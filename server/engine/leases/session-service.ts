@@ -90,6 +90,7 @@ export class SessionService {
       fail('invalid_request', `max_lifetime_ms exceeds the server maximum of ${limits.maxLifetimeMs}`);
     }
     const batch = this.batch(input, SESSION_BATCH.acquireItems);
+    this.r.admitAcquisition(p.family);
     const r = await this.runBatch(p, 'lease_acquire', 'session_acquire', batch, (step) => acquireAllStep(this.r.ctx, step, p.family, batch));
     if (!r.replayed) {
       for (const l of r.answer.leases) {

@@ -62,6 +62,8 @@ interface Pending {
   abort: (() => void) | undefined;
   /** Runs in a batch of its own (`StepScope.alone`). */
   alone: boolean;
+  /** When it was queued (performance.now()): `queueDelayMs`. */
+  at: number;
 }
 
 /** At most this many steps in one batch (a bound on the lock's hold and the flush's size). */
@@ -87,6 +89,8 @@ export class PgStore implements Store {
   private closed = false;
   /** Steps waiting for their family's next batch. */
   private readonly queued = new Map<string, Pending[]>();
+  /** Each family's steps not yet answered, in arrival order (`queueDelayMs`). */
+  private readonly unanswered = new Map<string, Set<Pending>>();
   /** Families with a batch running (or about to), and the loop that runs them. */
   private readonly running = new Map<string, Promise<void>>();
   /** Each family's last batch begun, until it has answered its steps (the next one answers after it). */
@@ -152,6 +156,15 @@ export class PgStore implements Store {
     return this.epochValue;
   }
 
+  /**
+   * The family's oldest step not yet answered: queued, or in a batch that
+   * waits for the family's lock or for the steps ahead of it.
+   */
+  queueDelayMs(family: string): number {
+    const first = this.unanswered.get(family)?.values().next().value;
+    return first ? performance.now() - first.at : 0;
+  }
+
   atomic<T>(fn: (tx: Tx) => Promise<T>, scope?: StepScope): Promise<T> {
     if (this.closed) return Promise.reject(new StoreUnavailableError('store is closed', false));
     const family = scope?.family;
@@ -159,7 +172,24 @@ export class PgStore implements Store {
     return new Promise<T>((resolve, reject) => {
       let q = this.queued.get(family);
       if (!q) this.queued.set(family, (q = []));
-      const p: Pending = { fn, prefetch: scope?.prefetch, resolve: resolve as (v: unknown) => void, reject, timer: undefined, abort: undefined, alone: scope?.alone === true };
+      let open = this.unanswered.get(family);
+      if (!open) this.unanswered.set(family, (open = new Set()));
+      const unanswered = open;
+      const answered = () => {
+        unanswered.delete(p);
+        if (unanswered.size === 0 && this.unanswered.get(family) === unanswered) this.unanswered.delete(family);
+      };
+      const p: Pending = {
+        fn,
+        prefetch: scope?.prefetch,
+        resolve: (v) => (answered(), resolve(v as T)),
+        reject: (e) => (answered(), reject(e)),
+        timer: undefined,
+        abort: undefined,
+        alone: scope?.alone === true,
+        at: performance.now(),
+      };
+      unanswered.add(p);
       p.timer = setTimeout(() => this.expire(family, p), this.stepTimeoutMs);
       q.push(p);
       if (!this.running.has(family)) {

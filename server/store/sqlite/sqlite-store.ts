@@ -83,6 +83,8 @@ interface Pending {
   fn: (tx: Tx) => Promise<unknown>;
   resolve: (v: unknown) => void;
   reject: (e: unknown) => void;
+  /** When it was queued (performance.now()): `queueDelayMs`. */
+  at: number;
 }
 
 const prune = auditPruneSql(sqlite);
@@ -137,6 +139,8 @@ export class SqliteStore implements Store {
     return this.journal.backlog;
   }
   private queue: Pending[] = [];
+  /** Steps not yet answered, in arrival order (`queueDelayMs`). */
+  private readonly unanswered = new Set<Pending>();
   private scheduled = false;
   private flushing = false;
   private closed = false;
@@ -424,11 +428,24 @@ export class SqliteStore implements Store {
     return this.epochValue;
   }
 
+  /** One queue for every family: its oldest step not yet answered, queued or in the batch running now. */
+  queueDelayMs(_family: string): number {
+    const first = this.unanswered.values().next().value;
+    return first ? performance.now() - first.at : 0;
+  }
+
   /** Steps are strictly serial here (one writer), so a scope needs no lock. */
   atomic<T>(fn: (tx: Tx) => Promise<T>, _scope?: StepScope): Promise<T> {
     if (this.closed) return Promise.reject(new StoreUnavailableError('store is closed', false));
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject });
+      const p: Pending = {
+        fn,
+        resolve: (v) => (this.unanswered.delete(p), resolve(v as T)),
+        reject: (e) => (this.unanswered.delete(p), reject(e)),
+        at: performance.now(),
+      };
+      this.unanswered.add(p);
+      this.queue.push(p);
       this.schedule();
     });
   }

@@ -1,0 +1,150 @@
+/**
+ * Admission (docs/design.md "Admission"), on both stores: while the oldest
+ * step waiting for a family has waited longer than `admitQueueMs`, a new
+ * acquisition is refused `rate_limited` before it queues (nothing changes,
+ * counted, not audited row by row), while the renewals of the leases
+ * already granted queue and are served. The store is made to fall behind
+ * by a step that waits on a gate inside its transaction (a slow database,
+ * played); the tests wait for the queue's age, measured by the store, to
+ * pass the limit.
+ */
+import { afterEach, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { LeaseholdError } from '../core/errors';
+import { engineFixture, proofOf, rejectsWith, settleWithTime, until, type EngineFixture } from '../../testing/engine-fixture';
+import { BACKENDS } from '../../testing/pg';
+import { rid } from '../../testing/harness';
+import { waitFor } from '../../testing/wait';
+import { requestDigest } from '../core/ids';
+
+const LIMIT_MS = 50;
+
+for (const backend of BACKENDS) {
+  describe(`admission: ${backend} store`, () => {
+    let f: EngineFixture | undefined;
+    afterEach(async () => {
+      await f?.close();
+      f = undefined;
+    });
+
+    /**
+     * `p` is refused `code` before it queues (admission runs before the step
+     * is submitted): settled within one turn of the event loop, so a
+     * regression fails here instead of waiting behind the held step.
+     */
+    async function refusedAtOnce(p: Promise<unknown>, code: string) {
+      let settled = false;
+      const outcome = p.then(
+        () => assert.fail(`expected ${code}, but it succeeded`),
+        (e: unknown) => e as { code?: string; message: string; retryable: boolean; retryAfterMs?: number },
+      );
+      void outcome.finally(() => (settled = true)).catch(() => undefined);
+      await new Promise((r) => setImmediate(r));
+      assert.ok(settled, `refused at once with ${code}, not queued behind the slow step`);
+      const e = await outcome;
+      assert.equal(e.code, code, e.message);
+      return e;
+    }
+
+    /** Hold the family's work with a step that waits for `release()`; resolves once a step queued behind it has waited past `LIMIT_MS`. */
+    async function fallBehind<T>(fx: EngineFixture, queued: () => Promise<T>) {
+      const store = fx.engine.parts.store;
+      let release!: () => void;
+      const gate = new Promise<void>((r) => (release = r));
+      const holding = store.atomic(() => gate, { family: fx.admin.family });
+      const behind = queued();
+      await waitFor(`a step of family ${fx.admin.family} queued longer than ${LIMIT_MS} ms`, () => store.queueDelayMs(fx.admin.family), (ms) => ms > LIMIT_MS);
+      return { release, holding, behind };
+    }
+
+    test('a family behind on its work refuses new acquisitions (single and all-or-nothing) and serves the renewal queued behind it; nothing of the refused ones happened', async () => {
+      f = await engineFixture({ backend, limits: { admitQueueMs: LIMIT_MS } });
+      const fx = f;
+      const s = await fx.open('fleet', 60_000);
+      const held = (await fx.acquire('lease://adm/r/held', s)).answer.lease;
+      assert.equal(fx.engine.parts.store.queueDelayMs(fx.admin.family), 0, 'nothing waits while the store keeps up');
+      const { release, holding, behind } = await fallBehind(fx, () => fx.engine.leases.renew(fx.admin, held.route, proofOf(s, held)));
+      const shedId = rid();
+      const items = [{ route: 'lease://adm/r/x', metadata: null }, { route: 'lease://adm/r/y', metadata: null }];
+      const batchId = rid();
+      const batchDigest = requestDigest({ session_id: s, request_id: batchId, leases: items });
+      try {
+        const refused = await refusedAtOnce(fx.acquire('lease://adm/r/new', s, { requestId: shedId }), 'rate_limited');
+        assert.equal(refused.retryable, true);
+        assert.ok(refused.retryAfterMs !== undefined && refused.retryAfterMs >= 250 && refused.retryAfterMs <= 5_000, `retry_after_ms ${refused.retryAfterMs}`);
+        assert.match(refused.message, /behind/);
+        await refusedAtOnce(fx.engine.sessions.acquireAll(fx.admin, { sessionId: s, requestId: batchId, digest: batchDigest, items }), 'rate_limited');
+        assert.equal(fx.engine.stats.audit.acquire_shed, 2, 'both counted');
+      } finally {
+        release();
+      }
+      await holding;
+      // The renewal that queued behind the slow step is served, and the queue drains.
+      const renewed = await behind;
+      assert.equal(renewed.answer.lease.renewal_count, 1);
+      await waitFor('the queue to drain', () => fx.engine.parts.store.queueDelayMs(fx.admin.family), (ms) => ms === 0);
+
+      // The refused acquisitions changed nothing: no lease, no change, and their request ids run afresh.
+      await rejectsWith(fx.engine.leases.inspect(fx.admin, 'lease://adm/r/new'), 'lease_not_found');
+      await rejectsWith(fx.engine.leases.inspect(fx.admin, 'lease://adm/r/x'), 'lease_not_found');
+      assert.deepEqual(fx.changes().filter((c) => c.change === 'acquired').map((c) => c.route), [held.route]);
+      const again = await fx.acquire('lease://adm/r/new', s, { requestId: shedId });
+      assert.equal(again.replayed, false);
+      assert.equal(again.answer.lease.route, 'lease://adm/r/new');
+      const batch = await fx.engine.sessions.acquireAll(fx.admin, { sessionId: s, requestId: batchId, digest: batchDigest, items });
+      assert.equal(batch.replayed, false);
+      assert.deepEqual(batch.answer.leases.map((l) => l.route), ['lease://adm/r/x', 'lease://adm/r/y']);
+    });
+
+    test('an acquire continuing its queue place with a ticket is admitted while new ones are refused, and is granted from its place', async () => {
+      f = await engineFixture({ backend, limits: { admitQueueMs: LIMIT_MS } });
+      const fx = f;
+      const R = 'lease://adm/q/doc';
+      const holder = await fx.open('holder', 60_000);
+      const first = await fx.open('first', 60_000);
+      const held = await fx.acquire(R, holder);
+      // first waits 100 ms (manual clock) without a grant: lease_conflict with its ticket, its place parked.
+      const waiting = fx.acquire(R, first, { waitMs: 100 });
+      waiting.catch(() => undefined);
+      await until(fx, () => fx.engine.stats.waiters() === 1, undefined, 'the waiter queued');
+      await settleWithTime(fx, [waiting.catch(() => undefined)], 25, 2_000);
+      const e = await waiting.then(() => assert.fail('granted'), (x: unknown) => x);
+      assert.ok(e instanceof LeaseholdError && e.code === 'lease_conflict' && e.queueTicket, String(e));
+      // The route frees while its head is parked: it is kept for the ticket.
+      await fx.engine.leases.release(fx.admin, R, proofOf(holder, held.answer.lease));
+      const { release, holding, behind } = await fallBehind(fx, () => fx.engine.sessions.keepAlive(fx.admin, holder));
+      let continued;
+      try {
+        await refusedAtOnce(fx.acquire('lease://adm/q/other', holder), 'rate_limited');
+        // Issued while the family is behind: admitted, it queues.
+        continued = fx.acquire(R, first, { queueTicket: e.queueTicket, waitMs: 1_000 });
+        continued.catch(() => undefined);
+      } finally {
+        release();
+      }
+      await holding;
+      await behind;
+      const granted = await continued;
+      assert.equal(granted.answer.lease.owner_id, 'first');
+      assert.equal(granted.answer.queued, true, 'from its place in the queue');
+      assert.equal(fx.engine.stats.audit.acquire_shed, 1, 'only the new acquisition was turned away');
+    });
+
+    test('with admission off (0), an acquisition queues behind the slow step however long it waits, and is granted', async () => {
+      f = await engineFixture({ backend, limits: { admitQueueMs: 0 } });
+      const fx = f;
+      const s = await fx.open('fleet', 60_000);
+      const { release, holding, behind } = await fallBehind(fx, () => fx.acquire('lease://adm/r/first', s));
+      let late;
+      try {
+        late = fx.acquire('lease://adm/r/late', s);
+      } finally {
+        release();
+      }
+      await holding;
+      assert.equal((await behind).answer.lease.route, 'lease://adm/r/first');
+      assert.equal((await late).answer.lease.route, 'lease://adm/r/late');
+      assert.equal(fx.engine.stats.audit.acquire_shed, 0);
+    });
+  });
+}
