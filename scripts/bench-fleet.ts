@@ -106,7 +106,12 @@ async function read(url: string, path: string) {
 }
 
 async function ask(url: string, method: string, path: string, body?: unknown) {
-  const r = method === 'GET' ? await read(url, path) : await call(url, method, path, body, { token: TOKEN });
+  let r = method === 'GET' ? await read(url, path) : await call(url, method, path, body, { token: TOKEN });
+  // A read refused by a server that is behind (a fleet past what it carries) is asked again, a few times.
+  for (let i = 0; method === 'GET' && r.status === 503 && i < 10; i++) {
+    await sleep(500);
+    r = await read(url, path);
+  }
   if (r.status !== 200 && r.status !== 201) throw new Error(`${method} ${path}: ${r.status} ${r.text.slice(0, 300)}`);
   return r.body;
 }
@@ -321,6 +326,8 @@ async function fleet(c: Cluster, batchRenewals: boolean): Promise<void> {
   const clientCpu = cpuMs(process.pid) - clientCpu0;
   const buckets1 = await renewBuckets(c);
   const lost = handles.filter((h) => h.state === 'lost').length;
+  const released = handles.filter((h) => h.state === 'released').length;
+  const distinct = new Set(handles.map((h) => h.lease.route)).size;
   const lostSessions = sessions.filter((s) => s.state !== 'open').length;
   // What the server holds, counted from the server's side.
   const listedRoutes = new Set<string>();
@@ -332,6 +339,8 @@ async function fleet(c: Cluster, batchRenewals: boolean): Promise<void> {
     cursor = (b.next_cursor as string | null) ?? undefined;
   } while (cursor);
   const listed = listedRoutes.size;
+  // Leases lost while the server was listed (after the counted minute): a fleet on the edge of what the server carries.
+  const lostWhileListing = handles.filter((h) => h.state === 'lost').length - lost;
   // A handle the SDK holds that the server does not list is a lease the SDK would report held wrongly.
   const missing = handles.filter((h) => h.state === 'held' && !listedRoutes.has(h.lease.route));
   for (const h of missing.slice(0, 3)) {
@@ -349,7 +358,7 @@ async function fleet(c: Cluster, batchRenewals: boolean): Promise<void> {
       `renew requests as the SDK's process saw them p50 ${ms(pct(renewLatencies, 0.5))}, p99 ${ms(pct(renewLatencies, 0.99))}; ${serverQuantiles(buckets0, buckets1)}`,
   );
   console.log(
-    `  leases lost ${lost}, sessions not open ${lostSessions}, leases the server lists ${int(listed)}; ` +
+    `  leases lost ${lost}${released > 0 ? `, released ${int(released)}` : ''}${distinct !== handles.length ? `, distinct routes ${int(distinct)}` : ''}, sessions not open ${lostSessions}, leases the server lists ${int(listed)}${lostWhileListing > 0 ? ` (${int(lostWhileListing)} more lost while it was listed, after the counted minute)` : ''}; ` +
       `server CPU ${(cpu / 1000 / wall).toFixed(2)} cores${dbPart}, the SDK's process ${(clientCpu / 1000 / wall).toFixed(2)} cores`,
   );
   if (timeline) writeFileSync(process.env.BENCH_FLEET_TIMELINE!, JSON.stringify(timeline));
