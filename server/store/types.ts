@@ -601,10 +601,11 @@ export interface Store {
    */
   atomic<T>(fn: (tx: Tx) => Promise<T>, scope?: StepScope): Promise<T>;
   /**
-   * How long (ms, real time) the oldest step still waiting to begin for
-   * `family` has waited; 0 when none waits. How far behind the store is
-   * with the family's work: the engine turns new acquisitions away while
-   * it is more than `LEASEHOLD_ADMIT_QUEUE_MS` (docs/design.md "Admission").
+   * How long ago (ms, real time) the oldest step of `family` not yet
+   * answered was submitted (queued, or in a batch not yet committed); 0
+   * when none is pending. How far behind the store is with the family's
+   * work: the engine turns new acquisitions away while it is more than
+   * `LEASEHOLD_ADMIT_QUEUE_MS` (docs/design.md "Admission").
    */
   queueDelayMs(family: string): number;
   /** Shared stores only: the channel between instances. */
