@@ -103,7 +103,7 @@ function* batchSamples(): Generator<unknown> {
       yield b;
     }
   }
-  const ROUTES = ['lease://acme/renderers/r9', 'lease://acme/renderers/*', 'lease://acme/**', 'lease://acme/renderers', 'acme/renderers/r9', '', `lease://acme/renderers/${'x'.repeat(378)}`, `lease://acme/renderers/${'x'.repeat(379)}`, 'lease://Acme/r/x', 'lease://acme/renderers/r 9', 7, null, undefined];
+  const ROUTES = ['lease://acme/renderers/r9', 'lease://acme/renderers/*', 'lease://acme/**', 'lease://acme/renderers', 'acme/renderers/r9', '', `lease://acme/renderers/${'x'.repeat(377)}`, `lease://acme/renderers/${'x'.repeat(378)}`, 'lease://Acme/r/x', 'lease://acme/renderers/r 9', 7, null, undefined];
   const itemEdges: Record<string, unknown[]> = { route: ROUTES, lease_id: EDGES.lease_id!, fencing_token: EDGES.fencing_token!, ttl_ms: EDGES.ttl_ms!, extra: EDGES.extra! };
   for (const [f, edges] of Object.entries(itemEdges)) {
     for (const v of edges) {
