@@ -53,7 +53,7 @@ const Env = z.object({
   LEASEHOLD_STEP_MAX_LEASES: int(1, 1_000_000).default(1_000),
   /** The longest one acquire waits in a queue (ms): a longer wait_ms ends here with a queue ticket (docs/design.md "Queue tickets"). */
   LEASEHOLD_MAX_WAIT_MS: int(1, 30_000).default(30_000),
-  /** New acquisitions are refused (`rate_limited`) while a family's oldest waiting step has waited this long (ms; 0: never): docs/design.md "Admission". */
+  /** New acquisitions are refused (`rate_limited`) while a family's oldest unanswered step was submitted this long ago (ms; 0: never): docs/design.md "Admission". */
   LEASEHOLD_ADMIT_QUEUE_MS: int(0, 60_000).default(1_000),
   /** `full` fsyncs every commit: survives power loss, costs throughput (docs/benchmarks.md). */
   LEASEHOLD_SYNC: z.enum(['normal', 'full']).default('normal'),

@@ -46,8 +46,8 @@ export class Runner {
   }
 
   /**
-   * Admission (docs/design.md "Admission"): while the oldest step waiting
-   * for `family` has waited longer than `admitQueueMs`, the store is behind
+   * Admission (docs/design.md "Admission"): while the oldest step of
+   * `family` not yet answered is older than `admitQueueMs`, the store is behind
    * with the family's work, and a new acquisition is turned away
    * (`rate_limited`, counted, not audited row by row) before it queues, so
    * that the renewals, releases and keepalives of the leases already

@@ -33,8 +33,8 @@ export interface Limits {
   /** How long a place is kept after its wait ended without a grant (CONTRACT §20: 5 s). */
   parkMs: number;
   /**
-   * New acquisitions are turned away (`rate_limited`) while the oldest step
-   * waiting for the family has waited longer than this (ms; 0: never):
+   * New acquisitions are turned away (`rate_limited`) while the family's
+   * oldest step not yet answered is older than this (ms; 0: never):
    * docs/design.md "Admission".
    */
   admitQueueMs: number;
