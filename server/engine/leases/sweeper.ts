@@ -29,6 +29,8 @@ export const BEHIND_MS = 5_000;
 const BACKLOG_COUNT_CAP = 1_000_000;
 /** Families with due work taken per sweep. */
 const FAMILIES_PER_SWEEP = 64;
+/** Leases whose sweep horizon is moved on per sweep at most (a store with one, `Tx.rearmLeases`; a sweep that moves this many is followed by another at once). */
+export const REARM_BATCH = 2_048;
 /** Expired idempotency records and embed tokens deleted per sweep at most. */
 const PRUNE_BATCH = 1_000;
 /**
@@ -134,7 +136,7 @@ export class ExpirySweeper {
    * (HOUSEKEEPING_TICKS).
    */
   async sweep(prune = true): Promise<number> {
-    const { families, pruned, behind, pruning, at } = await this.run(async (step) => {
+    const { families, pruned, rearmed, behind, pruning, at } = await this.run(async (step) => {
       let behind = false;
       const pruning = prune || step.now >= this.housekeepingDue;
       if (pruning) {
@@ -146,13 +148,15 @@ export class ExpirySweeper {
       const l = this.ctx.limits;
       const olderThan = l.changeLogMs === 0 ? Number.MAX_SAFE_INTEGER : step.now - l.changeLogMs;
       const pruned = await step.tx.changes.prune(l.changeLogChanges, millis(olderThan), CHANGE_PRUNE_BATCH);
+      // First, so that the due reads below step over few renewed leases.
+      const rearmed = (await step.tx.rearmLeases?.(step.now, REARM_BATCH)) ?? 0;
       const due = await step.tx.dueFamilies(step.now, FAMILIES_PER_SWEEP);
       const delayed = await step.tx.policies.dueDelayFamilies(step.now, FAMILIES_PER_SWEEP);
       const parked = await this.ctx.waiters.dueParkedFamilies(step, FAMILIES_PER_SWEEP);
-      return { families: [...new Set([...due, ...delayed, ...parked])], pruned, behind, pruning, at: step.now as number };
+      return { families: [...new Set([...due, ...delayed, ...parked])], pruned, rearmed, behind, pruning, at: step.now as number };
     });
     if (pruning) this.housekeepingDue = behind ? at : at + this.housekeepingMs;
-    let most = pruned >= CHANGE_PRUNE_BATCH ? SWEEP_BATCH : 0;
+    let most = pruned >= CHANGE_PRUNE_BATCH || rearmed >= REARM_BATCH ? SWEEP_BATCH : 0;
     // A family with nothing due any more is not behind.
     if (families.length < FAMILIES_PER_SWEEP) for (const f of this.behind.keys()) if (!families.includes(f)) this.behind.delete(f);
     for (const family of families) {

@@ -20,6 +20,13 @@ export interface Dialect {
   alias(column: string, field: string): string;
   /** Conditions that hold exactly when a route's literal segments equal the triple's (`bind` adds a parameter, returns its placeholder). */
   routeMatches(triple: Triple, bind: (v: unknown) => string): string[];
+  /**
+   * How due leases are found (docs/design.md "PostgreSQL: the sweep
+   * horizon"): through `leases_expiry` on `expires_at` (SQLite), or through
+   * `leases_sweep` on `sweep_at`, a lower bound of `expires_at` that a
+   * renewal leaves alone so that its update is HOT (PostgreSQL).
+   */
+  readonly leaseSweep: boolean;
 }
 
 export const sqlite: Dialect = {
@@ -29,6 +36,7 @@ export const sqlite: Dialect = {
   isTrue: (column) => `${column} = 1`,
   alias: (column, field) => (column === field ? column : `${column} AS ${field}`),
   // A GLOB is exact here: route segments hold no GLOB characters (lib/selector.ts).
+  leaseSweep: false,
   routeMatches: ([realm, area, resource], bind) => [`route GLOB ${bind(`lease://${realm ?? '*'}/${area ?? '*'}/${resource ?? '*'}`)}`],
 };
 
@@ -38,6 +46,7 @@ export const postgres: Dialect = {
   indexedBy: () => '',
   isTrue: (column) => column,
   alias: (column, field) => (column === field ? column : `${column} AS "${field}"`),
+  leaseSweep: true,
   routeMatches: ([realm, area, resource], bind) => [
     'route IS NOT NULL',
     ...(realm !== null ? [`split_part(route, '/', 3) = ${bind(realm)}`] : []),

@@ -13,9 +13,38 @@ function p(d: Dialect, n: number): string {
   return d.param(n);
 }
 
+/**
+ * How far past `limit` a due-lease read may walk the sweep horizon
+ * (`Dialect.leaseSweep`): rows whose `sweep_at` passed but that were
+ * renewed since are stepped over, at most this many, until `rearmSql`
+ * moves them on. The read's cost stays bounded whatever the lag.
+ */
+export const SWEEP_WALK = 4096;
+
+/**
+ * How far the due families' read walks the sweep horizon: past a backlog of
+ * 10,000 (CONTRACT §19's bound for publishing each expiry within 1 s), so
+ * no family's due lease hides behind another family's backlog under it.
+ */
+export const FAMILIES_WALK = 16_384;
+
+/**
+ * `what` of the due leases (`expires_at` at most `now`), of one family when
+ * `family` is given, earliest first, at most `limit` (SQL expressions).
+ * Through `leases_expiry` (SQLite), or through the sweep horizon
+ * (`leases_sweep`, PostgreSQL): the index walk stops after `limit` plus
+ * SWEEP_WALK rows.
+ */
+function dueLeaseRows(d: Dialect, what: string, now: string, family: string | undefined, limit: string): string {
+  const ofFamily = family === undefined ? '' : ` AND family = ${family}`;
+  if (!d.leaseSweep) return `SELECT ${what} FROM leases${d.indexedBy('leases_expiry')} WHERE expires_at <= ${now}${ofFamily} ORDER BY expires_at LIMIT ${limit}`;
+  return `SELECT ${what} FROM (SELECT * FROM leases WHERE sweep_at <= ${now}${ofFamily} ORDER BY sweep_at LIMIT ${limit} + ${SWEEP_WALK}) w WHERE expires_at <= ${now} ORDER BY sweep_at LIMIT ${limit}`;
+}
+
 /** Leases or sessions due at `now`, earliest first, of every family (params: now, limit) or one (params: now, family, limit). */
 export function dueSql(d: Dialect, table: 'leases' | 'sessions', oneFamily: boolean): string {
   const cols = columns(d, table === 'leases' ? LEASE_FIELDS : SESSION_FIELDS);
+  if (table === 'leases') return oneFamily ? dueLeaseRows(d, cols, p(d, 1), p(d, 2), p(d, 3)) : dueLeaseRows(d, cols, p(d, 1), undefined, p(d, 2));
   const from = `${table}${d.indexedBy(`${table}_expiry`)}`;
   return oneFamily
     ? `SELECT ${cols} FROM ${from} WHERE expires_at <= ${p(d, 1)} AND family = ${p(d, 2)} ORDER BY expires_at LIMIT ${p(d, 3)}`
@@ -28,15 +57,29 @@ export function dueSql(d: Dialect, table: 'leases' | 'sessions', oneFamily: bool
  * `cap`, so the count costs at most that however large the backlog.
  */
 export function backlogSql(d: Dialect): string {
-  return `SELECT (SELECT count(*) FROM (SELECT 1 FROM leases${d.indexedBy('leases_expiry')} WHERE expires_at <= ${p(d, 1)} AND family = ${p(d, 2)} LIMIT ${p(d, 3)}) due)
+  return `SELECT (SELECT count(*) FROM (${dueLeaseRows(d, '1', p(d, 1), p(d, 2), p(d, 3))}) due)
      + (SELECT count(*) FROM (SELECT 1 FROM leases WHERE session_hash IN (SELECT id_hash FROM sessions WHERE family = ${p(d, 4)} AND ending IS NOT NULL) LIMIT ${p(d, 5)}) ending) AS n`;
 }
 
 /** Families with a lease or session due (params: now, now, limit). */
 export function dueFamiliesSql(d: Dialect): string {
-  return `SELECT family FROM (SELECT family FROM leases${d.indexedBy('leases_expiry')} WHERE expires_at <= ${p(d, 1)}
+  const leases = d.leaseSweep
+    ? `SELECT family FROM (SELECT family, expires_at FROM leases WHERE sweep_at <= ${p(d, 1)} ORDER BY sweep_at LIMIT ${FAMILIES_WALK}) w WHERE expires_at <= ${p(d, 1)}`
+    : `SELECT family FROM leases${d.indexedBy('leases_expiry')} WHERE expires_at <= ${p(d, 1)}`;
+  return `SELECT family FROM (${leases}
      UNION SELECT family FROM sessions${d.indexedBy('sessions_expiry')} WHERE expires_at <= ${p(d, 2)}) f ORDER BY family LIMIT ${p(d, 3)}`;
 }
+
+/**
+ * The sweep horizon's re-arm (PostgreSQL, params: now, limit): among the
+ * first `limit` leases whose `sweep_at` has passed, those not due (renewed
+ * since) get `sweep_at = expires_at`. Never waits for a row: one a step
+ * holds is skipped (SKIP LOCKED) and re-armed on a later sweep, so the
+ * statement cannot deadlock with a family's batch.
+ */
+export const REARM_SQL = `UPDATE leases SET sweep_at = expires_at WHERE ctid = ANY (ARRAY(
+  SELECT ctid FROM leases WHERE ctid = ANY (ARRAY(SELECT ctid FROM leases WHERE sweep_at <= $1 ORDER BY sweep_at LIMIT $2))
+    AND sweep_at <= $1 AND expires_at > $1 FOR NO KEY UPDATE SKIP LOCKED))`;
 
 /** The statements of audit pruning (`Tx.pruneAudit`, `Tx.pruneAuditFamily`); the decisions are `prunePrefix` and `familyExcess`. */
 export function auditPruneSql(d: Dialect) {

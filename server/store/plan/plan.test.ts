@@ -22,7 +22,7 @@ import { SqliteStore } from '../sqlite/sqlite-store';
 import { tempDir } from '../../testing/harness';
 import { createTestDatabase, type TestDatabase } from '../../testing/pg';
 import { postgres, sqlite, type Dialect } from './dialect';
-import { dueFamiliesSql, dueSql } from './expiry';
+import { backlogSql, dueFamiliesSql, dueSql, REARM_SQL } from './expiry';
 import { planLeaseScan, renderLeaseChunk, type LeaseScanPlan } from './lease-scan';
 import { planAuditScan, renderAuditScan } from './audit-scan';
 
@@ -46,10 +46,13 @@ function cases(d: Dialect): Array<{ name: string; sql: string; params: unknown[]
     const q = renderAuditScan(d, s, planAuditScan(s));
     return { name: `audit ${text} ${eventType ?? ''}`, sql: q.sql, params: q.params, index };
   };
+  const due = d.leaseSweep ? 'leases_sweep' : 'leases_expiry';
   return [
-    { name: 'due leases of a family', sql: dueSql(d, 'leases', true), params: [NOW, 'default', 512], index: 'leases_expiry' },
-    { name: 'due leases', sql: dueSql(d, 'leases', false), params: [NOW, 512], index: 'leases_expiry' },
-    { name: 'due families', sql: dueFamiliesSql(d), params: [NOW, NOW, 64], index: 'leases_expiry' },
+    // PostgreSQL walks the sweep horizon instead (docs/design.md "PostgreSQL: the sweep horizon").
+    { name: 'due leases of a family', sql: dueSql(d, 'leases', true), params: [NOW, 'default', 512], index: due },
+    { name: 'due leases', sql: dueSql(d, 'leases', false), params: [NOW, 512], index: due },
+    { name: 'due families', sql: dueFamiliesSql(d), params: [NOW, NOW, 64], index: due },
+    { name: 'backlog', sql: backlogSql(d), params: [NOW, 'default', 1000, 'default', 1000], index: due },
     scan('lease://acme/area-7/*', 'primary'),
     scan('lease://acme/**', 'primary'),
     scan('lease://acme/*/res-9', 'resource'),
@@ -101,9 +104,10 @@ describe('query plans: postgres', () => {
     await client.connect();
     await client.query(
       `INSERT INTO leases (family, route, realm, area, resource, lease_id, fencing_token, session_hash, owner_id, incarnation,
-         acquired_at, renewed_at, expires_at, max_expires_at, ttl_ms, renewal_count, revision, metadata)
+         acquired_at, renewed_at, expires_at, max_expires_at, ttl_ms, renewal_count, revision, metadata, sweep_at)
        SELECT 'default', 'lease://acme/area-' || (n % 100) || '/res-' || (n / 100), 'acme', 'area-' || (n % 100), 'res-' || (n / 100),
-         'l' || n, n, 's' || (n % 8), 'o', 'hi', ${NOW}, ${NOW}, ${NOW}::int8 + 600000 + n, ${NOW}::int8 + 3600000, 600000, 0, n, NULL
+         'l' || n, n, 's' || (n % 8), 'o', 'hi', ${NOW}, ${NOW}, ${NOW}::int8 + 600000 + n, ${NOW}::int8 + 3600000, 600000, 0, n, NULL,
+         ${NOW}::int8 + 600000 + n
        FROM generate_series(0, ${LEASES - 1}) n`,
     );
     await client.query(
@@ -125,6 +129,13 @@ describe('query plans: postgres', () => {
       assert.match(plan, new RegExp(`Index (Only )?Scan( Backward)? using ${c.index}`), `${c.name}:\n${plan}`);
       assert.doesNotMatch(plan, /Seq Scan on leases|Seq Scan on audit/, `${c.name}:\n${plan}`);
     }
+  });
+  test('the sweep horizon’s re-arm walks leases_sweep and updates by TID', async () => {
+    const r = await client.query(`EXPLAIN ${REARM_SQL}`, [NOW + 1_000_000, 2048]);
+    const plan = r.rows.map((x: Record<string, string>) => x['QUERY PLAN']).join('\n');
+    assert.match(plan, /Index (Only )?Scan using leases_sweep/, plan);
+    assert.match(plan, /Tid Scan on leases/, plan);
+    assert.doesNotMatch(plan, /Seq Scan on leases/, plan);
   });
 });
 
@@ -164,9 +175,9 @@ describe('query plans: the PostgreSQL batch’s prepared statements', () => {
     );
     await client.query(
       `INSERT INTO leases (family, route, realm, area, resource, lease_id, fencing_token, session_hash, owner_id, incarnation,
-         acquired_at, renewed_at, expires_at, max_expires_at, ttl_ms, renewal_count, revision, metadata)
+         acquired_at, renewed_at, expires_at, max_expires_at, ttl_ms, renewal_count, revision, metadata, sweep_at)
        SELECT 'default', 'lease://acme/area-' || (n % 100) || '/res-' || (n / 100), 'acme', 'area-' || (n % 100), 'res-' || (n / 100),
-         'l' || n, n, 's' || n, 'o', 'hi', ${NOW}, ${NOW}, ${NOW}::int8 + 600000 + n, ${NOW}::int8 + 3600000, 600000, 0, n, NULL
+         'l' || n, n, 's' || n, 'o', 'hi', ${NOW}, ${NOW}, ${NOW}::int8 + 600000 + n, ${NOW}::int8 + 3600000, 600000, 0, n, NULL, ${NOW}::int8 + 600000 + n
        FROM generate_series(0, ${LEASES - 1}) n`,
     );
     await client.query(

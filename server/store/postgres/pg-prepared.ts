@@ -43,9 +43,21 @@ const column = (c: string, i: number) => (NOT_TEXT[c] ? `(r->>${i})::${NOT_TEXT[
 
 const selectList = (cols: readonly string[]) => cols.map(column).join(', ');
 
+/**
+ * A lease's `sweep_at` (schema.ts, the sweep horizon) is no field of the
+ * row: an insert sets it to `expires_at`, an update only lowers it to
+ * that, so a renewal leaves it (and every index) alone.
+ */
 const upsert = (t: TableSpec<unknown>) => {
   const set = t.cols.filter((c) => !t.keyCols.includes(c)).map((c) => `${c} = EXCLUDED.${c}`);
-  return `INSERT INTO ${t.name} (${t.cols.join(', ')}) SELECT ${selectList(t.cols)} FROM jsonb_array_elements($1) r ON CONFLICT (${t.keyCols.join(', ')}) DO UPDATE SET ${set.join(', ')}`;
+  let cols = t.cols.join(', ');
+  let values = selectList(t.cols);
+  if (t.name === 'leases') {
+    cols += ', sweep_at';
+    values += `, ${column('expires_at', t.cols.indexOf('expires_at'))}`;
+    set.push('sweep_at = LEAST(leases.sweep_at, EXCLUDED.sweep_at)');
+  }
+  return `INSERT INTO ${t.name} (${cols}) SELECT ${values} FROM jsonb_array_elements($1) r ON CONFLICT (${t.keyCols.join(', ')}) DO UPDATE SET ${set.join(', ')}`;
 };
 
 /**

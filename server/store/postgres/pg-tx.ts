@@ -39,7 +39,7 @@ import { MIGRATIONS } from './schema';
 import { CHECKPOINT_FIELDS, columns, LEASE_FIELDS, postgres, SESSION_FIELDS, TOKEN_FIELDS } from '../plan/dialect';
 import { planLeaseScan, renderLeaseChunk, runLeaseScan } from '../plan/lease-scan';
 import { planAuditScan, renderAuditScan } from '../plan/audit-scan';
-import { auditPruneSql, backlogSql, dueFamiliesSql, dueSql, familyExcess } from '../plan/expiry';
+import { auditPruneSql, backlogSql, dueFamiliesSql, dueSql, familyExcess, REARM_SQL } from '../plan/expiry';
 
 export const LEASE_COLS = columns(postgres, LEASE_FIELDS);
 export const SESSION_COLS = columns(postgres, SESSION_FIELDS);
@@ -203,6 +203,9 @@ export class PgTx implements Tx {
     const rows = await this.q<{ family: string }>('fdue', DUE.families, [now, now, limit]);
     return rows.map((r) => r.family);
   }
+  async rearmLeases(now: number, limit: number): Promise<number> {
+    return this.changed('lrearm', REARM_SQL, [now, limit]);
+  }
   async listSessions(family: string, ownerId: string | undefined, after: [number, string] | null, limit: number): Promise<SessionRow[]> {
     const owner = ownerId === undefined ? '' : ` AND owner_id = $${after ? 5 : 3}`;
     const extra = ownerId === undefined ? [] : [ownerId];
@@ -233,8 +236,8 @@ export class PgTx implements Tx {
       // The session's lease count moves with it (SessionRow.leaseCount), in the same statement.
       `WITH ins AS (
          INSERT INTO leases (family, route, realm, area, resource, lease_id, fencing_token, session_hash, owner_id, incarnation,
-           acquired_at, renewed_at, expires_at, max_expires_at, ttl_ms, renewal_count, revision, metadata)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+           acquired_at, renewed_at, expires_at, max_expires_at, ttl_ms, renewal_count, revision, metadata, sweep_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $13)
          RETURNING session_hash)
        UPDATE sessions SET lease_count = lease_count + 1 WHERE id_hash IN (SELECT session_hash FROM ins)`,
       [
@@ -246,7 +249,7 @@ export class PgTx implements Tx {
   async updateLeaseRenewal(family: string, route: string, leaseId: string, renewedAt: number, expiresAt: number, ttlMs: number, renewalCount: number): Promise<void> {
     await this.q(
       'lren',
-      `UPDATE leases SET renewed_at = $1, expires_at = $2, ttl_ms = $3, renewal_count = $4 WHERE family = $5 AND route = $6 AND lease_id = $7`,
+      `UPDATE leases SET renewed_at = $1, expires_at = $2, sweep_at = LEAST(sweep_at, $2), ttl_ms = $3, renewal_count = $4 WHERE family = $5 AND route = $6 AND lease_id = $7`,
       [renewedAt, expiresAt, ttlMs, renewalCount, family, route, leaseId],
     );
   }
