@@ -431,6 +431,30 @@ for (const backend of BACKENDS) {
       assert.deepEqual(await store.atomic((tx) => tx.dueFamilies(millis(100), 10)), ['default']);
     });
 
+    test('as sweeps move the horizon’s floor up, every due lease is still found, a shorter renewal’s too', async () => {
+      const rearm = (now: number) => store.atomic(async (tx) => tx.rearmLeases?.(millis(now), 2_048));
+      const due = async (now: number) => (await store.atomic((tx) => tx.dueLeases(millis(now), 10, 'default'))).map((l) => l.route);
+      await store.atomic(async (tx) => {
+        await tx.insertLease(lease('lease://f/a/1', 1, { expiresAt: millis(100_000) }));
+        await tx.insertLease(lease('lease://f/a/2', 2, { expiresAt: millis(200_000) }));
+      });
+      // Sweeps at 50 s and 60 s raise the floor (to 50 s: the lowest live horizon is 100 s, less the margin below now).
+      await rearm(50_000);
+      await rearm(60_000);
+      // Renewed at 60 s with a 10 s TTL: due at 70 s, above the floor.
+      await store.atomic((tx) => tx.updateLeaseRenewal('default', 'lease://f/a/2', 'ls_2', 60_000, 70_000, 10_000, 1), { family: 'default' });
+      assert.deepEqual(await due(69_999), []);
+      assert.deepEqual(await due(70_000), ['lease://f/a/2']);
+      assert.deepEqual(await store.atomic((tx) => tx.dueFamilies(millis(70_000), 10)), ['default']);
+      await rearm(90_000);
+      assert.deepEqual(await due(100_000), ['lease://f/a/2', 'lease://f/a/1']);
+      assert.equal(await store.atomic((tx) => tx.countBacklog('default', millis(100_000), 10)), 2);
+      // A lease written now is above any floor.
+      await rearm(100_000);
+      await store.atomic((tx) => tx.insertLease(lease('lease://f/a/3', 3, { expiresAt: millis(101_000) })));
+      assert.deepEqual(await due(101_000), ['lease://f/a/2', 'lease://f/a/1', 'lease://f/a/3']);
+    });
+
     test('audit rows get increasing seqs, scan newest first, prune from the low end', async () => {
       const row = (time: number, route: string | null) => ({
         time: millis(time), eventType: 'lease_acquire', family: 'default', route, tokenId: null, subjectTokenId: null, ownerId: 'o', incarnation: null,

@@ -30,7 +30,7 @@ const BACKLOG_COUNT_CAP = 1_000_000;
 /** Families with due work taken per sweep. */
 const FAMILIES_PER_SWEEP = 64;
 /** Leases whose sweep horizon is moved on per sweep at most (a store with one, `Tx.rearmLeases`; a sweep that moves this many is followed by another at once). */
-export const REARM_BATCH = 2_048;
+export const REARM_BATCH = 512;
 /** Expired idempotency records and embed tokens deleted per sweep at most. */
 const PRUNE_BATCH = 1_000;
 /**

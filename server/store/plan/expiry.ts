@@ -35,16 +35,20 @@ export const FAMILIES_WALK = 16_384;
  * (`leases_sweep`, PostgreSQL): the index walk stops after `limit` plus
  * SWEEP_WALK rows.
  */
-function dueLeaseRows(d: Dialect, what: string, now: string, family: string | undefined, limit: string): string {
+function dueLeaseRows(d: Dialect, what: string, now: string, family: string | undefined, limit: string, floor: string): string {
   const ofFamily = family === undefined ? '' : ` AND family = ${family}`;
   if (!d.leaseSweep) return `SELECT ${what} FROM leases${d.indexedBy('leases_expiry')} WHERE expires_at <= ${now}${ofFamily} ORDER BY expires_at LIMIT ${limit}`;
-  return `SELECT ${what} FROM (SELECT * FROM leases WHERE sweep_at <= ${now}${ofFamily} ORDER BY sweep_at LIMIT ${limit} + ${SWEEP_WALK}) w WHERE expires_at <= ${now} ORDER BY sweep_at LIMIT ${limit}`;
+  return `SELECT ${what} FROM (SELECT * FROM leases WHERE sweep_at >= ${floor} AND sweep_at <= ${now}${ofFamily} ORDER BY sweep_at LIMIT ${limit} + ${SWEEP_WALK}) w WHERE expires_at <= ${now} ORDER BY sweep_at LIMIT ${limit}`;
 }
 
-/** Leases or sessions due at `now`, earliest first, of every family (params: now, limit) or one (params: now, family, limit). */
+/**
+ * Leases or sessions due at `now`, earliest first, of every family (params:
+ * now, limit) or one (params: now, family, limit). Leases through the sweep
+ * horizon take one more, last: the walk's floor (`SweepFloor`).
+ */
 export function dueSql(d: Dialect, table: 'leases' | 'sessions', oneFamily: boolean): string {
   const cols = columns(d, table === 'leases' ? LEASE_FIELDS : SESSION_FIELDS);
-  if (table === 'leases') return oneFamily ? dueLeaseRows(d, cols, p(d, 1), p(d, 2), p(d, 3)) : dueLeaseRows(d, cols, p(d, 1), undefined, p(d, 2));
+  if (table === 'leases') return oneFamily ? dueLeaseRows(d, cols, p(d, 1), p(d, 2), p(d, 3), p(d, 4)) : dueLeaseRows(d, cols, p(d, 1), undefined, p(d, 2), p(d, 3));
   const from = `${table}${d.indexedBy(`${table}_expiry`)}`;
   return oneFamily
     ? `SELECT ${cols} FROM ${from} WHERE expires_at <= ${p(d, 1)} AND family = ${p(d, 2)} ORDER BY expires_at LIMIT ${p(d, 3)}`
@@ -52,34 +56,74 @@ export function dueSql(d: Dialect, table: 'leases' | 'sessions', oneFamily: bool
 }
 
 /**
- * A family's backlog, for readiness (params: now, family, cap, family, cap):
- * its due leases and the leases of its ending sessions, each counted up to
- * `cap`, so the count costs at most that however large the backlog.
+ * A family's backlog, for readiness (params: now, family, cap, family, cap;
+ * through the sweep horizon, the floor last): its due leases and the leases
+ * of its ending sessions, each counted up to `cap`, so the count costs at
+ * most that however large the backlog.
  */
 export function backlogSql(d: Dialect): string {
-  return `SELECT (SELECT count(*) FROM (${dueLeaseRows(d, '1', p(d, 1), p(d, 2), p(d, 3))}) due)
+  return `SELECT (SELECT count(*) FROM (${dueLeaseRows(d, '1', p(d, 1), p(d, 2), p(d, 3), p(d, 6))}) due)
      + (SELECT count(*) FROM (SELECT 1 FROM leases WHERE session_hash IN (SELECT id_hash FROM sessions WHERE family = ${p(d, 4)} AND ending IS NOT NULL) LIMIT ${p(d, 5)}) ending) AS n`;
 }
 
-/** Families with a lease or session due (params: now, now, limit). */
+/** Families with a lease or session due (params: now, now, limit; through the sweep horizon, the floor last). */
 export function dueFamiliesSql(d: Dialect): string {
   const leases = d.leaseSweep
-    ? `SELECT family FROM (SELECT family, expires_at FROM leases WHERE sweep_at <= ${p(d, 1)} ORDER BY sweep_at LIMIT ${FAMILIES_WALK}) w WHERE expires_at <= ${p(d, 1)}`
+    ? `SELECT family FROM (SELECT family, expires_at FROM leases WHERE sweep_at >= ${p(d, 4)} AND sweep_at <= ${p(d, 1)} ORDER BY sweep_at LIMIT ${FAMILIES_WALK}) w WHERE expires_at <= ${p(d, 1)}`
     : `SELECT family FROM leases${d.indexedBy('leases_expiry')} WHERE expires_at <= ${p(d, 1)}`;
   return `SELECT family FROM (${leases}
      UNION SELECT family FROM sessions${d.indexedBy('sessions_expiry')} WHERE expires_at <= ${p(d, 2)}) f ORDER BY family LIMIT ${p(d, 3)}`;
 }
 
 /**
- * The sweep horizon's re-arm (PostgreSQL, params: now, limit): among the
- * first `limit` leases whose `sweep_at` has passed, those not due (renewed
- * since) get `sweep_at = expires_at`. Never waits for a row: one a step
- * holds is skipped (SKIP LOCKED) and re-armed on a later sweep, so the
- * statement cannot deadlock with a family's batch.
+ * The sweep horizon's re-arm (PostgreSQL, params: now, limit, floor): among
+ * the first `limit` leases from the floor up, those whose `sweep_at` has
+ * passed but that are not due (renewed since) get `sweep_at = expires_at`.
+ * The walk has no upper bound on purpose: with one (`sweep_at <= now`),
+ * PostgreSQL estimated few rows and read them by a bitmap scan, which
+ * visits every dead row version in the range on every call (an index scan
+ * marks them dead once, then skips them): 56 ms a call in a fleet. Never
+ * waits for a row: one a step holds is skipped (SKIP LOCKED) and re-armed
+ * on a later sweep, so the statement cannot deadlock with a family's batch.
  */
 export const REARM_SQL = `UPDATE leases SET sweep_at = expires_at WHERE ctid = ANY (ARRAY(
-  SELECT ctid FROM leases WHERE ctid = ANY (ARRAY(SELECT ctid FROM leases WHERE sweep_at <= $1 ORDER BY sweep_at LIMIT $2))
+  SELECT ctid FROM leases WHERE ctid = ANY (ARRAY(SELECT ctid FROM leases WHERE sweep_at >= $3 ORDER BY sweep_at LIMIT $2))
     AND sweep_at <= $1 AND expires_at > $1 FOR NO KEY UPDATE SKIP LOCKED))`;
+
+/** The lowest horizon at or above the floor (PostgreSQL, params: floor): where the next floor may go (`SweepFloor`). */
+export const FIRST_HORIZON_SQL = `SELECT sweep_at AS "at" FROM leases WHERE sweep_at >= $1 ORDER BY sweep_at LIMIT 1`;
+
+/**
+ * Where the walks of the sweep horizon start (PostgreSQL; docs/design.md
+ * "PostgreSQL: the sweep horizon"). Every re-arm and every row a sweep ends
+ * leaves a dead index entry at the low end of `leases_sweep` until vacuum
+ * comes, and a walk from the start reads them all: in a fleet, hundreds of
+ * thousands a minute. No live lease is ever written with a horizon below its
+ * step's `now`, and a step ends within the store's step limit (4 s), so
+ * once a walk saw its lowest live horizon, nothing will ever sit below
+ * that, less the limit: the floor, kept per store in memory, only rising.
+ * The walks start there. Every FLOOR_RESET_MS it starts again at 0 (one
+ * walk over the dead entries), so that even a row written against the rule
+ * (a commit that landed long after its step gave up) is found.
+ */
+export class SweepFloor {
+  /** The walks' start: no live lease has a horizon below it. */
+  at = 0;
+  private since = 0;
+  static readonly MARGIN_MS = 10_000;
+  static readonly RESET_MS = 60_000;
+
+  /** After a re-arm at `now` (store time) found `first`, the lowest live horizon (undefined: none). */
+  advance(now: number, first: number | undefined): void {
+    if (now - this.since >= SweepFloor.RESET_MS) {
+      this.since = now;
+      this.at = 0;
+      return;
+    }
+    this.at = Math.max(this.at, Math.min(first ?? now, now) - SweepFloor.MARGIN_MS);
+  }
+}
+
 
 /** The statements of audit pruning (`Tx.pruneAudit`, `Tx.pruneAuditFamily`); the decisions are `prunePrefix` and `familyExcess`. */
 export function auditPruneSql(d: Dialect) {

@@ -47,12 +47,14 @@ function cases(d: Dialect): Array<{ name: string; sql: string; params: unknown[]
     return { name: `audit ${text} ${eventType ?? ''}`, sql: q.sql, params: q.params, index };
   };
   const due = d.leaseSweep ? 'leases_sweep' : 'leases_expiry';
+  // The walk's floor (SweepFloor), a parameter of the sweep horizon's reads only.
+  const floor = d.leaseSweep ? [NOW - 10_000] : [];
   return [
     // PostgreSQL walks the sweep horizon instead (docs/design.md "PostgreSQL: the sweep horizon").
-    { name: 'due leases of a family', sql: dueSql(d, 'leases', true), params: [NOW, 'default', 512], index: due },
-    { name: 'due leases', sql: dueSql(d, 'leases', false), params: [NOW, 512], index: due },
-    { name: 'due families', sql: dueFamiliesSql(d), params: [NOW, NOW, 64], index: due },
-    { name: 'backlog', sql: backlogSql(d), params: [NOW, 'default', 1000, 'default', 1000], index: due },
+    { name: 'due leases of a family', sql: dueSql(d, 'leases', true), params: [NOW, 'default', 512, ...floor], index: due },
+    { name: 'due leases', sql: dueSql(d, 'leases', false), params: [NOW, 512, ...floor], index: due },
+    { name: 'due families', sql: dueFamiliesSql(d), params: [NOW, NOW, 64, ...floor], index: due },
+    { name: 'backlog', sql: backlogSql(d), params: [NOW, 'default', 1000, 'default', 1000, ...floor], index: due },
     scan('lease://acme/area-7/*', 'primary'),
     scan('lease://acme/**', 'primary'),
     scan('lease://acme/*/res-9', 'resource'),
@@ -131,7 +133,7 @@ describe('query plans: postgres', () => {
     }
   });
   test('the sweep horizon’s re-arm walks leases_sweep and updates by TID', async () => {
-    const r = await client.query(`EXPLAIN ${REARM_SQL}`, [NOW + 1_000_000, 2048]);
+    const r = await client.query(`EXPLAIN ${REARM_SQL}`, [NOW + 1_000_000, 2048, NOW]);
     const plan = r.rows.map((x: Record<string, string>) => x['QUERY PLAN']).join('\n');
     assert.match(plan, /Index (Only )?Scan using leases_sweep/, plan);
     assert.match(plan, /Tid Scan on leases/, plan);

@@ -37,6 +37,7 @@ import type { ChangeLogTx, ChangeRow, CheckpointRow, IdempotencyRow, LeaseRow, N
 import { CHECKPOINTS, CachedTable, changeValues, IDEMPOTENCY, LEASES, SEP, SESSIONS, UnitOfWork, auditValues, idemKey, leaseKey, type Entries } from '../unit-of-work';
 import { quoteLiteral } from './pg-connection';
 import { PgTx } from './pg-tx';
+import type { SweepFloor } from '../plan/expiry';
 import { execute, PREPARE_RESULTS, prepareSql, preparedOn } from './pg-prepared';
 
 type Quote = (s: string) => string;
@@ -139,6 +140,7 @@ export class PgBatchTx extends UnitOfWork<PgTx> {
   constructor(
     private readonly client: PoolClient,
     readonly family: string,
+    floor?: SweepFloor,
   ) {
     super();
     this.quote = quoteLiteral;
@@ -157,7 +159,7 @@ export class PgBatchTx extends UnitOfWork<PgTx> {
         ),
       escapeLiteral: this.quote,
     } as unknown as PoolClient;
-    this.base = new PgTx(noted);
+    this.base = new PgTx(noted, floor);
     this.tables = [this.leases, this.sessions, this.idem, this.checkpoints] as unknown as ReadonlyArray<PgTable<never>>;
 
     const w = this.base.waiters;

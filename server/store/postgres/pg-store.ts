@@ -34,6 +34,7 @@ import { isUnavailable, toStoreError } from './pg-errors';
 import { PgTx } from './pg-tx';
 import { PgBatchTx } from './pg-batch';
 import { MIGRATIONS } from './schema';
+import { SweepFloor } from '../plan/expiry';
 
 export interface PgStoreOptions {
   /** postgres://user@host:port/database */
@@ -83,6 +84,8 @@ export class PgStore implements Store {
   readonly bus: Bus;
   private readonly pool: pg.Pool;
   private readonly stepTimeoutMs: number;
+  /** Where this store's walks of the sweep horizon start (plan/expiry.ts). */
+  private readonly floor = new SweepFloor();
   private epochValue = '';
   /** Database clock minus local clock in whole milliseconds, refreshed by every step. */
   private offset = 0;
@@ -309,7 +312,7 @@ export class PgStore implements Store {
       return;
     }
     guard(client);
-    const tx = new PgBatchTx(client, family);
+    const tx = new PgBatchTx(client, family, this.floor);
     const outcomes: Array<{ ok: boolean; value: unknown }> = [];
     let failure: StoreUnavailableError | undefined;
     try {
@@ -403,7 +406,7 @@ export class PgStore implements Store {
       },
       Math.max(250, this.stepTimeoutMs - (Date.now() - started)),
     );
-    const tx = new PgTx(client);
+    const tx = new PgTx(client, this.floor);
     try {
       const sent = Date.now();
       const results = (await client.query(`BEGIN; ${CLOCK}`)) as unknown as pg.QueryResult[];

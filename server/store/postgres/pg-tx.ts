@@ -39,7 +39,7 @@ import { MIGRATIONS } from './schema';
 import { CHECKPOINT_FIELDS, columns, LEASE_FIELDS, postgres, SESSION_FIELDS, TOKEN_FIELDS } from '../plan/dialect';
 import { planLeaseScan, renderLeaseChunk, runLeaseScan } from '../plan/lease-scan';
 import { planAuditScan, renderAuditScan } from '../plan/audit-scan';
-import { auditPruneSql, backlogSql, dueFamiliesSql, dueSql, familyExcess, REARM_SQL } from '../plan/expiry';
+import { auditPruneSql, backlogSql, dueFamiliesSql, dueSql, familyExcess, FIRST_HORIZON_SQL, REARM_SQL, SweepFloor } from '../plan/expiry';
 
 export const LEASE_COLS = columns(postgres, LEASE_FIELDS);
 export const SESSION_COLS = columns(postgres, SESSION_FIELDS);
@@ -72,6 +72,7 @@ const DUE = {
   sessionsFamily: dueSql(postgres, 'sessions', true),
   families: dueFamiliesSql(postgres),
 };
+const BACKLOG = backlogSql(postgres);
 
 export class PgTx implements Tx {
   now = millis(0);
@@ -81,7 +82,11 @@ export class PgTx implements Tx {
   private messages: string[] = [];
   private locked: { family: string; revision: number; dirty: boolean; hasWaiters: boolean } | undefined;
 
-  constructor(private readonly client: PoolClient) {}
+  /** `floor`: the store's (PgStore), shared by its steps; where the sweep horizon's walks start. */
+  constructor(
+    private readonly client: PoolClient,
+    private readonly floor = new SweepFloor(),
+  ) {}
 
   /** One statement for the shared queues (see `q`). */
   run<R>(name: string, text: string, values: unknown[]): Promise<R[]> {
@@ -200,11 +205,15 @@ export class PgTx implements Tx {
     return this.q('sduef', DUE.sessionsFamily, [now, family, limit]);
   }
   async dueFamilies(now: number, limit: number): Promise<string[]> {
-    const rows = await this.q<{ family: string }>('fdue', DUE.families, [now, now, limit]);
+    const rows = await this.q<{ family: string }>('fdue', DUE.families, [now, now, limit, this.floor.at]);
     return rows.map((r) => r.family);
   }
   async rearmLeases(now: number, limit: number): Promise<number> {
-    return this.changed('lrearm', REARM_SQL, [now, limit]);
+    // The lowest horizon before this re-arm, which only raises horizons: the floor holds even if the step rolls back.
+    const first = await this.one<{ at: number }>('lfirst', FIRST_HORIZON_SQL, [this.floor.at]);
+    const n = await this.changed('lrearm', REARM_SQL, [now, limit, this.floor.at]);
+    this.floor.advance(now, first?.at);
+    return n;
   }
   async listSessions(family: string, ownerId: string | undefined, after: [number, string] | null, limit: number): Promise<SessionRow[]> {
     const owner = ownerId === undefined ? '' : ` AND owner_id = $${after ? 5 : 3}`;
@@ -220,7 +229,7 @@ export class PgTx implements Tx {
     return this.q('', `SELECT ${SESSION_COLS} FROM sessions WHERE family = $1 AND ending IS NULL${owner} ORDER BY created_at, incarnation LIMIT $2`, [family, limit, ...extra]);
   }
   async countBacklog(family: string, now: number, cap: number): Promise<number> {
-    return this.count('lbkl', backlogSql(postgres), [now, family, cap, family, cap]);
+    return this.count('lbkl', BACKLOG, [now, family, cap, family, cap, this.floor.at]);
   }
   async countSessionLeases(idHash: string): Promise<number> {
     return this.count('scount', `SELECT count(*)::int8 AS n FROM leases WHERE session_hash = $1`, [idHash]);
@@ -277,8 +286,8 @@ export class PgTx implements Tx {
     return this.q('lsesrr', `SELECT ${LEASE_COLS} FROM leases WHERE session_hash = $1 AND release_request IS NOT NULL ORDER BY route LIMIT $2`, [idHash, limit]);
   }
   async dueLeases(now: number, limit: number, family?: string): Promise<LeaseRow[]> {
-    if (family === undefined) return this.q('ldue', DUE.leases, [now, limit]);
-    return this.q('lduef', DUE.leasesFamily, [now, family, limit]);
+    if (family === undefined) return this.q('ldue', DUE.leases, [now, limit, this.floor.at]);
+    return this.q('lduef', DUE.leasesFamily, [now, family, limit, this.floor.at]);
   }
   async familyCounts(): Promise<Array<{ family: string; leases: number; sessions: number }>> {
     const rows = await this.q<{ family: string; leases: number; sessions: number }>(
