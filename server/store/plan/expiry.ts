@@ -16,7 +16,7 @@ function p(d: Dialect, n: number): string {
 /**
  * How far past `limit` a due-lease read may walk the sweep horizon
  * (`Dialect.leaseSweep`): rows whose `sweep_at` passed but that were
- * renewed since are stepped over, at most this many, until `rearmSql`
+ * renewed since are stepped over, at most this many, until `REARM_SQL`
  * moves them on. The read's cost stays bounded whatever the lag.
  */
 export const SWEEP_WALK = 4096;
@@ -102,7 +102,7 @@ export const FIRST_HORIZON_SQL = `SELECT sweep_at AS "at" FROM leases WHERE swee
  * step's `now`, and a step ends within the store's step limit (4 s), so
  * once a walk saw its lowest live horizon, nothing will ever sit below
  * that, less the limit: the floor, kept per store in memory, only rising.
- * The walks start there. Every FLOOR_RESET_MS it starts again at 0 (one
+ * The walks start there. Every RESET_MS it starts again at 0 (one
  * walk over the dead entries), so that even a row written against the rule
  * (a commit that landed long after its step gave up) is found.
  */
@@ -123,7 +123,6 @@ export class SweepFloor {
     this.at = Math.max(this.at, Math.min(first ?? now, now) - SweepFloor.MARGIN_MS);
   }
 }
-
 
 /** The statements of audit pruning (`Tx.pruneAudit`, `Tx.pruneAuditFamily`); the decisions are `prunePrefix` and `familyExcess`. */
 export function auditPruneSql(d: Dialect) {
