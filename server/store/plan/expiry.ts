@@ -85,13 +85,17 @@ export function dueFamiliesSql(d: Dialect): string {
  * marks them dead once, then skips them): 56 ms a call in a fleet. Never
  * waits for a row: one a step holds is skipped (SKIP LOCKED) and re-armed
  * on a later sweep, so the statement cannot deadlock with a family's batch.
+ * In the same round trip, `first`: the lowest horizon at or above the floor
+ * before the re-arm (one snapshot for the whole statement), where the next
+ * floor may go (`SweepFloor`); the re-arm only raises horizons, so the floor
+ * holds even if the step rolls back. Answers one row: `first` (null: no
+ * lease) and `n`, the leases moved on.
  */
-export const REARM_SQL = `UPDATE leases SET sweep_at = expires_at WHERE ctid = ANY (ARRAY(
-  SELECT ctid FROM leases WHERE ctid = ANY (ARRAY(SELECT ctid FROM leases WHERE sweep_at >= $3 ORDER BY sweep_at LIMIT $2))
-    AND sweep_at <= $1 AND expires_at > $1 FOR NO KEY UPDATE SKIP LOCKED))`;
-
-/** The lowest horizon at or above the floor (PostgreSQL, params: floor): where the next floor may go (`SweepFloor`). */
-export const FIRST_HORIZON_SQL = `SELECT sweep_at AS "at" FROM leases WHERE sweep_at >= $1 ORDER BY sweep_at LIMIT 1`;
+export const REARM_SQL = `WITH first AS (SELECT sweep_at FROM leases WHERE sweep_at >= $3 ORDER BY sweep_at LIMIT 1),
+  moved AS (UPDATE leases SET sweep_at = expires_at WHERE ctid = ANY (ARRAY(
+    SELECT ctid FROM leases WHERE ctid = ANY (ARRAY(SELECT ctid FROM leases WHERE sweep_at >= $3 ORDER BY sweep_at LIMIT $2))
+      AND sweep_at <= $1 AND expires_at > $1 FOR NO KEY UPDATE SKIP LOCKED)) RETURNING 1)
+  SELECT (SELECT sweep_at FROM first) AS "first", (SELECT count(*) FROM moved)::int8 AS "n"`;
 
 /**
  * Where the walks of the sweep horizon start (PostgreSQL; docs/design.md

@@ -39,7 +39,7 @@ import { MIGRATIONS } from './schema';
 import { CHECKPOINT_FIELDS, columns, LEASE_FIELDS, postgres, SESSION_FIELDS, TOKEN_FIELDS } from '../plan/dialect';
 import { planLeaseScan, renderLeaseChunk, runLeaseScan } from '../plan/lease-scan';
 import { planAuditScan, renderAuditScan } from '../plan/audit-scan';
-import { auditPruneSql, backlogSql, dueFamiliesSql, dueSql, familyExcess, FIRST_HORIZON_SQL, REARM_SQL, SweepFloor } from '../plan/expiry';
+import { auditPruneSql, backlogSql, dueFamiliesSql, dueSql, familyExcess, REARM_SQL, SweepFloor } from '../plan/expiry';
 
 export const LEASE_COLS = columns(postgres, LEASE_FIELDS);
 export const SESSION_COLS = columns(postgres, SESSION_FIELDS);
@@ -209,11 +209,9 @@ export class PgTx implements Tx {
     return rows.map((r) => r.family);
   }
   async rearmLeases(now: number, limit: number): Promise<number> {
-    // The lowest horizon before this re-arm, which only raises horizons: the floor holds even if the step rolls back.
-    const first = await this.one<{ at: number }>('lfirst', FIRST_HORIZON_SQL, [this.floor.at]);
-    const n = await this.changed('lrearm', REARM_SQL, [now, limit, this.floor.at]);
-    this.floor.advance(now, first?.at);
-    return n;
+    const r = await this.one<{ first: number | null; n: number }>('lrearm', REARM_SQL, [now, limit, this.floor.at]);
+    this.floor.advance(now, r?.first ?? undefined);
+    return r?.n ?? 0;
   }
   async listSessions(family: string, ownerId: string | undefined, after: [number, string] | null, limit: number): Promise<SessionRow[]> {
     const owner = ownerId === undefined ? '' : ` AND owner_id = $${after ? 5 : 3}`;
