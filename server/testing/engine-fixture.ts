@@ -156,21 +156,41 @@ export async function until(f: EngineFixture, ready: () => boolean, turns?: numb
 /**
  * Settle promises that wait on engine timers (waiter deadlines): advance the
  * manual clock in `stepMs` steps, with a store turn between, until they all
- * settle. Time is simulated; nothing waits for it. With `maxMs`, the clock
- * moves at most that far and then the promises are awaited: on a loaded
- * machine the step a deadline starts can take many store turns, and a clock
- * that ran on meanwhile would expire the waiting session as well.
+ * settle. Time is simulated; nothing waits for it. For a test that needs
+ * the clock to stop at a deadline, `endWait`.
  */
-export async function settleWithTime(f: EngineFixture, ps: readonly Promise<unknown>[], stepMs = 50, maxMs = Number.POSITIVE_INFINITY): Promise<void> {
+export async function settleWithTime(f: EngineFixture, ps: readonly Promise<unknown>[], stepMs = 50): Promise<void> {
   let done = false;
   const all = Promise.allSettled(ps).then(() => {
     done = true;
   });
-  for (let moved = 0; !done && moved < maxMs; moved += stepMs) {
+  while (!done) {
     f.clock.advance(stepMs);
     await Promise.race([all, storeTurn(f)]);
   }
   await all;
+}
+
+/**
+ * End a wait at its deadline exactly: wait (store turns) until a wait of
+ * `waitMs` has been armed since `mark` (`f.clock.mark()`, taken before the
+ * acquire), move the clock to its deadline, which runs it, then let the
+ * store settle `p` without moving time. The step the deadline starts sees
+ * the deadline as its `now` however many turns it takes on a loaded
+ * machine, so what the test does next (a parked place's 5 s, the sessions'
+ * expiry) counts from there; and a wait armed late, after its step's
+ * commit, is still reached, never left pending with the clock stopped.
+ */
+export async function endWait(f: EngineFixture, p: Promise<unknown>, waitMs: number, mark: number): Promise<void> {
+  let due: number | undefined;
+  await until(f, () => (due = f.clock.armedSince(mark, waitMs)) !== undefined, undefined, `a wait of ${waitMs} ms armed`);
+  f.clock.advance(due! - f.clock.now());
+  let settled = false;
+  p.then(
+    () => (settled = true),
+    () => (settled = true),
+  );
+  await until(f, () => settled, undefined, `the wait of ${waitMs} ms answered at its deadline`);
 }
 
 /** A renew/release/checkpoint proof from an acquire answer. */

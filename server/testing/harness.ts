@@ -23,7 +23,7 @@ export const TEST_STORE: Backend = process.env.LEASEHOLD_TEST_STORE === 'postgre
 
 /** A clock tests move by hand, so engine tests never sleep for expiry. */
 export class ManualClock implements Scheduler {
-  private timers: Array<{ at: number; every: number; fn: () => void; seq: number }> = [];
+  private timers: Array<{ at: number; ms: number; every: number; fn: () => void; seq: number }> = [];
   private seq = 0;
   constructor(public t = Date.parse('2026-01-01T00:00:00.000Z')) {}
   now = (): Millis => millis(this.t);
@@ -46,8 +46,17 @@ export class ManualClock implements Scheduler {
   every(ms: number, fn: () => void): TimerHandle {
     return this.add(ms, Math.max(1, ms), fn);
   }
+  /** A mark for `armedSince`: the timers armed after this call. */
+  mark(): number {
+    return this.seq;
+  }
+  /** When the earliest pending one-shot timer of `ms` armed since `mark` falls due; undefined while there is none. */
+  armedSince(mark: number, ms: number): number | undefined {
+    const due = this.timers.filter((x) => x.seq >= mark && x.every === 0 && x.ms === ms).map((x) => x.at);
+    return due.length === 0 ? undefined : Math.min(...due);
+  }
   private add(ms: number, every: number, fn: () => void): TimerHandle {
-    const timer = { at: this.t + ms, every, fn, seq: this.seq++ };
+    const timer = { at: this.t + ms, ms, every, fn, seq: this.seq++ };
     this.timers.push(timer);
     return { cancel: () => (this.timers = this.timers.filter((x) => x !== timer)) };
   }

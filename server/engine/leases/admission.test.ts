@@ -11,7 +11,7 @@
 import { afterEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { LeaseholdError } from '../core/errors';
-import { engineFixture, proofOf, rejectsWith, settleWithTime, until, type EngineFixture } from '../../testing/engine-fixture';
+import { endWait, engineFixture, proofOf, rejectsWith, type EngineFixture } from '../../testing/engine-fixture';
 import { BACKENDS } from '../../testing/pg';
 import { rid } from '../../testing/harness';
 import { waitFor } from '../../testing/wait';
@@ -104,10 +104,10 @@ for (const backend of BACKENDS) {
       const first = await fx.open('first', 60_000);
       const held = await fx.acquire(R, holder);
       // first waits 100 ms (manual clock) without a grant: lease_conflict with its ticket, its place parked.
+      const mark = fx.clock.mark();
       const waiting = fx.acquire(R, first, { waitMs: 100 });
       waiting.catch(() => undefined);
-      await until(fx, () => fx.engine.stats.waiters() === 1, undefined, 'the waiter queued');
-      await settleWithTime(fx, [waiting.catch(() => undefined)], 25, 2_000);
+      await endWait(fx, waiting, 100, mark);
       const e = await waiting.then(() => assert.fail('granted'), (x: unknown) => x);
       assert.ok(e instanceof LeaseholdError && e.code === 'lease_conflict' && e.queueTicket, String(e));
       // The route frees while its head is parked: it is kept for the ticket.

@@ -9,7 +9,7 @@
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { LeaseholdError } from '../core/errors';
-import { engineFixture, proofOf, rejectsWith, settleWithTime, until, type EngineFixture } from '../../testing/engine-fixture';
+import { endWait, engineFixture, proofOf, rejectsWith, until, type EngineFixture } from '../../testing/engine-fixture';
 import { BACKENDS } from '../../testing/pg';
 
 for (const backend of BACKENDS) {
@@ -29,14 +29,12 @@ for (const backend of BACKENDS) {
       await until(f, () => f.engine.stats.waiters() === n, undefined, `${n} waiters`);
     }
 
-    /** Wait `waitMs` (manual clock) without a grant: the lease_conflict with its ticket. */
+    /** Wait 100 ms (manual clock) without a grant: the lease_conflict with its ticket, the clock at the wait's deadline. */
     async function timeOut(sessionId: string, extra: Parameters<EngineFixture['acquire']>[2] = {}): Promise<LeaseholdError> {
-      const before = f.engine.stats.waiters();
-      const p = f.acquire(R, sessionId, { waitMs: 100, ...extra });
+      const mark = f.clock.mark();
+      const p = f.acquire(R, sessionId, { ...extra, waitMs: 100 });
       p.catch(() => undefined);
-      await queued(before + 1);
-      // Past the wait, not on to the parked place's 5 s or the sessions' expiry.
-      await settleWithTime(f, [p.catch(() => undefined)], 25, (extra.waitMs ?? 100) + 2_000);
+      await endWait(f, p, 100, mark);
       const e = await p.then(
         () => assert.fail('granted'),
         (x: unknown) => x,
@@ -211,12 +209,12 @@ for (const backend of BACKENDS) {
       const e = await timeOut(first);
       await rejectsWith(f.acquire(R, later, { waitMs: 1_000 }), 'rate_limited');
       // Its own continuation is not a new waiter.
+      const mark = f.clock.mark();
       const p1 = f.acquire(R, first, { queueTicket: e.queueTicket, waitMs: 1_000 });
       p1.catch(() => undefined);
       await queued(1);
       assert.equal(await waiters(), 1);
-      // Past the 1 s wait, not on to the sessions' expiry.
-      await settleWithTime(f, [p1.catch(() => undefined)], 100, 1_200);
+      await endWait(f, p1, 1_000, mark);
       await rejectsWith(p1, 'lease_conflict');
     });
   });

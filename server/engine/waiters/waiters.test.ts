@@ -58,8 +58,11 @@ for (const backend of BACKENDS) {
     const holder = await f.open('holder');
     const w = await f.open('w');
     await f.acquire(R, holder);
+    const mark = f.clock.mark();
     const p = f.acquire(R, w, { waitMs: 60 });
     await queued(1);
+    // Armed after its step commits (on PostgreSQL, after it joined the queue): 59 ms from then.
+    await until(f, () => f.clock.armedSince(mark, 60) !== undefined, undefined, 'the wait armed');
     f.clock.advance(59);
     await until(f, () => false, 3);
     assert.equal(f.engine.stats.waiters(), 1, 'still waiting before its deadline');
