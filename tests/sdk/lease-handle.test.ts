@@ -116,6 +116,7 @@ test('a retried acquire whose first answer was lost does not take a second token
     assert.equal(seen.lease?.fencing_token, h.fencingToken, 'the handle holds the one lease the server made');
     const afterList = await s.call('GET', `/api/v1/leases?selector=${encodeURIComponent('lease://sdk/lossy/*')}`);
     assert.equal(afterList.body.revision, before.body.revision + 1, 'exactly one acquisition happened');
+    await s.flushAudit(); // the acquire was buffered by whichever instance served it
     const audit = await s.call('GET', `/api/v1/audit?route=${encodeURIComponent(h.route)}&event_type=lease_acquire`);
     assert.equal(audit.body.items.length, 1, 'one acquisition in the audit log');
     await h.release();

@@ -85,6 +85,7 @@ test('the documented worker finishes its item, checkpoints and releases when ask
   assert.equal(askedDuring, 'b');
   assert.deepEqual(processed, ['a', 'b'], 'the item in hand finished; nothing was started after the request');
   assert.equal((await env.s.call('GET', leasePath(route))).status, 404, 'released: the route is free at once');
+  await env.s.flushAudit(); // the release was buffered by whichever instance served it
   const audit = await env.s.call('GET', `/api/v1/audit?route=${encodeURIComponent(route)}`);
   const kinds = audit.body.items.map((e: { event_type: string }) => e.event_type);
   assert.ok(kinds.includes('lease_release') && !kinds.includes('lease_force_release'), 'a clean release, not a forced one');

@@ -101,6 +101,35 @@ for (const backend of BACKENDS) {
       }
     });
 
+    test('an audit write failure makes a token create, an embed token create and a token revoke fail and change nothing', async () => {
+      const { f, faults } = await faultyFixture();
+      try {
+        const held = await f.engine.tokens.create(f.admin, { name: 'held', grants: ['lease://fault/tok/**#admin'] });
+        const names = async () => (await f.engine.tokens.list(f.admin)).items.map((t) => t.name).sort();
+        const before = await names();
+
+        faults.failing = true;
+        await rejectsWith(f.engine.tokens.create(f.admin, { name: 'unaudited', grants: ['lease://fault/tok/**#read'] }), 'backend_unavailable');
+        await rejectsWith(f.engine.tokens.createEmbed(f.admin, 'lease://fault/tok/*', 60_000), 'backend_unavailable');
+        await rejectsWith(f.engine.tokens.revoke(f.admin, held.token_id), 'backend_unavailable');
+        faults.failing = false;
+
+        assert.deepEqual(await names(), before, 'no token was created and none revoked');
+        assert.equal((await f.engine.tokens.authenticate(held.token)).tokenId, held.token_id, 'the token whose revoke failed still authenticates');
+        const successes = async () => (await allEvents(f)).filter((e) => ['token_created', 'embed_token_created', 'token_revoked'].includes(e.result)).map((e) => e.id);
+        const refused = (await allEvents(f)).filter((e) => e.result === 'backend_unavailable').map((e) => e.event_type).sort();
+        assert.deepEqual(refused, ['embed_token_create', 'token_create', 'token_revoke'], 'each refusal is audited as one');
+        assert.equal((await successes()).length, 1, 'no success was audited beyond the first create');
+
+        // Healthy again, the same revoke succeeds, audited once.
+        await f.engine.tokens.revoke(f.admin, held.token_id);
+        const revoked = (await allEvents(f)).filter((e) => e.result === 'token_revoked' && e.subject_token_id === held.token_id);
+        assert.equal(revoked.length, 1);
+      } finally {
+        await f.close();
+      }
+    });
+
     test('buffered events survive a failed write and are written once the store answers again', async () => {
       const { f, faults } = await faultyFixture();
       try {

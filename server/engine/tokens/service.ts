@@ -15,6 +15,14 @@ import { assertLiveChain, newSecret, planEmbedToken, planToken, tokenInfo, type 
 
 export const DEFAULT_EMBED_TOKENS_PER_CREATOR = 1_000;
 
+/**
+ * A change of authority (a token minted or revoked) is audited in its own
+ * step, like an operator action (docs/semantics.md §11): a crash cannot keep
+ * the token and lose the trace of who minted or revoked it, and every
+ * instance's audit read shows it as soon as it is answered.
+ */
+const IN_STEP = { inTx: true } as const;
+
 export class TokenService {
   constructor(
     private readonly r: Runner,
@@ -54,7 +62,7 @@ export class TokenService {
       await step.tx.insertToken({ ...row, secretHash: hashSecret(secret) });
       step.facts.subjectTokenId = row.id;
       return { token_id: row.id, token: secret, family: row.family };
-    }, spec(p, 'token_create', null, 'token_created'));
+    }, spec(p, 'token_create', null, 'token_created', IN_STEP));
   }
 
   /**
@@ -74,7 +82,7 @@ export class TokenService {
       await step.tx.insertToken({ ...row, secretHash: hashSecret(secret) });
       step.facts.subjectTokenId = row.id;
       return { token_id: row.id, token: secret, expires_at: new Date(row.expiresAt!).toISOString() };
-    }, spec(p, 'embed_token_create', null, 'embed_token_created'));
+    }, spec(p, 'embed_token_create', null, 'embed_token_created', IN_STEP));
   }
 
   /** Tokens of a family (the caller's; a root token may name another), API and live embed tokens. */
@@ -120,7 +128,7 @@ export class TokenService {
         step.events.push({ type: 'token_revoked', tokenId: id });
       }
       return ids;
-    }, spec(p, 'token_revoke', null, 'token_revoked'));
+    }, spec(p, 'token_revoke', null, 'token_revoked', IN_STEP));
     for (const id of revoked) this.authority.forget(id);
     return {};
   }
