@@ -250,6 +250,19 @@ export abstract class UnitOfWork<B extends Tx = Tx> implements Tx {
   /** A cached table's row written through by a step that writes through (the caches may be stale once it ends). */
   protected abstract wroteThrough(): void;
 
+  /**
+   * Whether a session may have a lease with a pending release request,
+   * answered without flushing the batch (`read`): false only when neither
+   * the database nor a row waiting in the caches holds one. A store that
+   * cannot tell says true, and the list is read (docs/design.md "Batched
+   * calls": a renewal whose session has no request reads nothing more).
+   */
+  protected mayHaveReleaseRequests(_idHash: string): boolean | Promise<boolean> {
+    return true;
+  }
+  /** A release request was written behind for a lease of this session (see `mayHaveReleaseRequests`). */
+  protected releaseRequestWritten(_sessionHash: string): void {}
+
   // The cached rows' loaders (synchronous where the driver is).
   protected abstract sessionRow(idHash: string): SessionRow | undefined | Promise<SessionRow | undefined>;
   protected abstract leaseRow(family: string, route: string): LeaseRow | undefined | Promise<LeaseRow | undefined>;
@@ -381,6 +394,7 @@ export abstract class UnitOfWork<B extends Tx = Tx> implements Tx {
     }
     const l = await this.getLease(family, route);
     if (!l || l.leaseId !== leaseId || l.fencingToken !== fencingToken) return false;
+    this.releaseRequestWritten(l.sessionHash);
     this.leases.write(leaseKey(family, route), { ...l, releaseRequest: request });
     return true;
   }
@@ -456,6 +470,7 @@ export abstract class UnitOfWork<B extends Tx = Tx> implements Tx {
     return this.learnLeases(await this.read(() => this.base.sessionLeases(idHash, limit)));
   }
   async sessionReleaseRequests(idHash: string, limit: number): Promise<LeaseRow[]> {
+    if (!this.st.direct && !(await this.mayHaveReleaseRequests(idHash))) return [];
     return this.learnLeases(await this.read(() => this.base.sessionReleaseRequests(idHash, limit)));
   }
   async dueLeases(now: Millis, limit: number, family?: string): Promise<LeaseRow[]> {

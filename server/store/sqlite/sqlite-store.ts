@@ -692,6 +692,7 @@ class SqliteTx implements DirectTx {
       sessionReleaseRequests: p(
         `SELECT ${LEASE_COLS} FROM leases INDEXED BY leases_release_requests WHERE session_hash = ? AND release_request IS NOT NULL ORDER BY route LIMIT ?`,
       ),
+      hasReleaseRequests: p(`SELECT 1 FROM leases INDEXED BY leases_release_requests WHERE session_hash = ? AND release_request IS NOT NULL LIMIT 1`).pluck(),
       dueLeases: p(dueSql(sqlite, 'leases', false)),
       dueLeasesFamily: p(dueSql(sqlite, 'leases', true)),
       countLeasesAll: p(`SELECT count(*) FROM leases`).pluck(),
@@ -864,6 +865,10 @@ class SqliteTx implements DirectTx {
   }
   async sessionReleaseRequests(idHash: string, limit: number): Promise<LeaseRow[]> {
     return this.s.sessionReleaseRequests.all(idHash, limit) as LeaseRow[];
+  }
+  /** Whether a lease of the session holds a release request, as the database has it now (write-behind.ts, `mayHaveReleaseRequests`). */
+  hasReleaseRequests(idHash: string): boolean {
+    return this.s.hasReleaseRequests.get(idHash) !== undefined;
   }
   async dueLeases(now: number, limit: number, family?: string): Promise<LeaseRow[]> {
     return (family === undefined ? this.s.dueLeases.all(now, limit) : this.s.dueLeasesFamily.all(now, family, limit)) as LeaseRow[];

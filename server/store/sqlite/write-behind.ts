@@ -269,6 +269,8 @@ export interface DirectTx extends Tx {
   leaseRow(family: string, route: string): LeaseRow | undefined;
   checkpointRow(family: string, route: string): CheckpointRow | undefined;
   idempotencyRow(family: string, op: string, route: string, requestId: string): IdempotencyRow | undefined;
+  /** Whether a lease of the session holds a release request in the database (`mayHaveReleaseRequests`). */
+  hasReleaseRequests(idHash: string): boolean;
   /** Idempotency records appended apart from the keyed table; follows the transaction's savepoints and end. */
   readonly recentIdempotency: RecentIdempotency;
 }
@@ -309,7 +311,15 @@ export class BatchTx extends UnitOfWork<DirectTx> {
     changesAtThrough: number;
     /** `total_changes()` at the writing-through step's savepoint: what it changed since is its own (`stepWrote`). */
     changesAtSavepoint: number;
-  } = { direct: false, stale: false, poisoned: undefined, noDelays: undefined, audit: [], stepAudit: [], changes: [], stepChanges: [], loggedAudit: [], loggedChanges: [], through: false, changesAtThrough: 0, changesAtSavepoint: 0 };
+    /**
+     * Sessions given a release request by a row still waiting in the caches
+     * (this batch's, or a journaled batch's): emptied once a flush has
+     * written every pending row, so it holds at most the requests made
+     * between two commits. A step that threw may leave one here: that only
+     * costs its session a read.
+     */
+    asked: Set<string>;
+  } = { direct: false, stale: false, poisoned: undefined, noDelays: undefined, audit: [], stepAudit: [], changes: [], stepChanges: [], loggedAudit: [], loggedChanges: [], through: false, changesAtThrough: 0, changesAtSavepoint: 0, asked: new Set() };
   private readonly sql: Statements;
   protected readonly leases: SqliteTable<LeaseRow>;
   protected readonly sessions: SqliteTable<SessionRow>;
@@ -456,6 +466,7 @@ export class BatchTx extends UnitOfWork<DirectTx> {
   flushBatch(): void {
     this.guarded(() => {
       for (const t of this.tables) t.flushBatch();
+      this.st.asked.clear();
       this.mergeIdempotencyIfDue();
       const { loggedAudit, audit, loggedChanges, changes } = this.st;
       this.st.loggedAudit = [];
@@ -578,6 +589,21 @@ export class BatchTx extends UnitOfWork<DirectTx> {
 
   protected wroteThrough(): void {
     this.st.stale = true;
+  }
+
+  /**
+   * Only `setReleaseRequest` gives a lease a request, and no other write
+   * moves one to another session: a session none of whose rows in the
+   * database has one (the partial index, in this connection's open
+   * transaction), and that no pending row gave one (`asked`), has none, and
+   * the batch is not flushed to find that out.
+   */
+  protected override mayHaveReleaseRequests(idHash: string): boolean {
+    return this.st.asked.has(idHash) || this.base.hasReleaseRequests(idHash);
+  }
+
+  protected override releaseRequestWritten(sessionHash: string): void {
+    this.st.asked.add(sessionHash);
   }
 
   protected async read<T>(f: () => Promise<T>): Promise<T> {
