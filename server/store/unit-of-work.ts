@@ -257,7 +257,7 @@ export abstract class UnitOfWork<B extends Tx = Tx> implements Tx {
    * cannot tell says true, and the list is read (docs/design.md "Batched
    * calls": a renewal whose session has no request reads nothing more).
    */
-  protected mayHaveReleaseRequests(_idHash: string): boolean | Promise<boolean> {
+  protected mayHaveReleaseRequests(_idHash: string): boolean {
     return true;
   }
   /** A release request was written behind for a lease of this session (see `mayHaveReleaseRequests`). */
@@ -470,7 +470,7 @@ export abstract class UnitOfWork<B extends Tx = Tx> implements Tx {
     return this.learnLeases(await this.read(() => this.base.sessionLeases(idHash, limit)));
   }
   async sessionReleaseRequests(idHash: string, limit: number): Promise<LeaseRow[]> {
-    if (!this.st.direct && !(await this.mayHaveReleaseRequests(idHash))) return [];
+    if (!this.st.direct && !this.mayHaveReleaseRequests(idHash)) return [];
     return this.learnLeases(await this.read(() => this.base.sessionReleaseRequests(idHash, limit)));
   }
   async dueLeases(now: Millis, limit: number, family?: string): Promise<LeaseRow[]> {
