@@ -43,6 +43,25 @@ test('three tenures end as released, force-released and still held, with renewal
   assert.deepEqual([t[1]!.reason, t[1]!.endedBy], ['stuck', 'tk_op'], "the operator's reason and token are the tenure's");
 });
 
+test('renewals the route does not show (batched) are read from the end event, and from the lease while it is held', () => {
+  const events = [
+    ev(100, 'lease_acquire', 'lease_acquired', 'w1', 1),
+    ev(110, 'lease_renew', 'lease_renewed', 'w1', 1), // a single renew, on the route
+    ev(150, 'lease_expire', 'lease_expired', 'w1', 1, { details: { renewal_count: 42 } }),
+    ev(200, 'lease_acquire', 'lease_acquired', 'w2', 2),
+    ev(230, 'lease_release', 'lease_released', 'w2', 2), // never renewed: no count
+    ev(300, 'lease_acquire', 'lease_acquired', 'w3', 3),
+    ev(310, 'lease_renew', 'lease_renewed', 'w3', 3),
+  ];
+  assert.deepEqual(tenuresOf(events, 0, 1000, { fencing_token: 3, renewal_count: 7 }).map((x) => [x.ownerId, x.endKind, x.renewals]), [
+    ['w1', 'expired', 42],
+    ['w2', 'released', 0],
+    ['w3', 'held', 7],
+  ]);
+  // Counted on the route when the lease says less (or nothing).
+  assert.deepEqual(tenuresOf(events, 0, 1000, { fencing_token: 3 }).map((x) => x.renewals), [42, 0, 1]);
+});
+
 test("a tenure ended by its session's close ends when the trail says, whenever the trail is read", () => {
   const events = [
     ev(100, 'lease_acquire', 'lease_acquired', 'w1', 1),

@@ -2,7 +2,10 @@
  * The route's tenures over a window, derived from its audit events read
  * oldest first (GET /api/v1/audit?order=oldest): one bar per holder, how and
  * when it ended, the operator's reason, the lock-delay its end started, its
- * renewals and the release requests made while it held.
+ * renewals and the release requests made while it held. A single renew is
+ * an event on the route; batched renewals are not (one event per call), so
+ * a tenure's renewals are also read from its end event's
+ * `details.renewal_count` and, while held, from the lease itself.
  *
  * Every end of a lease is an event on its route (docs/design.md "Audit"):
  * a release, a force-release or revoke (with the operator's reason), an
@@ -86,7 +89,7 @@ function lockDelayOf(e: AuditEvent): number | null {
  * else `unknown`. So is one superseded by a newer token with no end of its
  * own in between.
  */
-export function tenuresOf(events: readonly AuditEvent[], from: number, to: number, heldNow: { fencing_token: number } | null | undefined): Tenure[] {
+export function tenuresOf(events: readonly AuditEvent[], from: number, to: number, heldNow: { fencing_token: number; renewal_count?: number } | null | undefined): Tenure[] {
   const out: Tenure[] = [];
   let open: Tenure | undefined;
   let lastSeen = from;
@@ -96,6 +99,9 @@ export function tenuresOf(events: readonly AuditEvent[], from: number, to: numbe
     open.endKind = kind;
     if (sessionEnd) open.sessionEnd = sessionEnd;
     if (e) {
+      // Batched renewals are not on the route: the end says how many there were (docs/design.md "Audit").
+      const n = e.details?.renewal_count;
+      if (typeof n === 'number') open.renewals = Math.max(open.renewals, n);
       open.reason = e.reason;
       open.endedBy = e.token_id;
       open.lockDelayUntil = lockDelayOf(e);
@@ -142,6 +148,7 @@ export function tenuresOf(events: readonly AuditEvent[], from: number, to: numbe
     const current = heldNow === undefined || heldNow?.fencing_token === (open as Tenure).fencingToken;
     if (current) {
       (open as Tenure).end = Math.max((open as Tenure).start, to);
+      if (typeof heldNow?.renewal_count === 'number') (open as Tenure).renewals = Math.max((open as Tenure).renewals, heldNow.renewal_count);
       out.push(open);
     } else close('unknown', lastSeen);
   }

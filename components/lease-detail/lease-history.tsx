@@ -68,7 +68,7 @@ export function LeaseHistory({ route, allowed, current }: { route: string; allow
   const hintId = useId();
 
   const tenures = useMemo(
-    () => (history.data ? tenuresOf(history.data.events, history.data.from, history.data.to, current === undefined ? undefined : current ? { fencing_token: current.fencing_token } : null) : []),
+    () => (history.data ? tenuresOf(history.data.events, history.data.from, history.data.to, current === undefined ? undefined : current ? { fencing_token: current.fencing_token, renewal_count: current.renewal_count } : null) : []),
     [history.data, current],
   );
   const read: Span = { from: history.data?.from ?? 0, to: Math.max(history.data?.to ?? 1, now) };

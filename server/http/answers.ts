@@ -128,7 +128,7 @@ export const AuditEvent = z
     details: z
       .record(z.string(), JsonValue)
       .optional()
-      .describe('What the event recorded besides its reason, when anything: for policy_set the policy’s values as set, for policy_delete the values it had (null: unset); for lease_force_release and lease_revoke the operator’s choices (close_session, lock_delay_ms); for the session_close a revoke made, revoke_of (the route); for an end of a lease that started a lock-delay (lease_force_release, lease_revoke, lease_expire, and lease_release with result session_closed), lock_delay_until (RFC 3339)'),
+      .describe('What the event recorded besides its reason, when anything: for policy_set the policy’s values as set, for policy_delete the values it had (null: unset); for lease_force_release and lease_revoke the operator’s choices (close_session, lock_delay_ms); for the session_close a revoke made, revoke_of (the route); for an end of a lease that started a lock-delay (lease_force_release, lease_revoke, lease_expire, and lease_release with result session_closed), lock_delay_until (RFC 3339); for every end of a lease whose tenure was renewed, renewal_count; for a batched renew (lease_renew without a route, result session_renewed), items, renewed and lost'),
   })
   .meta({ id: 'AuditEvent' });
 

@@ -6,6 +6,9 @@ import { StoreUnavailableError, type Store, type Tx } from '../../store/types';
 import { engineFixture, proofOf, rejectsWith, until, type EngineFixture } from '../../testing/engine-fixture';
 import { ALL_SEL, allEvents, forceBody, REASON, sessionEvent } from './audit-fixtures';
 import { BACKENDS } from '../../testing/pg';
+import { rid } from '../../testing/harness';
+import { requestDigest } from '../core/ids';
+import type { HeldLease } from '../core/views';
 
 // The same behaviour on every store backend (the conformance suite).
 for (const backend of BACKENDS) {
@@ -303,6 +306,55 @@ for (const backend of BACKENDS) {
           [
             ['lease_expire', 'lease_expired', 'lease://ends/x/own', own.answer.lease.fencing_token, 2_000, { lock_delay_until: new Date(t0 + 32_000).toISOString() }],
             ['lease_expire', 'session_expired', 'lease://ends/x/session', bySession.answer.lease.fencing_token, 10_000, { lock_delay_until: new Date(t0 + 40_000).toISOString() }],
+          ],
+        );
+      } finally {
+        await f.close();
+      }
+    });
+
+    test('a batched renewal is one event without a route and one per lost item; each end records how often its tenure was renewed', async () => {
+      const f = await engineFixture({ backend });
+      try {
+        const s = await f.open('fleet', 60_000);
+        const lease = async (r: string, ttlMs = 60_000) => (await f.acquire(`lease://batch/x/${r}`, s, { ttlMs })).answer.lease;
+        const [a, b, c, d] = [await lease('a', 5_000), await lease('b'), await lease('c'), await lease('d')];
+        const item = (l: HeldLease, token = l.fencing_token) => ({ route: l.route, leaseId: l.lease_id, fencingToken: token });
+        const renewAll = (items: ReturnType<typeof item>[], requestId = rid()) =>
+          f.engine.sessions.renewAll(f.admin, { sessionId: s, requestId, digest: requestDigest({ session_id: s, leases: items }), items });
+        const first = await renewAll([item(a), item(b), item(c, c.fencing_token + 100), item(d)]);
+        assert.deepEqual(first.answer.results.map((r) => r.code), ['lease_renewed', 'lease_renewed', 'lease_lost', 'lease_renewed']);
+        const requestId = rid();
+        await renewAll([item(a), item(b)], requestId);
+        await renewAll([item(a), item(b)], requestId); // a replay: nothing happened, nothing audited
+        await f.engine.audit.flush();
+        const renews = (await allEvents(f)).filter((e) => e.event_type === 'lease_renew').reverse();
+        assert.deepEqual(
+          renews.map((e) => [e.route, e.result, e.fencing_token, e.owner_id, e.details]),
+          [
+            [c.route, 'lease_lost', c.fencing_token + 100, 'fleet', undefined],
+            [null, 'session_renewed', null, 'fleet', { items: 4, renewed: 3, lost: 1 }],
+            [null, 'session_renewed', null, 'fleet', { items: 2, renewed: 2, lost: 0 }],
+          ],
+          'no event on the route of a renewed item',
+        );
+        // Each end says how often the tenure was renewed: a release, a force-release, an expiry; a lease never renewed says nothing.
+        await f.engine.leases.release(f.admin, b.route, proofOf(s, b));
+        await f.engine.leases.release(f.admin, c.route, proofOf(s, c));
+        await f.engine.operators.forceRelease(f.admin, d.route, forceBody(d.fencing_token));
+        f.clock.advance(6_000);
+        await f.engine.sweep();
+        await until(f, () => f.changes().some((x) => x.change === 'expired' && x.route === a.route), undefined, 'a to expire');
+        await f.engine.audit.flush();
+        // By route: the force-release's event is written in its step, the others buffered.
+        const ended = (await allEvents(f)).filter((e) => e.route !== null && e.event_type !== 'lease_acquire' && e.event_type !== 'lease_renew');
+        assert.deepEqual(
+          ended.map((e) => [e.route, e.event_type, e.details?.renewal_count]).sort((x, y) => String(x[0]).localeCompare(String(y[0]))),
+          [
+            [a.route, 'lease_expire', 2],
+            [b.route, 'lease_release', 2],
+            [c.route, 'lease_release', undefined],
+            [d.route, 'lease_force_release', 1],
           ],
         );
       } finally {

@@ -48,6 +48,15 @@ const SESSION_ENDS = {
   expired: ['lease_expire', 'session_expired'],
 } as const;
 
+/**
+ * What an end of a lease records beside its reason: the lock-delay it
+ * started, and how many times the tenure was renewed (when it was), which
+ * batched renewals do not say on the route (docs/design.md "Audit").
+ */
+export function endDetails(lockDelayUntil: number | undefined, renewalCount: number | undefined): Record<string, Json> {
+  return { ...(lockDelayUntil === undefined ? {} : { lock_delay_until: iso(lockDelayUntil) }), ...(renewalCount ? { renewal_count: renewalCount } : {}) };
+}
+
 /** What the API shows of one event (docs/semantics.md §11, plus `subject_token_id`). */
 export interface AuditEvent {
   id: string;
@@ -178,7 +187,7 @@ export class AuditLog {
     const now = this.store.now();
     const req = spec.caller.request;
     const denied = result === 'access_denied';
-    const details = facts.lockDelayUntil === undefined ? facts.details : { ...facts.details, lock_delay_until: iso(facts.lockDelayUntil) };
+    const details = facts.lockDelayUntil === undefined && facts.renewalCount === undefined ? facts.details : { ...facts.details, ...endDetails(facts.lockDelayUntil, facts.renewalCount) };
     return {
       time: now,
       eventType: denied ? 'access_denied' : spec.type,
@@ -203,8 +212,9 @@ export class AuditLog {
    * `lease_expired`), or its session's end, closed (`lease_release`,
    * `session_closed`) or expired (`lease_expire`, `session_expired`). The
    * event's time is when the lease ended (an expiry's deadline, however
-   * late the sweep noticed it), and a lock-delay it started is in
-   * `details.lock_delay_until`. Other ends are audited by the request that
+   * late the sweep noticed it), a lock-delay it started is in
+   * `details.lock_delay_until`, and how often the tenure was renewed (when
+   * it was) in `details.renewal_count`. Other ends are audited by the request that
    * made them (release, force-release, revoke). Buffered like every system
    * event: a session's end publishes at most one step's bound of changes at
    * a time, and the buffer writes them 250 to a store step.
@@ -226,7 +236,7 @@ export class AuditLog {
       reason: null,
       correlationId: correlationId(),
       latencyMs: 0,
-      details: e.lockDelayUntil === undefined ? null : JSON.stringify({ lock_delay_until: iso(e.lockDelayUntil) }),
+      details: e.lockDelayUntil === undefined && e.renewalCount === undefined ? null : JSON.stringify(endDetails(e.lockDelayUntil, e.renewalCount)),
     });
   }
 

@@ -33,6 +33,8 @@ export interface LeaseChange {
   endedAt?: number;
   lockDelayUntil?: number;
   sessionEnd?: 'closed' | 'expired';
+  /** On the changes that end a lease, when its tenure was renewed: how many times (the audit's `details.renewal_count`). */
+  renewalCount?: number;
   /** Made by another instance (shared store): never audited here. */
   remote?: true;
 }

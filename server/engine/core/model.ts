@@ -40,6 +40,8 @@ export interface AuditFacts {
   details?: Record<string, Json>;
   /** The lock-delay the operation started (an operator's force-release or revoke): `details.lock_delay_until`. */
   lockDelayUntil?: number;
+  /** How many times the lease the operation ended was renewed (a release, force-release or revoke): `details.renewal_count`, when more than 0. */
+  renewalCount?: number;
   /** The answer was an idempotent replay: nothing happened, nothing is audited. */
   replayed?: boolean;
   /** The answer is not known yet (an acquire waiting in its queue). */

@@ -182,6 +182,7 @@ export async function releaseStep(ctx: EngineContext, step: Step, family: string
   if (replay) return { answer: replay, replayed: true };
   const l = await heldBy(ctx, step, family, route, proof);
   await endLease(ctx, step, l, 'released');
+  if (l.renewalCount > 0) step.facts.renewalCount = l.renewalCount;
   const answer: ReleaseResult = { route, fencing_token: l.fencingToken };
   await recordAnswer(step, key, digest, answer, addMs(step.now, ctx.limits.idempotencyTtlMs));
   return { answer, replayed: false };

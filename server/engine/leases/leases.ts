@@ -185,7 +185,7 @@ export async function endLease(
   const until = await beginLockDelay(ctx, step, l, kind, consent, endedAt);
   // The moment it ended, as the delay counts it: never in the future.
   const at = Math.min(endedAt ?? (kind === 'expired' ? l.expiresAt : step.now), step.now);
-  step.events.push({ ...event, endedAt: at, ...(until === undefined ? {} : { lockDelayUntil: until }), ...(sessionEnd ? { sessionEnd } : {}) });
+  step.events.push({ ...event, endedAt: at, ...(until === undefined ? {} : { lockDelayUntil: until }), ...(sessionEnd ? { sessionEnd } : {}), ...(l.renewalCount > 0 ? { renewalCount: l.renewalCount } : {}) });
   if (until === undefined) await grantNext(ctx, step, l.family, l.route);
   return { lockDelayUntil: until };
 }

@@ -74,6 +74,7 @@ export async function forceEndStep(ctx: EngineContext, step: Step, family: strin
   }
   step.delayCapMs = input.lockDelayMs;
   const ended = await endLease(ctx, step, l, input.kind);
+  if (ended && l.renewalCount > 0) step.facts.renewalCount = l.renewalCount;
   // The delay this end started goes in the operator's event (its `details`), so the history can shade it.
   if (ended && ended.lockDelayUntil !== undefined) step.facts.lockDelayUntil = ended.lockDelayUntil;
   let answer: ForceReleased | Revoked = { route, fencing_token: l.fencingToken };

@@ -62,16 +62,28 @@ export class SessionService {
   /**
    * Renew many of a session's leases in one step and keep the session alive
    * (session-batch.ts, `renewAllStep`): each item its own outcome, the
-   * session's pending release requests listed. Each item is audited as its
-   * single renew would be (`lease_renew`, `lease_renewed` or `lease_lost`);
-   * a refusal of the whole call is one event without a route.
+   * session's pending release requests listed. The call is one event
+   * without a route (`lease_renew`, `session_renewed`, with the counts in
+   * `details`), and each lost item one on its route (`lease_renew`,
+   * `lease_lost`), as CONTRACT §11 asks of every loss; a renewed item has
+   * no event of its own: at a fleet's 10,000 renewals a second those rows
+   * would push every other event out of the family's quota within two
+   * minutes (docs/design.md "Audit"). A refusal of the whole call is one
+   * event without a route.
    */
   async renewAll(p: Caller, input: SessionBatch<RenewItem>): Promise<Outcome<SessionRenewed>> {
     const batch = this.batch(input, SESSION_BATCH.renewItems);
     const r = await this.runBatch(p, 'lease_renew', 'session_renew', batch, (step) => renewAllStep(this.r.ctx, step, p.family, batch));
     if (!r.replayed) {
       const facts = { ownerId: r.answer.session.owner_id, incarnation: r.answer.session.holder_incarnation };
-      r.answer.results.forEach((o, i) => this.r.audit.note(spec(p, 'lease_renew', o.route, 'lease_renewed'), o.code, { ...facts, fencingToken: input.items[i]!.fencingToken }));
+      let lost = 0;
+      r.answer.results.forEach((o, i) => {
+        if (o.code !== 'lease_lost') return;
+        lost++;
+        this.r.audit.note(spec(p, 'lease_renew', o.route, 'lease_renewed'), 'lease_lost', { ...facts, fencingToken: input.items[i]!.fencingToken });
+      });
+      const details = { items: r.answer.results.length, renewed: r.answer.results.length - lost, lost };
+      this.r.audit.note(spec(p, 'lease_renew', null, 'session_renewed'), 'session_renewed', { ...facts, details });
     }
     return r;
   }
