@@ -49,12 +49,14 @@ const SESSION_ENDS = {
 } as const;
 
 /**
- * What an end of a lease records beside its reason: the lock-delay it
- * started, and how many times the tenure was renewed (when it was), which
- * batched renewals do not say on the route (docs/design.md "Audit").
+ * An event's `details` with what an end of a lease adds to them: the
+ * lock-delay it started, and how many times the tenure was renewed (when
+ * it was), which batched renewals do not say on the route (docs/design.md
+ * "Audit"). `details` itself when the end adds nothing.
  */
-export function endDetails(lockDelayUntil: number | undefined, renewalCount: number | undefined): Record<string, Json> {
-  return { ...(lockDelayUntil === undefined ? {} : { lock_delay_until: iso(lockDelayUntil) }), ...(renewalCount ? { renewal_count: renewalCount } : {}) };
+function withEndDetails(details: Record<string, Json> | undefined, lockDelayUntil: number | undefined, renewalCount: number | undefined): Record<string, Json> | undefined {
+  if (lockDelayUntil === undefined && !renewalCount) return details;
+  return { ...details, ...(lockDelayUntil === undefined ? {} : { lock_delay_until: iso(lockDelayUntil) }), ...(renewalCount ? { renewal_count: renewalCount } : {}) };
 }
 
 /** What the API shows of one event (docs/semantics.md §11, plus `subject_token_id`). */
@@ -187,7 +189,7 @@ export class AuditLog {
     const now = this.store.now();
     const req = spec.caller.request;
     const denied = result === 'access_denied';
-    const details = facts.lockDelayUntil === undefined && facts.renewalCount === undefined ? facts.details : { ...facts.details, ...endDetails(facts.lockDelayUntil, facts.renewalCount) };
+    const details = withEndDetails(facts.details, facts.lockDelayUntil, facts.renewalCount);
     return {
       time: now,
       eventType: denied ? 'access_denied' : spec.type,
@@ -214,14 +216,15 @@ export class AuditLog {
    * event's time is when the lease ended (an expiry's deadline, however
    * late the sweep noticed it), a lock-delay it started is in
    * `details.lock_delay_until`, and how often the tenure was renewed (when
-   * it was) in `details.renewal_count`. Other ends are audited by the request that
-   * made them (release, force-release, revoke). Buffered like every system
+   * it was) in `details.renewal_count`. Other ends are audited by the
+   * request that made them (release, force-release, revoke). Buffered like every system
    * event: a session's end publishes at most one step's bound of changes at
    * a time, and the buffer writes them 250 to a store step.
    */
   leaseEnded(e: LeaseChange): void {
     const kind = e.change === 'expired' ? (['lease_expire', 'lease_expired'] as const) : e.change === 'session_closed' ? SESSION_ENDS[e.sessionEnd ?? 'closed'] : undefined;
     if (!kind || e.remote) return;
+    const details = withEndDetails(undefined, e.lockDelayUntil, e.renewalCount);
     this.record({
       time: millis(e.endedAt ?? this.store.now()),
       eventType: kind[0],
@@ -236,7 +239,7 @@ export class AuditLog {
       reason: null,
       correlationId: correlationId(),
       latencyMs: 0,
-      details: e.lockDelayUntil === undefined && e.renewalCount === undefined ? null : JSON.stringify(endDetails(e.lockDelayUntil, e.renewalCount)),
+      details: details ? JSON.stringify(details) : null,
     });
   }
 
