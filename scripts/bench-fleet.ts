@@ -25,7 +25,7 @@
  */
 
 import { rmSync, writeFileSync } from 'node:fs';
-import { performance } from 'node:perf_hooks';
+import { constants, performance, PerformanceObserver } from 'node:perf_hooks';
 import { LeaseholdClient, type LeaseHandle, type Session } from '../lib/client';
 import { STORE_KINDS, type StoreKind } from '../lib/wire';
 import { call, leasePath, rid, tempDir } from '../server/testing/harness';
@@ -257,6 +257,26 @@ function serverQuantiles(before: Map<string, number>, after: Map<string, number>
   return `server-side (histogram): p50 ≤ ${Number(at(0.5)) * 1000} ms, p99 ≤ ${Number(at(0.99)) * 1000} ms, ${(within('0.1') * 100).toFixed(1)} % within 100 ms`;
 }
 
+/** The garbage collector's pauses in this process (the SDK's) from now until `stop()`: their total, count, full collections and the longest. */
+function gcPauses(): { stop(): { total: number; count: number; major: number; longest: number } } {
+  const seen = { total: 0, count: 0, major: 0, longest: 0 };
+  const observer = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      seen.total += e.duration;
+      seen.count++;
+      seen.longest = Math.max(seen.longest, e.duration);
+      if ((e as PerformanceEntry & { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR) seen.major++;
+    }
+  });
+  observer.observe({ entryTypes: ['gc'] });
+  return {
+    stop: () => {
+      observer.disconnect();
+      return seen;
+    },
+  };
+}
+
 /** Part 3: the fleet through the SDK. */
 async function fleet(c: Cluster, batchRenewals: boolean): Promise<void> {
   let counting = false;
@@ -317,10 +337,12 @@ async function fleet(c: Cluster, batchRenewals: boolean): Promise<void> {
   const cpu0 = c.serverCpuMs();
   const db0 = c.databaseCpuMs();
   const clientCpu0 = cpuMs(process.pid);
+  const gc = gcPauses();
   const t0 = performance.now();
   await sleep(FLEET_S * 1000);
   const wall = (performance.now() - t0) / 1000;
   counting = false;
+  const pauses = gc.stop();
   const cpu = c.serverCpuMs() - cpu0;
   const db = c.databaseCpuMs() - db0;
   const clientCpu = cpuMs(process.pid) - clientCpu0;
@@ -360,6 +382,9 @@ async function fleet(c: Cluster, batchRenewals: boolean): Promise<void> {
   console.log(
     `  leases lost ${lost}${released > 0 ? `, released ${int(released)}` : ''}${distinct !== handles.length ? `, distinct routes ${int(distinct)}` : ''}, sessions not open ${lostSessions}, leases the server lists ${int(listed)}${lostWhileListing > 0 ? ` (${int(lostWhileListing)} more lost while it was listed, after the counted minute)` : ''}; ` +
       `server CPU ${(cpu / 1000 / wall).toFixed(2)} cores${dbPart}, the SDK's process ${(clientCpu / 1000 / wall).toFixed(2)} cores`,
+  );
+  console.log(
+    `  the SDK's process collecting garbage: ${int(pauses.total)} ms in ${int(pauses.count)} pauses (${(pauses.total / 10 / wall).toFixed(1)} % of the time), ${pauses.major} full collections, longest pause ${ms(pauses.longest)}; heap ${int(process.memoryUsage().heapUsed / 2 ** 20)} MiB used after the minute`,
   );
   if (timeline) writeFileSync(process.env.BENCH_FLEET_TIMELINE!, JSON.stringify(timeline));
   if (refusals.size > 0) console.log(`  refused requests: ${[...refusals].map(([k, n]) => `${k} ×${int(n)}`).join(', ')}`);
