@@ -172,6 +172,43 @@ test('releaseRequested listeners get a ReleaseRequestedEvent, typed: e.request w
   }
 });
 
+test('a handle\'s signals say the same whether read before or only after what they signal', async () => {
+  // The controllers are made when first read (docs/sdk.md "Memory"): one read late is already aborted, with the same reason.
+  const { server, session } = await opened();
+  try {
+    const early = await session.acquire('lease://acme/renderers/doc-1');
+    const late = await session.acquire('lease://acme/renderers/doc-2');
+    const aborted: unknown[] = [];
+    early.signal.addEventListener('abort', () => aborted.push(early.signal.reason));
+    early.releaseRequested.addEventListener('abort', () => aborted.push(early.releaseRequested.reason));
+    assert.equal(early.signal.aborted, false);
+    assert.equal(early.releaseRequested.aborted, false);
+    assert.equal(early.releaseRequest, undefined);
+
+    const request = (h: LeaseHandle): PendingReleaseRequest => ({ route: h.route, fencing_token: h.fencingToken, requested_at: NOW, reason: `let go of ${h.route}` });
+    server.pending = [request(early), request(late)];
+    await early.renew();
+    assert.deepEqual(aborted, [request(early)], 'the early listener heard the request');
+    for (const h of [early, late]) {
+      assert.equal(h.releaseRequested.aborted, true, h.route);
+      assert.deepEqual(h.releaseRequested.reason, request(h), h.route);
+      assert.deepEqual(h.releaseRequest, request(h), h.route);
+    }
+
+    server.pending = [];
+    await early.release();
+    await late.release();
+    for (const h of [early, late]) {
+      assert.equal(h.signal.aborted, true, h.route);
+      assert.equal((h.signal.reason as LeaseholdError).message, 'the lease handle was released', h.route);
+      assert.equal(h.lostReason, undefined, 'released, not lost');
+    }
+    assert.equal(aborted.length, 2, 'the early signal fired once, at the release');
+  } finally {
+    await session.close();
+  }
+});
+
 test('a session\'s lost listener is typed too, with the session as this', async () => {
   const { server, session } = await opened();
   const states: string[] = [];

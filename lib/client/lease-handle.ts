@@ -64,8 +64,16 @@ export class LeaseHandle extends EventTarget {
   /** True when the lease was granted from the wait queue. */
   readonly queued: boolean;
   readonly #host: HandleHost;
-  readonly #controller = new AbortController();
-  readonly #releaseController = new AbortController();
+  /**
+   * Made when first asked for (`signal`, `releaseRequested`): a fleet holds
+   * thousands of handles whose signals nobody reads, and each controller
+   * with its signal is an event target of its own (docs/sdk.md "Memory").
+   */
+  #controller: AbortController | undefined;
+  #releaseController: AbortController | undefined;
+  /** Why the handle ended (set once, with its state). */
+  #endReason: LeaseholdError | undefined;
+  #releaseRequest: PendingReleaseRequest | undefined;
   #lease: HeldLease;
   #state: LeaseState = 'held';
   readonly #keeper: Keeper;
@@ -113,7 +121,7 @@ export class LeaseHandle extends EventTarget {
 
   /** Aborted when the lease ends for any reason; `signal.reason` is a LeaseholdError saying why. */
   get signal(): AbortSignal {
-    return this.#controller.signal;
+    return (this.#controller ??= abortedWith(this.#endReason)).signal;
   }
 
   /**
@@ -126,19 +134,20 @@ export class LeaseHandle extends EventTarget {
    * interval.
    */
   get releaseRequested(): AbortSignal {
-    return this.#releaseController.signal;
+    return (this.#releaseController ??= abortedWith(this.#releaseRequest)).signal;
   }
 
   /** The pending release request, once one arrived. */
   get releaseRequest(): PendingReleaseRequest | undefined {
-    return this.#releaseController.signal.aborted ? (this.#releaseController.signal.reason as PendingReleaseRequest) : undefined;
+    return this.#releaseRequest;
   }
 
   /** @internal A renew or keepalive answer listed this request; only this exact lease's request counts. */
   noteReleaseRequest(request: PendingReleaseRequest): void {
     if (this.#state !== 'held' || request.route !== this.route || request.fencing_token !== this.fencingToken) return;
-    if (this.#releaseController.signal.aborted) return;
-    this.#releaseController.abort(request);
+    if (this.#releaseRequest !== undefined) return;
+    this.#releaseRequest = request;
+    this.#releaseController?.abort(request);
     this.dispatchEvent(new ReleaseRequestedEvent(request));
   }
 
@@ -148,7 +157,7 @@ export class LeaseHandle extends EventTarget {
 
   /** Why the lease was lost (`lease_lost` or `session_lost`), once it was. */
   get lostReason(): LeaseholdError | undefined {
-    return this.#state === 'lost' ? (this.#controller.signal.reason as LeaseholdError) : undefined;
+    return this.#state === 'lost' ? this.#endReason : undefined;
   }
 
   /**
@@ -250,7 +259,8 @@ export class LeaseHandle extends EventTarget {
       if (!this.#releasing) this.#lose(outcome);
       return;
     }
-    this.#lease = Object.freeze({ ...outcome });
+    // The answer's own object, parsed for this handle alone: frozen, not copied (a fleet renews thousands a second).
+    this.#lease = Object.freeze(outcome);
     this.#renewedAt = sentAt;
     this.#batchDraw = draw;
     this.#keeper.extend(sentAt + outcome.remaining_ms);
@@ -267,7 +277,8 @@ export class LeaseHandle extends EventTarget {
     if (how === 'released') {
       this.#state = 'released';
       this.#keeper.stop();
-      this.#controller.abort(closedError('the lease handle', 'was released'));
+      this.#endReason = closedError('the lease handle', 'was released');
+      this.#controller?.abort(this.#endReason);
       this.#host.ended(this);
     } else {
       this.#lose(how);
@@ -298,11 +309,11 @@ export class LeaseHandle extends EventTarget {
       const answer = await this.#host.transport.call<{ lease: HeldLease; release_requests?: PendingReleaseRequest[] }>('POST', leasePath(this.route, 'renew'), {
         body,
         retry: 'idempotent',
-        signal: this.#controller.signal,
+        signal: this.signal,
         timeoutMs: attemptTimeoutMs(this.#lease.ttl_ms, this.#host.transport.timeoutMs),
       });
       if (this.#state === 'held') {
-        this.#lease = Object.freeze({ ...answer.data.lease });
+        this.#lease = Object.freeze(answer.data.lease);
         this.#renewedAt = sentAt;
         this.#keeper.extend(sentAt + answer.data.lease.remaining_ms);
       }
@@ -318,9 +329,17 @@ export class LeaseHandle extends EventTarget {
     if (this.#state !== 'held') return;
     this.#state = 'lost';
     this.#keeper.stop();
-    this.#controller.abort(reason);
+    this.#endReason = reason;
+    this.#controller?.abort(reason);
     this.#host.ended(this);
   }
+}
+
+/** A controller made after the fact: aborted with `reason` when the thing it signals already happened. */
+function abortedWith(reason: unknown): AbortController {
+  const c = new AbortController();
+  if (reason !== undefined) c.abort(reason);
+  return c;
 }
 
 installAsyncDispose(LeaseHandle.prototype);
