@@ -24,7 +24,7 @@
  * `BENCH_SERVER=<path to a server.mjs>` measures another build (A/B).
  */
 
-import { rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { constants, performance, PerformanceObserver } from 'node:perf_hooks';
 import { LeaseholdClient, type LeaseHandle, type Session } from '../lib/client';
 import { STORE_KINDS, type StoreKind } from '../lib/wire';
@@ -72,6 +72,8 @@ interface Cluster {
   urls: string[];
   serverCpuMs(): number;
   databaseCpuMs(): number;
+  /** The servers' peak resident memory (VmHWM), summed, in MiB. */
+  serverPeakRssMiB(): number;
   stop(): Promise<void>;
 }
 
@@ -88,6 +90,7 @@ async function startCluster(store: StoreKind): Promise<Cluster> {
     urls: procs.map((p) => p.url),
     serverCpuMs: () => procs.reduce((sum, p) => sum + cpuMs(p.proc.pid), 0),
     databaseCpuMs: () => (store === 'postgres' ? cpuMsOfCommand('postgres') : 0),
+    serverPeakRssMiB: () => procs.reduce((sum, p) => sum + Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${p.proc.pid}/status`, 'utf8'))?.[1] ?? 0) / 1024, 0),
     async stop() {
       await Promise.all(procs.map((p) => stopServer(p.proc)));
       await db?.drop();
@@ -381,7 +384,7 @@ async function fleet(c: Cluster, batchRenewals: boolean): Promise<void> {
   );
   console.log(
     `  leases lost ${lost}${released > 0 ? `, released ${int(released)}` : ''}${distinct !== handles.length ? `, distinct routes ${int(distinct)}` : ''}, sessions not open ${lostSessions}, leases the server lists ${int(listed)}${lostWhileListing > 0 ? ` (${int(lostWhileListing)} more lost while it was listed, after the counted minute)` : ''}; ` +
-      `server CPU ${(cpu / 1000 / wall).toFixed(2)} cores${dbPart}, the SDK's process ${(clientCpu / 1000 / wall).toFixed(2)} cores`,
+      `server CPU ${(cpu / 1000 / wall).toFixed(2)} cores${dbPart}, the SDK's process ${(clientCpu / 1000 / wall).toFixed(2)} cores; server peak memory ${int(c.serverPeakRssMiB())} MiB`,
   );
   console.log(
     `  the SDK's process collecting garbage: ${int(pauses.total)} ms in ${int(pauses.count)} pauses (${(pauses.total / 10 / wall).toFixed(1)} % of the time), ${pauses.major} full collections, longest pause ${ms(pauses.longest)}; heap ${int(process.memoryUsage().heapUsed / 2 ** 20)} MiB used after the minute`,
