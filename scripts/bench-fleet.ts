@@ -8,7 +8,9 @@
  *    leases renewed BENCH_FLEET_BATCH_ITEMS (100) at a time by 4 concurrent
  *    clients for BENCH_FLEET_BATCH_S (10) seconds, then the same leases
  *    renewed one request each: server CPU per renewed lease (every Leasehold
- *    process; PostgreSQL's own CPU printed apart).
+ *    process; PostgreSQL's own CPU printed apart), beside the floor's in the
+ *    same run (the same load against scripts/bench-floor.ts, a bare Node
+ *    server that parses each body and answers each item with a lease).
  * 2. Renew and keepalive against the session's size: one lease in one
  *    session, one lease in a session of BENCH_FLEET_BIG (10,000), renewed
  *    (and kept alive) alternately, one request at a time: p50 of each and
@@ -25,6 +27,7 @@
  */
 
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { constants, performance, PerformanceObserver } from 'node:perf_hooks';
 import { LeaseholdClient, type LeaseHandle, type Session } from '../lib/client';
 import { STORE_KINDS, type StoreKind } from '../lib/wire';
@@ -143,62 +146,96 @@ async function fill(url: string, sessionId: string, prefix: string, count: numbe
   return held;
 }
 
-/** Part 1: CPU per renewed lease, batched and one request each. */
+/** What part 1's load runs against: the servers (or the floor) and how much CPU they have used. */
+interface Target {
+  urls: string[];
+  cpuMs(): number;
+  databaseCpuMs(): number;
+}
+
+/**
+ * Part 1's load: 4 clients renewing `held` (leases of `sessionId`),
+ * `itemsPerRequest` a request, for BENCH_FLEET_BATCH_S; prints the rate,
+ * latency and `target`'s CPU per renewed lease, and returns that CPU (µs).
+ */
+async function renewLoad(target: Target, sessionId: string, held: Held[], itemsPerRequest: number, versus?: number): Promise<number> {
+  const workers = 4;
+  let stop = false;
+  let renewed = 0;
+  let lost = 0;
+  let requests = 0;
+  const latencies: number[] = [];
+  const slice = Math.floor(held.length / workers);
+  const cpu0 = target.cpuMs();
+  const db0 = target.databaseCpuMs();
+  const t0 = performance.now();
+  const timer = setTimeout(() => (stop = true), BATCH_S * 1000);
+  await Promise.all(
+    Array.from({ length: workers }, async (_, w) => {
+      const mine = held.slice(w * slice, (w + 1) * slice);
+      const url = target.urls[w % target.urls.length]!;
+      for (let at = 0; !stop; at = (at + itemsPerRequest) % mine.length) {
+        const items = mine.slice(at, at + itemsPerRequest);
+        const s = performance.now();
+        if (itemsPerRequest === 1) {
+          const l = items[0]!;
+          const r = await call(url, 'POST', leasePath(l.route, 'renew'), { session_id: sessionId, request_id: rid(), lease_id: l.lease_id, fencing_token: l.fencing_token }, { token: TOKEN });
+          if (r.status === 200) renewed++;
+          else lost++;
+        } else {
+          const b = await ask(url, 'POST', '/api/v1/sessions/renew', { session_id: sessionId, request_id: rid(), leases: items });
+          for (const r of b.results as Array<{ code: string }>) {
+            if (r.code === 'lease_renewed') renewed++;
+            else lost++;
+          }
+        }
+        latencies.push(performance.now() - s);
+        requests++;
+      }
+    }),
+  );
+  clearTimeout(timer);
+  const wall = (performance.now() - t0) / 1000;
+  const cpu = target.cpuMs() - cpu0;
+  const db = target.databaseCpuMs() - db0;
+  latencies.sort((a, b) => a - b);
+  const perLease = (cpu * 1000) / renewed;
+  const dbPart = target.urls.length > 1 ? `; PostgreSQL ${((db * 1000) / renewed).toFixed(1)} µs per lease` : '';
+  const ratio = versus === undefined ? '' : ` (${(perLease / versus).toFixed(1)}× the floor's)`;
+  console.log(
+    `  ${itemsPerRequest === 1 ? 'one lease a request' : `${itemsPerRequest} leases a request`}, ${workers} clients, ${wall.toFixed(1)} s: ` +
+      `${int(requests)} requests (p50 ${ms(pct(latencies, 0.5))}, p99 ${ms(pct(latencies, 0.99))}), ${int(renewed / wall)} leases renewed/s, lost ${lost}; ` +
+      `server CPU ${perLease.toFixed(1)} µs per renewed lease${ratio} (${((cpu * 1000) / requests).toFixed(0)} µs per request, ${(cpu / 1000 / wall).toFixed(2)} cores)${dbPart}`,
+  );
+  return perLease;
+}
+
+/**
+ * The floor of a batched renewal, in the same run: the same load against
+ * a bare Node `http` server (scripts/bench-floor.ts) that parses each
+ * request's body and answers every item with a lease of the usual size,
+ * with no authentication, validation, engine or store.
+ */
+async function floorCost(held: Held[]): Promise<number> {
+  const floor = await spawnListening('floor', ['--import', 'tsx', join(import.meta.dirname, 'bench-floor.ts')], {});
+  try {
+    console.log('\nThe floor (bare Node http: the body parsed, each item answered with a lease; nothing else)');
+    return await renewLoad({ urls: [floor.url], cpuMs: () => cpuMs(floor.proc.pid!), databaseCpuMs: () => 0 }, 'ss_floor', held, BATCH_ITEMS);
+  } finally {
+    await stopServer(floor.proc);
+  }
+}
+
+/** Part 1: CPU per renewed lease, batched and one request each, beside the floor's. */
 async function batchCost(c: Cluster): Promise<void> {
   const sessionId = await openSession(c.urls[0]!, 'bench-batch');
   const held = await fill(c.urls[0]!, sessionId, 'lease://bench/batch/r', BATCH_LEASES);
-
-  const run = async (itemsPerRequest: number, workers: number) => {
-    let stop = false;
-    let renewed = 0;
-    let lost = 0;
-    let requests = 0;
-    const latencies: number[] = [];
-    const slice = Math.floor(held.length / workers);
-    const cpu0 = c.serverCpuMs();
-    const db0 = c.databaseCpuMs();
-    const t0 = performance.now();
-    const timer = setTimeout(() => (stop = true), BATCH_S * 1000);
-    await Promise.all(
-      Array.from({ length: workers }, async (_, w) => {
-        const mine = held.slice(w * slice, (w + 1) * slice);
-        const url = c.urls[w % c.urls.length]!;
-        for (let at = 0; !stop; at = (at + itemsPerRequest) % mine.length) {
-          const items = mine.slice(at, at + itemsPerRequest);
-          const s = performance.now();
-          if (itemsPerRequest === 1) {
-            const l = items[0]!;
-            const r = await call(url, 'POST', leasePath(l.route, 'renew'), { session_id: sessionId, request_id: rid(), lease_id: l.lease_id, fencing_token: l.fencing_token }, { token: TOKEN });
-            if (r.status === 200) renewed++;
-            else lost++;
-          } else {
-            const b = await ask(url, 'POST', '/api/v1/sessions/renew', { session_id: sessionId, request_id: rid(), leases: items });
-            for (const r of b.results as Array<{ code: string }>) {
-              if (r.code === 'lease_renewed') renewed++;
-              else lost++;
-            }
-          }
-          latencies.push(performance.now() - s);
-          requests++;
-        }
-      }),
-    );
-    clearTimeout(timer);
-    const wall = (performance.now() - t0) / 1000;
-    const cpu = c.serverCpuMs() - cpu0;
-    const db = c.databaseCpuMs() - db0;
-    latencies.sort((a, b) => a - b);
-    const dbPart = c.urls.length > 1 ? `; PostgreSQL ${((db * 1000) / renewed).toFixed(1)} µs per lease` : '';
-    console.log(
-      `  ${itemsPerRequest === 1 ? 'one lease a request' : `${itemsPerRequest} leases a request`}, ${workers} clients, ${wall.toFixed(1)} s: ` +
-        `${int(requests)} requests (p50 ${ms(pct(latencies, 0.5))}, p99 ${ms(pct(latencies, 0.99))}), ${int(renewed / wall)} leases renewed/s, lost ${lost}; ` +
-        `server CPU ${((cpu * 1000) / renewed).toFixed(1)} µs per renewed lease (${((cpu * 1000) / requests).toFixed(0)} µs per request, ${(cpu / 1000 / wall).toFixed(2)} cores)${dbPart}`,
-    );
-  };
+  const floor = await floorCost(held);
+  const target: Target = { urls: c.urls, cpuMs: () => c.serverCpuMs(), databaseCpuMs: () => c.databaseCpuMs() };
   console.log(`\n${c.label}: batched renewal, a session of ${int(held.length)} leases`);
-  await run(BATCH_ITEMS, 4);
-  await run(1, 4);
-  await run(BATCH_ITEMS, 4);
+  await renewLoad(target, sessionId, held, BATCH_ITEMS, floor);
+  await renewLoad(target, sessionId, held, 1);
+  await renewLoad(target, sessionId, held, BATCH_ITEMS, floor);
   await ask(c.urls[0]!, 'POST', '/api/v1/sessions/close', { session_id: sessionId });
 }
 

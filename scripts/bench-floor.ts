@@ -33,23 +33,39 @@ const lease = {
 const envelope = (code: string, rest: object): Buffer =>
   Buffer.from(JSON.stringify({ status: 'success', code, correlation_id: 'c_0000000000', ...rest }));
 
+const keptAlive = { holder_incarnation: lease.holder_incarnation, owner_id: 'bench-00', ttl_ms: 300000, created_at: T, expires_at: T, lease_count: 0 };
+
 const BODIES = {
   session: envelope('session_opened', {
     session: { holder_incarnation: lease.holder_incarnation, owner_id: 'bench-00', ttl_ms: 300000, created_at: T, expires_at: T, lease_count: 0, session_id: 'ss_00000000000000000000000000000000' },
   }),
-  keepalive: envelope('session_kept_alive', {
-    session: { holder_incarnation: lease.holder_incarnation, owner_id: 'bench-00', ttl_ms: 300000, created_at: T, expires_at: T, lease_count: 0 },
-  }),
+  keepalive: envelope('session_kept_alive', { session: keptAlive }),
   acquire: envelope('lease_acquired', { lease, queued: false }),
   release: envelope('lease_released', { route: lease.route, fencing_token: 1 }),
   other: envelope('ok', {}),
 };
 
-function answer(req: IncomingMessage, res: ServerResponse): void {
+/**
+ * A batched renewal (`POST /api/v1/sessions/renew`, npm run bench:fleet's
+ * floor): the body parsed, and each item answered with a lease of the
+ * usual size carrying its own route, lease_id and token, as Leasehold's
+ * answer does. The least one renewed item costs on the wire.
+ */
+function renewed(request: Buffer): Buffer {
+  const { leases } = JSON.parse(request.toString('utf8')) as { leases: Array<{ route: string; lease_id: string; fencing_token: number }> };
+  return envelope('session_renewed', {
+    session: keptAlive,
+    results: leases.map((i) => ({ route: i.route, code: 'lease_renewed', lease: { ...lease, route: i.route, lease_id: i.lease_id, fencing_token: i.fencing_token } })),
+    release_requests: [],
+  });
+}
+
+function answer(req: IncomingMessage, res: ServerResponse, request: Buffer): void {
   const url = req.url ?? '/';
   let status = 200;
   let body = BODIES.other;
-  if (req.method === 'POST' && url === '/api/v1/sessions') {
+  if (req.method === 'POST' && url === '/api/v1/sessions/renew') body = renewed(request);
+  else if (req.method === 'POST' && url === '/api/v1/sessions') {
     status = 201;
     body = BODIES.session;
   } else if (req.method === 'POST' && url === '/api/v1/sessions/keepalive') body = BODIES.keepalive;
@@ -70,8 +86,7 @@ const server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
   const chunks: Buffer[] = [];
   req.on('data', (c: Buffer) => chunks.push(c));
   req.on('end', () => {
-    Buffer.concat(chunks);
-    answer(req, res);
+    answer(req, res, Buffer.concat(chunks));
   });
 });
 
