@@ -24,7 +24,7 @@
  */
 
 import { routeSegments } from '@/lib/selector';
-import { RARE_AUDIT_TYPES } from './types';
+import { RARE_AUDIT_TYPES, renewedRow } from './types';
 import type { AuditScan, AuditScanResult, ChangeLogTx, ChangeRow, CheckpointRow, IdempotencyRow, LeaseRow, LeaseScan, LeaseScanResult } from './types';
 import type { LoginRow, NewAuditRow, PolicyTx, SessionRow, TokenRow, Tx } from './types';
 import type { Millis } from './millis';
@@ -41,12 +41,19 @@ export interface TableSpec<V> {
   values(row: V): unknown[];
   /**
    * A row that differs from the database's only in these fields is written
-   * by an UPDATE of their columns alone (`values(row)[i]` in `cols[i]`): the
+   * by an UPDATE of their columns alone (`params(row)`: its key, then `cols`' values): the
    * other columns' indexes are left alone. A renewal moves four columns of
    * a lease; rewriting the whole row touched every index of the table
    * (docs/benchmarks.md "Fleets").
    */
-  narrow?: { fields: ReadonlyArray<keyof V & string>; cols: readonly string[]; values(row: V): unknown[] };
+  narrow?: {
+    fields: ReadonlyArray<keyof V & string>;
+    cols: readonly string[];
+    /** The key columns' values (`keyCols`' order), then `cols`' values: one row of the narrow UPDATE. */
+    params(row: V): unknown[];
+    /** `differsOnlyIn(before, after, fields)` written out for the table's row type (a table flushes one per changed row). */
+    only?(before: V, after: V): boolean;
+  };
 }
 
 /** `after` differs from `before` in `narrow`'s fields at most (rows of one key: plain objects of primitives). */
@@ -74,7 +81,12 @@ export const LEASES: TableSpec<LeaseRow> = {
   narrow: {
     fields: ['renewedAt', 'expiresAt', 'ttlMs', 'renewalCount'],
     cols: ['renewed_at', 'expires_at', 'ttl_ms', 'renewal_count'],
-    values: (r) => [r.renewedAt, r.expiresAt, r.ttlMs, r.renewalCount],
+    params: (r) => [r.family, r.route, r.renewedAt, r.expiresAt, r.ttlMs, r.renewalCount],
+    // Every other field of a LeaseRow; a release request absent or null is the same NULL column.
+    only: (b, a) =>
+      b.family === a.family && b.route === a.route && b.leaseId === a.leaseId && b.fencingToken === a.fencingToken &&
+      b.sessionHash === a.sessionHash && b.ownerId === a.ownerId && b.incarnation === a.incarnation && b.acquiredAt === a.acquiredAt &&
+      b.maxExpiresAt === a.maxExpiresAt && b.revision === a.revision && b.metadata === a.metadata && (b.releaseRequest ?? null) === (a.releaseRequest ?? null),
   },
   values: (r) => {
     const [realm, area, resource] = routeSegments(r.route);
@@ -95,7 +107,7 @@ export const SESSIONS: TableSpec<SessionRow> = {
   narrow: {
     fields: ['expiresAt', 'leaseCount', 'batches'],
     cols: ['expires_at', 'lease_count', 'batches'],
-    values: (r) => [r.expiresAt, r.leaseCount ?? 0, r.batches ?? null],
+    params: (r) => [r.idHash, r.expiresAt, r.leaseCount ?? 0, r.batches ?? null],
   },
 };
 
@@ -384,8 +396,10 @@ export abstract class UnitOfWork<B extends Tx = Tx> implements Tx {
       this.wroteThrough();
       return this.base.updateLeaseRenewal(family, route, leaseId, renewedAt, expiresAt, ttlMs, renewalCount);
     }
-    const l = await this.getLease(family, route);
-    if (l && l.leaseId === leaseId) this.leases.write(leaseKey(family, route), { ...l, renewedAt, expiresAt, ttlMs, renewalCount });
+    // The key built once for the read and the write (a renewal is the hot path).
+    const key = leaseKey(family, route);
+    const l = await this.leases.read(key, () => this.leaseRow(family, route));
+    if (l && l.leaseId === leaseId) this.leases.write(key, renewedRow(l, renewedAt, expiresAt, ttlMs, renewalCount));
   }
   async setReleaseRequest(family: string, route: string, leaseId: string, fencingToken: number, request: string): Promise<boolean> {
     if (this.st.direct) {

@@ -42,9 +42,21 @@ export async function findReplay<T>(step: Step, key: IdemKey, digest: string): P
  */
 const recordedTexts = new WeakMap<object, string>();
 
-/** The JSON text `answer` was recorded as (exactly `JSON.stringify(answer)`), if this object was recorded. */
+/** The JSON text `answer` was recorded as (exactly `JSON.stringify(answer)`), if this object was recorded or given its text (`answerText`). */
 export function recordedText(answer: object): string | undefined {
   return recordedTexts.get(answer);
+}
+
+/**
+ * Remember `text` as the JSON text of `answer`, built by the engine beside
+ * it (it must be exactly `JSON.stringify(answer)`, and the answer is never
+ * changed after): the envelope sends it instead of serializing the answer
+ * again (a batched renewal's answer: docs/benchmarks.md "Wave 3, fifteenth
+ * session").
+ */
+export function answerText<T extends object>(answer: T, text: string): T {
+  recordedTexts.set(answer, text);
+  return answer;
 }
 
 /** Record a success answer for this key, kept until `expiresAt`. */

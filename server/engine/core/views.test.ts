@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { heldLease, iso, leaseView } from './views';
+import { heldLease, heldLeaseJson, iso, leaseView } from './views';
 import type { LeaseRow } from '../../store/types';
 import { millis } from '../../store/millis';
 
@@ -45,5 +45,25 @@ test('heldLease is the lease view then lease_id, field for field and in order', 
   for (const row of rows) {
     const held = heldLease(row, 1_796_083_210_000, 3);
     assert.equal(JSON.stringify(held), JSON.stringify({ ...leaseView(row, 1_796_083_210_000, 3), lease_id: row.leaseId }));
+  }
+});
+
+test('heldLeaseJson writes exactly what JSON.stringify writes of the view', () => {
+  const base: LeaseRow = {
+    family: 'f', route: 'lease://a/b/c', leaseId: 'ls_"1"', fencingToken: 9_007_199_254_740_991, sessionHash: 'h',
+    ownerId: 'worker "1" é \u0000 😀', incarnation: 'hi\\1',
+    acquiredAt: millis(0), renewedAt: millis(1_796_083_201_000), expiresAt: millis(1_796_083_230_000), maxExpiresAt: millis(253_402_300_800_000),
+    ttlMs: 30_000, renewalCount: 0, revision: 1, metadata: null,
+  };
+  const rows: LeaseRow[] = [
+    base,
+    // Canonical text whose integer-like keys JSON.parse reorders: the view's object, not the stored text, is what is sent.
+    { ...base, metadata: '{"10":"ten","9":"nine","a":{"q":"say \\"hi\\"\\n","u":"é 😀\\u2028"},"n":[1,-0.5,null,true]}' },
+    { ...base, releaseRequest: JSON.stringify({ at: 1_796_083_205_000, reason: 'drain "zone" b — é\n', token_id: 'tk_1' }) },
+    { ...base, releaseRequest: null, expiresAt: millis(1_796_083_100_000) },
+  ];
+  for (const row of rows) {
+    const held = heldLease(row, 1_796_083_210_000, 12);
+    assert.equal(heldLeaseJson(held), JSON.stringify(held));
   }
 });

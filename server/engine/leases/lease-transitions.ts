@@ -13,7 +13,7 @@
  */
 
 import { addMs, millis, type Millis } from '../../store/millis';
-import type { LeaseRow, SessionRow } from '../../store/types';
+import { renewedRow, type LeaseRow, type SessionRow } from '../../store/types';
 import type { ChangeKind, LeaseChange, LeaseRenewed, ReleaseRequestedEvent } from '../core/events';
 import { leaseView, type LeaseView, type StoredReleaseRequest } from '../core/views';
 
@@ -125,13 +125,7 @@ export function leaseTransition(current: LeaseRow | undefined, action: LeaseActi
     case 'renew': {
       // A lease past its deadline is ended (expired), never renewed.
       if (current.expiresAt <= now) throw new IllegalLeaseTransition('an expired lease', 'renew');
-      const row: LeaseRow = {
-        ...current,
-        renewedAt: now,
-        expiresAt: millis(Math.min(addMs(now, action.ttlMs), current.maxExpiresAt)),
-        ttlMs: action.ttlMs,
-        renewalCount: current.renewalCount + 1,
-      };
+      const row = renewedRow(current, now, millis(Math.min(addMs(now, action.ttlMs), current.maxExpiresAt)), action.ttlMs, current.renewalCount + 1);
       return { row, event: { type: 'renewed', family: row.family, route: row.route, expiresAt: row.expiresAt, renewalCount: row.renewalCount } };
     }
     case 'request_release': {

@@ -10,6 +10,7 @@ import { fixtureEachTest, rejectsWith } from '../../testing/engine-fixture';
 import { BACKENDS } from '../../testing/pg';
 import { rid } from '../../testing/harness';
 import { requestDigest } from '../core/ids';
+import { recordedText } from '../core/idempotency';
 import type { PolicyFields } from '../policies/policies';
 import type { AcquireItem, RenewItem } from './session-batch';
 import type { HeldLease } from '../core/views';
@@ -96,6 +97,22 @@ for (const backend of BACKENDS) {
       assert.deepEqual(answer.results.map((r) => r.code), ['lease_lost', 'lease_renewed']);
       assert.equal(answer.session.lease_count, 1);
       assert.deepEqual(f.changes().filter((c) => c.change === 'expired').map((c) => c.route), ['lease://b/e/a']);
+    });
+
+    test('the answer’s text, written out lease by lease, is exactly its JSON', async () => {
+      const s = await f.open('fleet "é"', 60_000);
+      const metadata = { '10': 'ten', '9': 'nine', z: { q: 'say "hi"\n', u: 'é 😀', n: [1, -0.5, null, true] }, a: '\u2028' };
+      const m = (await f.acquire('lease://b/j/m', s, { metadata })).answer.lease;
+      const r = (await f.acquire('lease://b/j/r', s)).answer.lease;
+      const gone = (await f.acquire('lease://b/j/g', s)).answer.lease;
+      await f.engine.leases.requestRelease(f.admin, r.route, { requestId: rid(), reason: 'drain "zone" b — é', expectedFencingToken: r.fencing_token, digest: rid() });
+      f.clock.advance(1_234);
+      const { answer } = await renewAll(s, [item(m, 45_000), item(r), { ...item(gone), leaseId: 'ls_not_it' }]);
+      assert.deepEqual(answer.results.map((x) => x.code), ['lease_renewed', 'lease_renewed', 'lease_lost']);
+      assert.equal(answer.release_requests.length, 1);
+      const text = recordedText(answer);
+      assert.ok(text !== undefined, 'the answer carries its text');
+      assert.equal(text, JSON.stringify(answer));
     });
 
     test('the session’s pending release requests are listed, and only its own', async () => {

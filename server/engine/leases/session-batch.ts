@@ -11,7 +11,7 @@
 import { addMs, millis } from '../../store/millis';
 import type { LeaseRow, SessionRow } from '../../store/types';
 import { fail } from '../core/errors';
-import { findReplay, recordAnswer, type IdemKey } from '../core/idempotency';
+import { answerText, findReplay, recordAnswer, type IdemKey } from '../core/idempotency';
 import { acquireRecordExpiry, createLease, grantNext, liveSession, settleRoute } from './leases';
 import { provenLease, renewLease, routeBounds } from './holder-steps';
 import { activeLockDelay } from './lock-delay';
@@ -20,7 +20,7 @@ import { askedLeases, pendingReleaseRequests, type PendingReleaseRequest } from 
 import type { Step } from '../core/step';
 import type { EngineContext } from './context';
 import type { Reserved } from '../waiters/waiters';
-import { heldLease, sessionBatches, sessionView, type HeldLease, type Metadata, type SessionView } from '../core/views';
+import { heldLease, heldLeaseJson, sessionBatches, sessionView, type HeldLease, type Metadata, type SessionView } from '../core/views';
 
 /** What a batch names: its session (by hash), its request and the digest of its body. */
 export interface BatchInput<I> {
@@ -161,11 +161,19 @@ export async function renewAllStep(ctx: EngineContext, step: Step, family: strin
   if (!s) fail('session_not_found', 'session not found, closed or expired');
   Object.assign(step.facts, { ownerId: s.ownerId, incarnation: s.incarnation });
   const renewed: Array<LeaseRow | undefined> = [];
+  const routes: string[] = [];
   for (const item of input.items) {
-    const l = await provenLease(ctx, step, family, item.route, { sessionHash: s.idHash, leaseId: item.leaseId, fencingToken: item.fencingToken }, s);
-    renewed.push(l && (await renewLease(ctx, step, l, item.ttlMs)));
+    // The common case read once: this live session's unexpired lease, as presented. Anything else is
+    // judged by provenLease (which ends what is due), exactly as a single renew judges it.
+    let l = await step.tx.getLease(family, item.route);
+    if (!l || l.sessionHash !== s.idHash || l.leaseId !== item.leaseId || l.fencingToken !== item.fencingToken || l.expiresAt <= step.now) {
+      l = await provenLease(ctx, step, family, item.route, { sessionHash: s.idHash, leaseId: item.leaseId, fencingToken: item.fencingToken }, s);
+    }
+    const row = l && (await renewLease(ctx, step, l, item.ttlMs));
+    renewed.push(row);
+    if (row) routes.push(row.route);
   }
-  const waiting = await ctx.waiters.countOf(step, family, renewed.flatMap((r) => (r ? [r.route] : [])));
+  const waiting = await ctx.waiters.countOf(step, family, routes);
   const results = input.items.map((item, i): RenewOutcome => {
     const row = renewed[i];
     return row ? { route: item.route, code: 'lease_renewed', lease: heldLease(row, step.now, waiting.get(row.route) ?? 0) } : { route: item.route, code: 'lease_lost' };
@@ -174,12 +182,23 @@ export async function renewAllStep(ctx: EngineContext, step: Step, family: strin
   const expiresAt = addMs(step.now, s.ttlMs);
   await step.tx.setSessionExpiry(s.idHash, expiresAt);
   // Remembered for the sessions list (its last_batch_renewal); a replay records nothing.
-  const renewedCount = renewed.filter((r) => r !== undefined).length;
-  const renew = { at: step.now, renewed: renewedCount, lost: input.items.length - renewedCount };
+  const renew = { at: step.now, renewed: routes.length, lost: input.items.length - routes.length };
   await step.tx.setSessionBatches(s.idHash, JSON.stringify({ ...sessionBatches(s), renew }));
   const recorded = { session: sessionView({ ...s, expiresAt }, before + heldChange(step, s.incarnation)), results };
   await recordAnswer(step, key, input.digest, compactRenewal(recorded.session, step.now, input.items, renewed, results) ?? recorded, addMs(step.now, ctx.limits.idempotencyTtlMs));
-  return { answer: { ...recorded, release_requests: await pendingReleaseRequests(step, s.idHash, asked) }, replayed: false };
+  const answer: SessionRenewed = { ...recorded, release_requests: await pendingReleaseRequests(step, s.idHash, asked) };
+  return { answer: answerText(answer, sessionRenewedJson(answer)), replayed: false };
+}
+
+/** `JSON.stringify(answer)`, each renewed lease written out by `heldLeaseJson` (session-batch.test.ts holds the two to the same text). */
+export function sessionRenewedJson(answer: SessionRenewed): string {
+  let results = '';
+  for (const o of answer.results) {
+    if (results.length > 0) results += ',';
+    const route = JSON.stringify(o.route);
+    results += o.code === 'lease_renewed' ? `{"route":${route},"code":"lease_renewed","lease":${heldLeaseJson(o.lease)}}` : `{"route":${route},"code":"lease_lost"}`;
+  }
+  return `{"session":${JSON.stringify(answer.session)},"results":[${results}],"release_requests":${JSON.stringify(answer.release_requests)}}`;
 }
 
 /** Why a route of an all-or-nothing acquire cannot be granted now, or undefined if it can. */

@@ -76,11 +76,11 @@ class Statements {
    */
   runChunked(id: string, rows: readonly unknown[][], width: number, build: (n: number) => string, mode: WriteMode = 'both'): void {
     for (let i = 0; i < rows.length; i += CHUNK) {
-      const part = rows.slice(i, i + CHUNK);
-      const flat: unknown[] = new Array(part.length * width);
+      const n = Math.min(CHUNK, rows.length - i);
+      const flat: unknown[] = new Array(n * width);
       let j = 0;
-      for (const r of part) for (const v of r) flat[j++] = v;
-      const stmt = this.get(id, part.length, build);
+      for (let r = i; r < i + n; r++) for (const v of rows[r]!) flat[j++] = v;
+      const stmt = this.get(id, n, build);
       // Rows only reported now are written at the commit, after the batch was
       // answered: a value SQLite would refuse must fail this batch, not that commit.
       if (mode === 'log') for (const v of flat) if (!bindable(v)) throw new TypeError(`SQLite3 can only bind numbers, strings, bigints, buffers, and null (${id})`);
@@ -222,7 +222,7 @@ class SqliteTable<V> extends CachedTable<V> {
       // Rows only reported (`log`) stay pending: the database still holds `before`.
       if (mode !== 'log') this.stored.delete(k);
       if (v === null) deletes.push(k.split(SEP));
-      else if (narrow && before !== undefined && differsOnlyIn(before, v, narrow.fields)) updates.push([...k.split(SEP), ...narrow.values(v as V)]);
+      else if (narrow && before !== undefined && (narrow.only ? narrow.only(before, v) : differsOnlyIn(before, v, narrow.fields))) updates.push(narrow.params(v));
       else upserts.push(this.spec.values(v));
     }
     if (deletes.length > 0) {
