@@ -175,6 +175,11 @@ export class CachedTable<V> {
     return r ?? undefined;
   }
 
+  /** Whether the batch or the step knows this key's row (or that it has none). */
+  knows(key: string): boolean {
+    return this.step.has(key) || this.known.has(key);
+  }
+
   /** A row read ahead of the steps (null: absent); a key already known stays as it is. */
   learn(key: string, v: V | null): void {
     if (!this.known.has(key)) this.known.set(key, v);

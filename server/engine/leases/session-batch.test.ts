@@ -101,7 +101,7 @@ for (const backend of BACKENDS) {
 
     test('the answer’s text, written out lease by lease, is exactly its JSON', async () => {
       const s = await f.open('fleet "é"', 60_000);
-      const metadata = { '10': 'ten', '9': 'nine', z: { q: 'say "hi"\n', u: 'é 😀', n: [1, -0.5, null, true] }, a: '\u2028' };
+      const metadata = { '10': 'ten', '9': 'nine', q: 'say "hi"\n', u: 'é 😀', a: '\u2028', n: -0.5, t: true };
       const m = (await f.acquire('lease://b/j/m', s, { metadata })).answer.lease;
       const r = (await f.acquire('lease://b/j/r', s)).answer.lease;
       const gone = (await f.acquire('lease://b/j/g', s)).answer.lease;

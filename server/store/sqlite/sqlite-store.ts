@@ -66,6 +66,13 @@ import {
 
 /** A transaction holding journaled batches commits after at most this long (docs/design.md, "SQLite: the batch journal"). */
 export const COMMIT_EVERY_MS = 200;
+/**
+ * A step hinted with at least this many routes (a batched call's) has the
+ * lease rows its cache lacks read ahead, up to 128 a statement, instead of
+ * one statement a row as its step reads them (docs/design.md "SQLite: group
+ * commit"; docs/benchmarks.md "Wave 3, fifteenth session").
+ */
+const READ_AHEAD_MIN = 8;
 /** While writes are refused, how often the store asks whether to try its commit again (write-fault.ts, RetryGate). */
 const RETRY_CHECK_MS = 250;
 
@@ -85,12 +92,46 @@ interface Pending {
   reject: (e: unknown) => void;
   /** When it was queued (performance.now()): `queueDelayMs`. */
   at: number;
+  /** A batched call's routes, read ahead in a few statements before its step runs (`BatchTx.readAhead`). */
+  readAhead?: { family: string; routes: readonly string[] };
 }
 
 const prune = auditPruneSql(sqlite);
 
 /** One column map per table (server/store/plan/dialect.ts), rendered for SQLite. */
 const LEASE_COLS = columns(sqlite, LEASE_FIELDS);
+/**
+ * A lease row read as an array (`LEASE_COLS`' order, which is LEASE_FIELDS')
+ * made into a `LeaseRow`, field by field in the order `renewedRow` builds
+ * it: better-sqlite3 builds a row object property by property through V8's
+ * API, about 40 % of a read's cost, and the rows it made had a shape of
+ * their own beside the engine's (docs/benchmarks.md "Wave 3, fifteenth
+ * session").
+ */
+function leaseOf(a: unknown[] | undefined): LeaseRow | undefined {
+  if (a === undefined) return undefined;
+  return {
+    family: a[0] as string,
+    route: a[1] as string,
+    leaseId: a[2] as string,
+    fencingToken: a[3] as number,
+    sessionHash: a[4] as string,
+    ownerId: a[5] as string,
+    incarnation: a[6] as string,
+    acquiredAt: a[7] as Millis,
+    renewedAt: a[8] as Millis,
+    expiresAt: a[9] as Millis,
+    maxExpiresAt: a[10] as Millis,
+    ttlMs: a[11] as number,
+    renewalCount: a[12] as number,
+    revision: a[13] as number,
+    metadata: a[14] as string | null,
+    releaseRequest: a[15] as string | null,
+  };
+}
+
+/** Routes one `leaseRows` statement reads at most. */
+const LEASE_ROWS_CHUNK = 128;
 const SESSION_COLS = columns(sqlite, SESSION_FIELDS);
 const TOKEN_COLS = columns(sqlite, TOKEN_FIELDS);
 const CHECKPOINT_COLS = columns(sqlite, CHECKPOINT_FIELDS);
@@ -435,7 +476,7 @@ export class SqliteStore implements Store {
   }
 
   /** Steps are strictly serial here (one writer), so a scope needs no lock. */
-  atomic<T>(fn: (tx: Tx) => Promise<T>, _scope?: StepScope): Promise<T> {
+  atomic<T>(fn: (tx: Tx) => Promise<T>, scope?: StepScope): Promise<T> {
     if (this.closed) return Promise.reject(new StoreUnavailableError('store is closed', false));
     return new Promise<T>((resolve, reject) => {
       const p: Pending = {
@@ -444,6 +485,8 @@ export class SqliteStore implements Store {
         reject: (e) => (this.unanswered.delete(p), reject(e)),
         at: performance.now(),
       };
+      const routes = scope?.prefetch?.routes;
+      if (scope?.family !== undefined && routes !== undefined && routes.length >= READ_AHEAD_MIN) p.readAhead = { family: scope.family, routes };
       this.unanswered.add(p);
       this.queue.push(p);
       this.schedule();
@@ -500,6 +543,7 @@ export class SqliteStore implements Store {
       let o: Outcome;
       let thrown: unknown;
       try {
+        if (p.readAhead) this.tx.readAhead(p.readAhead.family, p.readAhead.routes);
         const value = await p.fn(this.tx);
         o = { ok: true, wrote: this.tx.stepWrote(), value };
       } catch (e) {
@@ -632,6 +676,8 @@ class SqliteTx implements DirectTx {
   private readonly s;
   /** Statements rendered from the shared plans (server/store/plan/), by text, prepared on first use. */
   private readonly rendered = new Map<string, Database.Statement>();
+  /** `leaseRows`' statements, by how many routes they take. */
+  private readonly leaseRowsBy = new Map<number, Database.Statement>();
 
   constructor(
     private readonly db: Database.Database,
@@ -670,7 +716,8 @@ class SqliteTx implements DirectTx {
       ),
       countSessionLeases: p(`SELECT count(*) FROM leases WHERE session_hash = ?`).pluck(),
       countBacklog: p(backlogSql(sqlite)).pluck(),
-      getLease: p(`SELECT ${LEASE_COLS} FROM leases WHERE family = ? AND route = ?`),
+      // Rows as arrays, made into objects by `leaseOf` (see there).
+      getLease: p(`SELECT ${LEASE_COLS} FROM leases WHERE family = ? AND route = ?`).raw(),
       insertLease: p(
         `INSERT INTO leases (family, route, realm, area, resource, lease_id, fencing_token, session_hash,
            owner_id, incarnation, acquired_at, renewed_at, expires_at, max_expires_at, ttl_ms,
@@ -775,7 +822,22 @@ class SqliteTx implements DirectTx {
     return this.s.getSession.get(idHash) as SessionRow | undefined;
   }
   leaseRow(family: string, route: string): LeaseRow | undefined {
-    return this.s.getLease.get(family, route) as LeaseRow | undefined;
+    return leaseOf(this.s.getLease.get(family, route) as unknown[] | undefined);
+  }
+  leaseRows(family: string, routes: readonly string[]): LeaseRow[] {
+    const rows: LeaseRow[] = [];
+    for (let i = 0; i < routes.length; i += LEASE_ROWS_CHUNK) {
+      const part = routes.slice(i, i + LEASE_ROWS_CHUNK);
+      // Statements for 8, 16, … 128 routes only: a shorter list repeats its last route (IN ignores repeats).
+      let n = 8;
+      while (n < part.length) n *= 2;
+      const args: string[] = [family, ...part];
+      while (args.length <= n) args.push(part[part.length - 1]!);
+      let stmt = this.leaseRowsBy.get(n);
+      if (!stmt) this.leaseRowsBy.set(n, (stmt = this.db.prepare(`SELECT ${LEASE_COLS} FROM leases WHERE family = ? AND route IN (${new Array(n).fill('?').join(',')})`).raw()));
+      for (const r of stmt.all(args) as unknown[][]) rows.push(leaseOf(r)!);
+    }
+    return rows;
   }
   checkpointRow(family: string, route: string): CheckpointRow | undefined {
     return this.s.getCheckpoint.get(family, route) as CheckpointRow | undefined;
@@ -841,7 +903,7 @@ class SqliteTx implements DirectTx {
   }
 
   async getLease(family: string, route: string): Promise<LeaseRow | undefined> {
-    return this.s.getLease.get(family, route) as LeaseRow | undefined;
+    return leaseOf(this.s.getLease.get(family, route) as unknown[] | undefined);
   }
   async insertLease(row: LeaseRow): Promise<void> {
     const [realm, area, resource] = routeSegments(row.route);

@@ -32,7 +32,7 @@
 import type Database from 'better-sqlite3';
 import type { ChangeLogTx, ChangeRow, CheckpointRow, IdempotencyRow, LeaseRow, NewAuditRow, PolicyTx, SessionRow, Tx } from '../types';
 import { millis, type Millis } from '../millis';
-import { AUDIT_COLS, CHANGE_COLS, CHECKPOINTS, CachedTable, changeValues, differsOnlyIn, IDEMPOTENCY, LEASES, SEP, SESSIONS, UnitOfWork, auditValues, type Entries, type TableSpec } from '../unit-of-work';
+import { AUDIT_COLS, CHANGE_COLS, CHECKPOINTS, CachedTable, changeValues, differsOnlyIn, IDEMPOTENCY, LEASES, leaseKey, SEP, SESSIONS, UnitOfWork, auditValues, type Entries, type TableSpec } from '../unit-of-work';
 import { MERGE_AT, type RecentIdempotency } from './recent-idempotency';
 import type { WriteLog } from './journal';
 
@@ -267,6 +267,8 @@ export interface DirectTx extends Tx {
   revisionRow(family: string): number;
   sessionRow(idHash: string): SessionRow | undefined;
   leaseRow(family: string, route: string): LeaseRow | undefined;
+  /** The lease rows of these routes that exist (in no particular order): `readAhead`'s few statements. */
+  leaseRows(family: string, routes: readonly string[]): LeaseRow[];
   checkpointRow(family: string, route: string): CheckpointRow | undefined;
   idempotencyRow(family: string, op: string, route: string, requestId: string): IdempotencyRow | undefined;
   /** Whether a lease of the session holds a release request in the database (`mayHaveReleaseRequests`). */
@@ -621,6 +623,27 @@ export class BatchTx extends UnitOfWork<DirectTx> {
   }
   protected leaseRow(family: string, route: string): LeaseRow | undefined {
     return this.base.leaseRow(family, route);
+  }
+
+  /**
+   * Before a batched call's step: the lease rows of `routes` that the cache
+   * does not know, read in a few statements and remembered (absent ones as
+   * absent), so the step's reads are answered from the cache. A key the
+   * cache knows (pending rows among them) is left as it is; the database
+   * holds the truth for every other key (the cache is dropped only when
+   * nothing is pending).
+   */
+  readAhead(family: string, routes: readonly string[]): void {
+    if (this.st.direct) return;
+    const missing: string[] = [];
+    for (const route of routes) if (!this.leases.knows(leaseKey(family, route))) missing.push(route);
+    if (missing.length === 0) return;
+    const found = new Set<string>();
+    for (const row of this.base.leaseRows(family, missing)) {
+      found.add(row.route);
+      this.leases.learn(leaseKey(family, row.route), row);
+    }
+    for (const route of missing) if (!found.has(route)) this.leases.learn(leaseKey(family, route), null);
   }
   protected checkpointRow(family: string, route: string): CheckpointRow | undefined {
     return this.base.checkpointRow(family, route);
