@@ -18,51 +18,31 @@ test('iso formats every millisecond exactly as Date#toISOString', () => {
   for (const ms of [...edges, ...odd, ...random, ...near, ...edges]) assert.equal(iso(ms), new Date(ms).toISOString(), String(ms));
 });
 
+/** Lease rows with what a view must carry exactly: quotes, non-ASCII, a control character, metadata, release requests, edge times. */
+const BASE: LeaseRow = {
+  family: 'f', route: 'lease://a/b/c', leaseId: 'ls_"1"', fencingToken: 9_007_199_254_740_991, sessionHash: 'h',
+  ownerId: 'worker "1" é \u0000 😀', incarnation: 'hi\\1',
+  acquiredAt: millis(0), renewedAt: millis(1_796_083_201_000), expiresAt: millis(1_796_083_230_000), maxExpiresAt: millis(253_402_300_800_000),
+  ttlMs: 30_000, renewalCount: 2, revision: 41, metadata: null,
+};
+const ROWS: LeaseRow[] = [
+  BASE,
+  { ...BASE, metadata: '{"a":1,"b":"x","c":true}' },
+  // Canonical text whose integer-like keys JSON.parse reorders: the view's object, not the stored text, is what is sent.
+  { ...BASE, metadata: '{"10":"ten","9":"nine","a":"say \\"hi\\"\\n","u":"é 😀\\u2028"}' },
+  { ...BASE, releaseRequest: JSON.stringify({ at: 1_796_083_205_000, reason: 'drain "zone" b — é\n', token_id: 'tk_1' }) },
+  { ...BASE, releaseRequest: null, expiresAt: millis(1_796_083_100_000) },
+];
+
 test('heldLease is the lease view then lease_id, field for field and in order', () => {
-  const base: LeaseRow = {
-    family: 'f',
-    route: 'lease://a/b/c',
-    leaseId: 'ls_1',
-    fencingToken: 7,
-    sessionHash: 'h',
-    ownerId: 'worker "1" é',
-    incarnation: 'hi_1',
-    acquiredAt: millis(1_796_083_200_000),
-    renewedAt: millis(1_796_083_201_000),
-    expiresAt: millis(1_796_083_230_000),
-    maxExpiresAt: millis(1_796_169_600_000),
-    ttlMs: 30_000,
-    renewalCount: 2,
-    revision: 41,
-    metadata: null,
-  };
-  const rows: LeaseRow[] = [
-    base,
-    { ...base, metadata: '{"a":1,"b":"x","c":true}' },
-    { ...base, releaseRequest: JSON.stringify({ at: 1_796_083_205_000, reason: 'maintenance window', token_id: 'tk_1' }) },
-    { ...base, releaseRequest: null, expiresAt: millis(1_796_083_100_000) },
-  ];
-  for (const row of rows) {
+  for (const row of ROWS) {
     const held = heldLease(row, 1_796_083_210_000, 3);
     assert.equal(JSON.stringify(held), JSON.stringify({ ...leaseView(row, 1_796_083_210_000, 3), lease_id: row.leaseId }));
   }
 });
 
 test('heldLeaseJson writes exactly what JSON.stringify writes of the view', () => {
-  const base: LeaseRow = {
-    family: 'f', route: 'lease://a/b/c', leaseId: 'ls_"1"', fencingToken: 9_007_199_254_740_991, sessionHash: 'h',
-    ownerId: 'worker "1" é \u0000 😀', incarnation: 'hi\\1',
-    acquiredAt: millis(0), renewedAt: millis(1_796_083_201_000), expiresAt: millis(1_796_083_230_000), maxExpiresAt: millis(253_402_300_800_000),
-    ttlMs: 30_000, renewalCount: 0, revision: 1, metadata: null,
-  };
-  const rows: LeaseRow[] = [
-    base,
-    // Canonical text whose integer-like keys JSON.parse reorders: the view's object, not the stored text, is what is sent.
-    { ...base, metadata: '{"10":"ten","9":"nine","a":{"q":"say \\"hi\\"\\n","u":"é 😀\\u2028"},"n":[1,-0.5,null,true]}' },
-    { ...base, releaseRequest: JSON.stringify({ at: 1_796_083_205_000, reason: 'drain "zone" b — é\n', token_id: 'tk_1' }) },
-    { ...base, releaseRequest: null, expiresAt: millis(1_796_083_100_000) },
-  ];
-  for (const row of rows) {
+  for (const row of ROWS) {
     const held = heldLease(row, 1_796_083_210_000, 12);
     assert.equal(heldLeaseJson(held), JSON.stringify(held));
   }
