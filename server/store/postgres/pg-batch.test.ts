@@ -5,13 +5,16 @@
  * commit in far fewer transactions than steps; each keeps its own
  * all-or-nothing outcome (also once it writes through under a savepoint);
  * a batch that cannot commit fails every step in it and commits nothing.
+ * A batch's size is bounded by its work, and a step too close to its
+ * limit is refused before it runs. These are PostgreSQL's alone: SQLite's
+ * batches are no transaction of many steps cut short together.
  */
 
 import { after, afterEach, before, beforeEach, test } from 'node:test';
 import assert from 'node:assert/strict';
 import pg from 'pg';
 import { millis } from '../millis';
-import { PgStore } from './pg-store';
+import { MAX_BATCH_WORK, PgStore } from './pg-store';
 import { StoreUnavailableError, type LeaseRow, type SessionRow } from '../types';
 import { createTestDatabase, type TestDatabase } from '../../testing/pg';
 
@@ -35,6 +38,39 @@ async function writers(table: 'leases' | 'sessions' | 'waiters', keys: readonly 
   const col = table === 'sessions' ? 'id_hash' : table === 'waiters' ? 'request_id' : 'route';
   const r = await sql.query<{ k: string; x: string }>(`SELECT ${col} AS k, xmin::text AS x FROM ${table} WHERE ${col} = ANY($1::text[])`, [keys]);
   return new Map(r.rows.map((row) => [row.k, row.x]));
+}
+
+/** Which steps (by index) committed together: the groups of equal transaction ids, in order. */
+function batchesOf(xids: ReadonlyArray<string | undefined>): number[][] {
+  const groups = new Map<string | undefined, number[]>();
+  xids.forEach((x, i) => groups.set(x, [...(groups.get(x) ?? []), i]));
+  return [...groups.values()];
+}
+
+/** `holder` takes family f's lock in a step that keeps it until `release()` is called. */
+async function holdLock(holder: PgStore): Promise<{ release(): void; done: Promise<void> }> {
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  let locked!: () => void;
+  const hasLock = new Promise<void>((r) => (locked = r));
+  const done = holder.atomic(async (tx) => {
+    await tx.bumpRevision('f');
+    locked();
+    await held;
+  }, { family: 'f' });
+  await hasLock;
+  return { release, done };
+}
+
+/** Until a batch waits for a lock in the database (seen in pg_stat_activity, a bounded number of looks). */
+async function someBatchWaitsForTheLock(): Promise<void> {
+  for (let i = 0; ; i++) {
+    const waiting = await sql.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+    );
+    if (waiting.rows[0]!.n > 0) return;
+    assert.ok(i < 2_000, 'the batch never waited for the lock');
+  }
 }
 
 before(async () => {
@@ -224,27 +260,12 @@ test("a batch's notifications arrive once each, in step order, also when two ste
 test('steps that arrive while a batch waits for the lock join it, with their rows read in one more round trip', async () => {
   const other = await PgStore.open({ url: db.url });
   try {
-    let release!: () => void;
-    const held = new Promise<void>((r) => (release = r));
-    let locked!: () => void;
-    const hasLock = new Promise<void>((r) => (locked = r));
     // The other instance holds the family's lock (a batch that waits before it commits).
-    const holder = other.atomic(async (tx) => {
-      await tx.bumpRevision('f');
-      locked();
-      await held;
-    }, { family: 'f' });
-    await hasLock;
+    const holder = await holdLock(other);
     const before = { ...store.batchStats };
     const first = store.atomic(async (tx) => tx.bumpRevision('f'), { family: 'f' });
-    // Let that batch start and block on the lock (seen in pg_stat_activity, a bounded number of looks), then six more steps arrive.
-    for (let i = 0; ; i++) {
-      const waiting = await sql.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
-      );
-      if (waiting.rows[0]!.n > 0) break;
-      assert.ok(i < 2_000, 'the batch never waited for the lock');
-    }
+    // Let that batch start and block on the lock, then six more steps arrive.
+    await someBatchWaitsForTheLock();
     const routes = Array.from({ length: 6 }, (_, i) => `lease://b/late/${i}`);
     const late = routes.map((route) =>
       store.atomic(async (tx) => {
@@ -254,8 +275,8 @@ test('steps that arrive while a batch waits for the lock join it, with their row
         // The holder's session is hinted as the engine's acquire hints it (its lease count moves with the lease).
       }, { family: 'f', prefetch: { route, sessionHash: 'h1' } }),
     );
-    release();
-    await holder;
+    holder.release();
+    await holder.done;
     const revs = [await first, ...(await Promise.all(late))];
     assert.deepEqual(revs, [2, 3, 4, 5, 6, 7, 8], 'after the holder, in arrival order');
     assert.deepEqual(
@@ -299,5 +320,75 @@ test('the next batch of a family begins while the one before commits, and answer
     assert.equal(await store.atomic((tx) => tx.revision('f'), { family: 'f' }), 3);
   } finally {
     await sql.query(`DROP TRIGGER IF EXISTS slow_commit ON families`);
+  }
+});
+
+/** A step of family f that writes one lease on `route` (its transaction is the row's xmin), with more scope. */
+function put(s: PgStore, route: string, scope: { prefetch?: { routes: string[] }; alone?: boolean } = {}): Promise<number> {
+  return s.atomic(async (tx) => {
+    const rev = await tx.bumpRevision('f');
+    await tx.insertLease(lease(route, rev));
+    return rev;
+  }, { family: 'f', ...scope });
+}
+
+test('a batch holds at most MAX_BATCH_WORK items (a batched call counts as its items); a larger step runs in a batch of its own', async () => {
+  const works = [900, 900, 900, 900, MAX_BATCH_WORK + 500, 1, 1];
+  const routes = works.map((_, i) => `lease://b/work/${i}`);
+  // All queued in one turn of the event loop, before the family's first batch begins.
+  await Promise.all(works.map((w, i) => put(store, routes[i]!, { prefetch: { routes: Array.from({ length: w }, (_, k) => `lease://b/hint${i}/${k}`) } })));
+  const xids = await writers('leases', routes);
+  assert.deepEqual(batchesOf(routes.map((r) => xids.get(r))), [[0, 1], [2, 3], [4], [5, 6]]);
+});
+
+test('a step that runs alone is never joined by the steps queued after it', async () => {
+  const routes = ['lease://b/alone/0', 'lease://b/alone/1', 'lease://b/alone/2', 'lease://b/alone/3'];
+  await Promise.all(routes.map((r, i) => put(store, r, { alone: i === 1 })));
+  const xids = await writers('leases', routes);
+  // (The first batch's lock round trip sees three steps queued: they used to join it, the lone one with them.)
+  assert.deepEqual(batchesOf(routes.map((r) => xids.get(r))), [[0], [1], [2, 3]]);
+});
+
+test('a queued step too close to its limit for the next batch is refused before it runs, so the batch beside it commits', async () => {
+  // A step limit of 20 s, and queue ages on a clock the test moves (the real limit never passes here).
+  let now = 0;
+  const shedding = await PgStore.open({ url: db.url, stepTimeoutMs: 20_000, monotonic: () => now });
+  const other = await PgStore.open({ url: db.url });
+  try {
+    // Round 1: a batch that waited 12 s for the lock held by another instance. The recent batches'
+    // time (12 s) makes the margin half the limit: a step with less than 10 s left when a batch is
+    // formed would likely not finish in it.
+    let holder = await holdLock(other);
+    const warm = put(shedding, 'lease://b/shed/warm');
+    await someBatchWaitsForTheLock();
+    now += 12_000;
+    holder.release();
+    await Promise.all([warm, holder.done]);
+    assert.equal(shedding.batchStats.shed, 0);
+
+    // Round 2: two steps wait for the lock in a batch; a third queues behind them and waits with them.
+    holder = await holdLock(other);
+    const running = [put(shedding, 'lease://b/shed/a1'), put(shedding, 'lease://b/shed/a2')];
+    await someBatchWaitsForTheLock();
+    const late = put(shedding, 'lease://b/shed/late').then(() => 'ran', (e: unknown) => e);
+    // Once they have used 12 s of their 20 s (the margin is 10 s), the lock is released: the two in
+    // the batch run, the third is refused, nothing of it written.
+    now += 12_000;
+    holder.release();
+    await holder.done;
+    const [a1, a2] = await Promise.all(running);
+    assert.equal(a2, a1! + 1, 'the two in the batch committed');
+    const e = await late;
+    assert.ok(e instanceof StoreUnavailableError, String(e));
+    assert.equal(e.maybeCommitted, false);
+    assert.match(e.message, /waited too long to finish within 20000 ms/);
+    assert.equal(shedding.batchStats.shed, 1);
+    const rows = await writers('leases', ['lease://b/shed/a1', 'lease://b/shed/a2', 'lease://b/shed/late']);
+    assert.deepEqual([...rows.keys()].sort(), ['lease://b/shed/a1', 'lease://b/shed/a2']);
+    // A step queued now runs.
+    assert.ok((await put(shedding, 'lease://b/shed/next')) > 0);
+  } finally {
+    await other.close();
+    await shedding.close();
   }
 });

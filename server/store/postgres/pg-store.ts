@@ -47,6 +47,8 @@ export interface PgStoreOptions {
   connectTimeoutMs?: number;
   /** Tests only: backend time from this clock (read at the same point, after the locks) instead of the database's. */
   clock?: Clock;
+  /** Tests only: the clock of steps' queue ages and batches' durations (ms), instead of `performance.now()`. */
+  monotonic?: () => number;
   /** This instance's id (in other instances' view, stream ids and log lines); else generated. */
   instanceId?: string;
 }
@@ -63,13 +65,43 @@ interface Pending {
   abort: (() => void) | undefined;
   /** Runs in a batch of its own (`StepScope.alone`). */
   alone: boolean;
-  /** When it was queued (performance.now()): `queueDelayMs`. */
+  /** When it was queued (`PgStoreOptions.monotonic`): `queueDelayMs`, `shed`. */
   at: number;
+  /** Its share of a batch's work: a batched call's items, else 1 (`MAX_BATCH_WORK`). */
+  work: number;
 }
 
 /** At most this many steps in one batch (a bound on the lock's hold and the flush's size). */
 const MAX_BATCH = 256;
 const CLOCK = `SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8 AS now`;
+/**
+ * At most this much work in one batch, counted as a step's items (a batched
+ * call of 1,000 renewals is 1,000; any other step 1); a step larger than
+ * that alone still runs, in a batch of its own. Without it, a batch took
+ * every step queued: under a fleet's load, dozens of sessions' batched
+ * renewals of 1,000 leases each, tens of thousands of rows in one
+ * transaction, which outlasted the oldest step's limit, so the whole batch
+ * was cut short and every renewal in it failed at once (docs/design.md,
+ * "PostgreSQL: row locks, one batch per family").
+ */
+export const MAX_BATCH_WORK = 2_000;
+
+/**
+ * How many of `q`'s leading steps go into a batch that already holds `held`
+ * steps of `work` (none for a new batch): at most MAX_BATCH steps and
+ * MAX_BATCH_WORK (a batch's first step whatever its work), and a step that
+ * runs alone (`StepScope.alone`) only as its batch's one step.
+ */
+function batchLength(q: readonly Pending[], held = 0, work = 0): number {
+  let n = 0;
+  for (; n < q.length && held + n < MAX_BATCH; n++) {
+    const p = q[n]!;
+    if (p.alone) return held + n === 0 ? 1 : n;
+    if (held + n > 0 && work + p.work > MAX_BATCH_WORK) break;
+    work += p.work;
+  }
+  return n;
+}
 
 /** Committed batches and the steps they held (tests and the benchmark observe batching with it). */
 interface BatchStats {
@@ -77,6 +109,8 @@ interface BatchStats {
   steps: number;
   /** Round trips of the committed batches, their first and last included. */
   roundTrips: number;
+  /** Steps refused before they ran, too close to their limit (`shed`). */
+  shed: number;
 }
 
 export class PgStore implements Store {
@@ -98,10 +132,14 @@ export class PgStore implements Store {
   private readonly running = new Map<string, Promise<void>>();
   /** Each family's last batch begun, until it has answered its steps (the next one answers after it). */
   private readonly lastBatch = new Map<string, Promise<void>>();
-  readonly batchStats: BatchStats = { batches: 0, steps: 0, roundTrips: 0 };
+  readonly batchStats: BatchStats = { batches: 0, steps: 0, roundTrips: 0, shed: 0 };
+  /** How long this instance's recent batches took, the lock's wait included (a decaying maximum, ms): `shed`. */
+  private batchMs = 0;
+  private readonly monotonic: () => number;
 
   private constructor(private readonly opts: PgStoreOptions) {
     this.stepTimeoutMs = opts.stepTimeoutMs ?? 4_000;
+    this.monotonic = opts.monotonic ?? (() => performance.now());
     const instanceId = opts.instanceId ?? `i_${randomBytes(9).toString('base64url')}`;
     this.pool = new pg.Pool({
       ...connectionConfig(opts.url, opts.connectTimeoutMs ?? 2_000, 'leasehold'),
@@ -165,7 +203,7 @@ export class PgStore implements Store {
    */
   queueDelayMs(family: string): number {
     const first = this.unanswered.get(family)?.values().next().value;
-    return first ? performance.now() - first.at : 0;
+    return first ? this.monotonic() - first.at : 0;
   }
 
   atomic<T>(fn: (tx: Tx) => Promise<T>, scope?: StepScope): Promise<T> {
@@ -190,7 +228,8 @@ export class PgStore implements Store {
         timer: undefined,
         abort: undefined,
         alone: scope?.alone === true,
-        at: performance.now(),
+        at: this.monotonic(),
+        work: Math.max(1, scope?.prefetch?.routes?.length ?? 0),
       };
       unanswered.add(p);
       p.timer = setTimeout(() => this.expire(family, p), this.stepTimeoutMs);
@@ -228,13 +267,12 @@ export class PgStore implements Store {
     try {
       for (;;) {
         const q = this.queued.get(family);
+        if (q) this.shed(q);
         if (!q || q.length === 0) {
           this.queued.delete(family);
           return;
         }
-        // A step that runs alone ends the batch before it, and has its own.
-        const cut = q[0]!.alone ? 1 : q.findIndex((p) => p.alone);
-        const batch = q.splice(0, cut < 0 ? MAX_BATCH : Math.min(cut, MAX_BATCH));
+        const batch = q.splice(0, batchLength(q));
         if (this.closed) {
           for (const p of batch) {
             clearTimeout(p.timer);
@@ -258,6 +296,28 @@ export class PgStore implements Store {
   }
 
   /**
+   * Refuse, before it runs, each step at the head of `q` whose limit would
+   * likely pass within the batch about to start: less than twice the recent
+   * batches' time left (at least 50 ms, at most half the limit). Run, it
+   * would cut that whole batch short when its limit passed, failing every
+   * step beside it; refused now, nothing of it ran (`backend_unavailable`,
+   * safe to retry) and the steps behind it run in time. The queue is in
+   * arrival order, so those steps are its head.
+   */
+  private shed(q: Pending[]): void {
+    const margin = Math.min(this.stepTimeoutMs / 2, Math.max(50, 2 * this.batchMs));
+    const arrivedBy = this.monotonic() + margin - this.stepTimeoutMs;
+    let n = 0;
+    while (n < q.length && q[n]!.at < arrivedBy) n++;
+    if (n === 0) return;
+    this.batchStats.shed += n;
+    for (const p of q.splice(0, n)) {
+      clearTimeout(p.timer);
+      p.reject(new StoreUnavailableError(`postgres: the step waited too long to finish within ${this.stepTimeoutMs} ms`, false));
+    }
+  }
+
+  /**
    * One batch of a family's steps in one transaction: BEGIN + the family's
    * lock + every step's hinted rows + the clock in one round trip, the steps
    * one after another (a cache miss, a scan or a write-through costs its own
@@ -277,6 +337,7 @@ export class PgStore implements Store {
   }
 
   private async runSteps(family: string, steps: Pending[], previous: Promise<void>, committing: () => void): Promise<void> {
+    const started = this.monotonic();
     let client: pg.PoolClient | undefined;
     let commitSent = false;
     let timedOut = false;
@@ -327,8 +388,11 @@ export class PgStore implements Store {
       // arriving here: if at least as many came as the batch holds, they join it (their rows read
       // in one more round trip, under the lock) rather than wait for the next batch and its lock.
       const late = this.queued.get(family);
-      if (late && late.length >= steps.length && steps.length < MAX_BATCH) {
-        const joined = late.splice(0, MAX_BATCH - steps.length);
+      if (late) this.shed(late);
+      // (Not into a step that runs alone, and within the batch's bounds.)
+      const room = late && late.length >= steps.length && !steps[0]!.alone ? batchLength(late, steps.length, steps.reduce((w, p) => w + p.work, 0)) : 0;
+      if (room > 0) {
+        const joined = late!.splice(0, room);
         for (const p of joined) p.abort = abort;
         steps.push(...joined);
         const more = joined.map((p) => p.prefetch);
@@ -359,6 +423,7 @@ export class PgStore implements Store {
       const commit = tx.exec(`${sql}COMMIT`);
       committing();
       await Promise.race([commit, deadline]);
+      this.batchMs = Math.max(this.monotonic() - started, this.batchMs * 0.9);
       this.batchStats.batches++;
       this.batchStats.steps += steps.length;
       this.batchStats.roundTrips += 2 + tx.statements;
