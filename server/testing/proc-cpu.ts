@@ -26,9 +26,11 @@ export function cpuMs(pid: number | undefined): number {
 
 /**
  * CPU of every live process whose command name is `name` (e.g. `postgres`:
- * the server and its backends), in milliseconds. A backend that exits
- * between two readings takes its time with it, so compare readings taken
- * while the same connections stay open.
+ * the server and its backends), in milliseconds, with the CPU of their
+ * children that have exited (a backend whose connection was closed counts
+ * in the postmaster's, once it has reaped it). Without the latter, a
+ * backend exiting between two readings took its time with it, and a run
+ * whose servers discarded connections printed a negative figure.
  */
 export function cpuMsOfCommand(name: string): number {
   let total = 0;
@@ -39,7 +41,8 @@ export function cpuMsOfCommand(name: string): number {
       const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
       if (comm !== name) continue;
       const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      total += ((Number(f[11]) + Number(f[12])) * 1000) / CLK_TCK;
+      // utime, stime, then cutime and cstime: the children waited for.
+      total += ((Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) * 1000) / CLK_TCK;
     } catch {
       // The process ended while we looked.
     }
