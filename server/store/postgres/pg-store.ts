@@ -133,7 +133,7 @@ export class PgStore implements Store {
   /** Each family's last batch begun, until it has answered its steps (the next one answers after it). */
   private readonly lastBatch = new Map<string, Promise<void>>();
   readonly batchStats: BatchStats = { batches: 0, steps: 0, roundTrips: 0, shed: 0 };
-  /** How long this instance's recent batches took, the lock's wait included (a decaying maximum, ms): `shed`. */
+  /** How long this instance's recent batches took, the lock's wait included, failed ones too (a decaying maximum, ms): `shed`. */
   private batchMs = 0;
   private readonly monotonic: () => number;
 
@@ -423,7 +423,6 @@ export class PgStore implements Store {
       const commit = tx.exec(`${sql}COMMIT`);
       committing();
       await Promise.race([commit, deadline]);
-      this.batchMs = Math.max(this.monotonic() - started, this.batchMs * 0.9);
       this.batchStats.batches++;
       this.batchStats.steps += steps.length;
       this.batchStats.roundTrips += 2 + tx.statements;
@@ -436,6 +435,8 @@ export class PgStore implements Store {
         failure = new StoreUnavailableError(`postgres: the batch failed: ${(e as Error)?.message ?? String(e)}`, commitSent && !answered);
       }
     }
+    // Its time counts whether it committed or not: one cut short at a step's limit took longest.
+    this.batchMs = Math.max(this.monotonic() - started, this.batchMs * 0.9);
     let broken = timedOut;
     if (failure && !timedOut) await Promise.race([client.query('ROLLBACK'), deadline]).catch(() => (broken = true));
     // A connection that failed or timed out is discarded, never reused; so is one that may hold some of the prepared statements.
