@@ -354,13 +354,27 @@ async function fleet(c: Cluster, batchRenewals: boolean): Promise<void> {
   let nextSession = 0;
   // A fleet the server cannot keep (batching off) loses sessions while it fills: counted, not fatal.
   const fillErrors = new Map<string, number>();
+  // Acquisitions the server sheds while it is behind (`rate_limited`, docs/design.md "Admission") are
+  // asked again after the delay it names, as a fleet manager growing a fleet would, for up to 10 minutes.
+  const fillUntil = performance.now() + 600_000;
+  let shedRetries = 0;
   await Promise.all(
     Array.from({ length: 8 }, async () => {
       for (let s = nextSession++; s < FLEET_SESSIONS; s = nextSession++) {
         try {
           for (let i = 0; i < perSession; i += 16) {
             const routes = Array.from({ length: Math.min(16, perSession - i) }, (_, k) => `lease://fleet/s${String(s).padStart(3, '0')}/r${String(i + k).padStart(5, '0')}`);
-            handles.push(...(await sessions[s]!.acquireAll(routes, { ttlMs: FLEET_TTL_MS })));
+            for (;;) {
+              try {
+                handles.push(...(await sessions[s]!.acquireAll(routes, { ttlMs: FLEET_TTL_MS })));
+                break;
+              } catch (e) {
+                const err = e as { code?: string; retryAfterMs?: number };
+                if (err.code !== 'rate_limited' || performance.now() > fillUntil) throw e;
+                shedRetries++;
+                await sleep(err.retryAfterMs ?? 1_000);
+              }
+            }
           }
         } catch (e) {
           const code = (e as { code?: string }).code ?? String(e);
@@ -370,6 +384,7 @@ async function fleet(c: Cluster, batchRenewals: boolean): Promise<void> {
     }),
   );
   if (fillErrors.size > 0) console.log(`  sessions that could not be filled: ${[...fillErrors].map(([code, n]) => `${n} (${code})`).join(', ')}`);
+  if (shedRetries > 0) console.log(`  all-or-nothing acquires asked again after the SDK's own attempts were refused rate_limited: ${int(shedRetries)}`);
   const fillS = (performance.now() - f0) / 1000;
   // Renewals of the fill are spread over its duration; count from here.
   counting = true;
