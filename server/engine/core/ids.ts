@@ -38,13 +38,38 @@ export function hashSecret(secret: string): string {
 /** JSON with object keys sorted at every level: one text per value. */
 export function canonicalJson(value: unknown): string {
   if (value === null || typeof value !== 'object') return JSON.stringify(value);
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (Array.isArray(value)) {
+    let out = '[';
+    for (let i = 0; i < value.length; i++) {
+      if (i > 0) out += ',';
+      // As `join` writes an undefined element: nothing.
+      out += canonicalJson(value[i]) ?? '';
+    }
+    return `${out}]`;
+  }
   return canonicalObject(value as Record<string, unknown>, undefined);
 }
 
-/** An object's canonical JSON, leaving out `skip` (the string is built in one pass: digests run on every request). */
+/** Object keys as JSON strings, remembered: a body's keys are mostly the same few (bounded, since metadata keys are anyone's). */
+const quotedKeys = new Map<string, string>();
+
+function quotedKey(k: string): string {
+  let q = quotedKeys.get(k);
+  if (q === undefined) {
+    q = JSON.stringify(k);
+    if (quotedKeys.size < 512) quotedKeys.set(k, q);
+  }
+  return q;
+}
+
+/**
+ * An object's canonical JSON, leaving out `skip` (the string is built in one
+ * pass: digests run on every request, a batched renew's over each of its
+ * items; ids.test.ts holds it to sorted `JSON.stringify`).
+ */
 function canonicalObject(obj: Record<string, unknown>, skip: string | undefined): string {
-  const keys = Object.keys(obj).sort();
+  const keys = Object.keys(obj);
+  if (keys.length > 1) keys.sort();
   let out = '{';
   let first = true;
   for (const k of keys) {
@@ -52,7 +77,7 @@ function canonicalObject(obj: Record<string, unknown>, skip: string | undefined)
     if (v === undefined || k === skip) continue;
     if (!first) out += ',';
     first = false;
-    out += `${JSON.stringify(k)}:${canonicalJson(v)}`;
+    out += `${quotedKey(k)}:${typeof v === 'object' ? canonicalJson(v) : JSON.stringify(v)}`;
   }
   return `${out}}`;
 }
