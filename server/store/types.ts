@@ -286,10 +286,11 @@ export interface Tx {
   /** Families with a lease or session due at `now` (at most `limit`), for a sweep that runs one step per family. */
   dueFamilies(now: Millis, limit: number): Promise<string[]>;
   /**
-   * A store that finds due leases through a sweep horizon (PostgreSQL, docs/design.md
-   * "PostgreSQL: the sweep horizon"): move it on for up to `limit` leases
-   * whose horizon passed but that are not due; how many it
-   * moved on (`limit`: there may be more). Only in a step without a family.
+   * The sweep horizon through which both stores find due leases
+   * (docs/design.md "The sweep horizon"): move it on for up to `limit`
+   * leases whose horizon passed but that are not due; how many it moved on
+   * (`limit`: there may be more). Only in a step without a family (a
+   * family's batched transaction on PostgreSQL has none).
    */
   rearmLeases?(now: Millis, limit: number): Promise<number>;
   /** Live sessions (not ending), by (created_at, incarnation). */

@@ -12,6 +12,13 @@ export interface Dialect {
   readonly name: StoreKind;
   /** The placeholder of the n-th parameter (from 1). */
   param(n: number): string;
+  /**
+   * The placeholder of the n-th parameter in a statement that uses one more
+   * than once or out of order: on SQLite a named one (`@p1`, bound by
+   * `named`), since better-sqlite3 binds an array only to bare `?` in text
+   * order; on PostgreSQL `$n`.
+   */
+  numbered(n: number): string;
   /** ` INDEXED BY <index>` where the planner must be told (SQLite prefers the family's primary key), else nothing. */
   indexedBy(index: string): string;
   /** A boolean column is true. */
@@ -20,33 +27,26 @@ export interface Dialect {
   alias(column: string, field: string): string;
   /** Conditions that hold exactly when a route's literal segments equal the triple's (`bind` adds a parameter, returns its placeholder). */
   routeMatches(triple: Triple, bind: (v: unknown) => string): string[];
-  /**
-   * How due leases are found (docs/design.md "PostgreSQL: the sweep
-   * horizon"): through `leases_expiry` on `expires_at` (SQLite), or through
-   * `leases_sweep` on `sweep_at`, a lower bound of `expires_at` that a
-   * renewal leaves alone so that its update is HOT (PostgreSQL).
-   */
-  readonly leaseSweep: boolean;
 }
 
 export const sqlite: Dialect = {
   name: 'sqlite',
   param: () => '?',
+  numbered: (n) => `@p${n}`,
   indexedBy: (index) => ` INDEXED BY ${index}`,
   isTrue: (column) => `${column} = 1`,
   alias: (column, field) => (column === field ? column : `${column} AS ${field}`),
   // A GLOB is exact here: route segments hold no GLOB characters (lib/selector.ts).
-  leaseSweep: false,
   routeMatches: ([realm, area, resource], bind) => [`route GLOB ${bind(`lease://${realm ?? '*'}/${area ?? '*'}/${resource ?? '*'}`)}`],
 };
 
 export const postgres: Dialect = {
   name: 'postgres',
   param: (n) => `$${n}`,
+  numbered: (n) => `$${n}`,
   indexedBy: () => '',
   isTrue: (column) => column,
   alias: (column, field) => (column === field ? column : `${column} AS "${field}"`),
-  leaseSweep: true,
   routeMatches: ([realm, area, resource], bind) => [
     'route IS NOT NULL',
     ...(realm !== null ? [`split_part(route, '/', 3) = ${bind(realm)}`] : []),
@@ -103,3 +103,10 @@ export const SESSION_FIELDS = [
   ['family', 'family'], ['id_hash', 'idHash'], ['incarnation', 'incarnation'], ['owner_id', 'ownerId'], ['ttl_ms', 'ttlMs'],
   ['created_at', 'createdAt'], ['expires_at', 'expiresAt'], ['ending', 'ending'], ['batches', 'batches'], ['lease_count', 'leaseCount'],
 ] as const;
+
+/** The parameters of a statement written with `Dialect.numbered`, as SQLite's driver binds them: `{ p1, p2, … }`. */
+export function named(params: readonly unknown[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (let i = 0; i < params.length; i++) out[`p${i + 1}`] = params[i];
+  return out;
+}

@@ -13,11 +13,16 @@ function p(d: Dialect, n: number): string {
   return d.param(n);
 }
 
+/** The sweep horizon's reads use a parameter twice, and the floor out of order (`Dialect.numbered`). */
+function n(d: Dialect, i: number): string {
+  return d.numbered(i);
+}
+
 /**
- * How far past `limit` a due-lease read may walk the sweep horizon
- * (`Dialect.leaseSweep`): rows whose `sweep_at` passed but that were
- * renewed since are stepped over, at most this many, until `REARM_SQL`
- * moves them on. The read's cost stays bounded whatever the lag.
+ * How far past `limit` a due-lease read may walk the sweep horizon: rows
+ * whose `sweep_at` passed but that were renewed since are stepped over, at
+ * most this many, until the re-arm (`REARM_SQL`, `SQLITE_REARM_SQL`) moves
+ * them on. The read's cost stays bounded whatever the lag.
  */
 export const SWEEP_WALK = 4096;
 
@@ -30,25 +35,24 @@ export const FAMILIES_WALK = 16_384;
 
 /**
  * `what` of the due leases (`expires_at` at most `now`), of one family when
- * `family` is given, earliest first, at most `limit` (SQL expressions).
- * Through `leases_expiry` (SQLite), or through the sweep horizon
- * (`leases_sweep`, PostgreSQL): the index walk stops after `limit` plus
- * SWEEP_WALK rows.
+ * `family` is given, earliest horizon first, at most `limit` (SQL
+ * expressions), through the sweep horizon (`leases_sweep`, docs/design.md
+ * "The sweep horizon"): the index walk starts at the floor and stops after
+ * `limit` plus SWEEP_WALK rows.
  */
 function dueLeaseRows(d: Dialect, what: string, now: string, family: string | undefined, limit: string, floor: string): string {
   const ofFamily = family === undefined ? '' : ` AND family = ${family}`;
-  if (!d.leaseSweep) return `SELECT ${what} FROM leases${d.indexedBy('leases_expiry')} WHERE expires_at <= ${now}${ofFamily} ORDER BY expires_at LIMIT ${limit}`;
-  return `SELECT ${what} FROM (SELECT * FROM leases WHERE sweep_at >= ${floor} AND sweep_at <= ${now}${ofFamily} ORDER BY sweep_at LIMIT ${limit} + ${SWEEP_WALK}) w WHERE expires_at <= ${now} ORDER BY sweep_at LIMIT ${limit}`;
+  return `SELECT ${what} FROM (SELECT * FROM leases${d.indexedBy('leases_sweep')} WHERE sweep_at >= ${floor} AND sweep_at <= ${now}${ofFamily} ORDER BY sweep_at LIMIT ${limit} + ${SWEEP_WALK}) w WHERE expires_at <= ${now} ORDER BY sweep_at LIMIT ${limit}`;
 }
 
 /**
  * Leases or sessions due at `now`, earliest first, of every family (params:
- * now, limit) or one (params: now, family, limit). Leases through the sweep
- * horizon take one more, last: the walk's floor (`SweepFloor`).
+ * now, limit) or one (params: now, family, limit). Leases take one more,
+ * last: the sweep horizon's floor (`SweepFloor`).
  */
 export function dueSql(d: Dialect, table: 'leases' | 'sessions', oneFamily: boolean): string {
   const cols = columns(d, table === 'leases' ? LEASE_FIELDS : SESSION_FIELDS);
-  if (table === 'leases') return oneFamily ? dueLeaseRows(d, cols, p(d, 1), p(d, 2), p(d, 3), p(d, 4)) : dueLeaseRows(d, cols, p(d, 1), undefined, p(d, 2), p(d, 3));
+  if (table === 'leases') return oneFamily ? dueLeaseRows(d, cols, n(d, 1), n(d, 2), n(d, 3), n(d, 4)) : dueLeaseRows(d, cols, n(d, 1), undefined, n(d, 2), n(d, 3));
   const from = `${table}${d.indexedBy(`${table}_expiry`)}`;
   return oneFamily
     ? `SELECT ${cols} FROM ${from} WHERE expires_at <= ${p(d, 1)} AND family = ${p(d, 2)} ORDER BY expires_at LIMIT ${p(d, 3)}`
@@ -56,23 +60,21 @@ export function dueSql(d: Dialect, table: 'leases' | 'sessions', oneFamily: bool
 }
 
 /**
- * A family's backlog, for readiness (params: now, family, cap, family, cap;
- * through the sweep horizon, the floor last): its due leases and the leases
+ * A family's backlog, for readiness (params: now, family, cap, family, cap,
+ * and the sweep horizon's floor): its due leases and the leases
  * of its ending sessions, each counted up to `cap`, so the count costs at
  * most that however large the backlog.
  */
 export function backlogSql(d: Dialect): string {
-  return `SELECT (SELECT count(*) FROM (${dueLeaseRows(d, '1', p(d, 1), p(d, 2), p(d, 3), p(d, 6))}) due)
-     + (SELECT count(*) FROM (SELECT 1 FROM leases WHERE session_hash IN (SELECT id_hash FROM sessions WHERE family = ${p(d, 4)} AND ending IS NOT NULL) LIMIT ${p(d, 5)}) ending) AS n`;
+  return `SELECT (SELECT count(*) FROM (${dueLeaseRows(d, '1', n(d, 1), n(d, 2), n(d, 3), n(d, 6))}) due)
+     + (SELECT count(*) FROM (SELECT 1 FROM leases WHERE session_hash IN (SELECT id_hash FROM sessions WHERE family = ${n(d, 4)} AND ending IS NOT NULL) LIMIT ${n(d, 5)}) ending) AS n`;
 }
 
-/** Families with a lease or session due (params: now, now, limit; through the sweep horizon, the floor last). */
+/** Families with a lease or session due (params: now, now, limit, and the sweep horizon's floor). */
 export function dueFamiliesSql(d: Dialect): string {
-  const leases = d.leaseSweep
-    ? `SELECT family FROM (SELECT family, expires_at FROM leases WHERE sweep_at >= ${p(d, 4)} AND sweep_at <= ${p(d, 1)} ORDER BY sweep_at LIMIT ${FAMILIES_WALK}) w WHERE expires_at <= ${p(d, 1)}`
-    : `SELECT family FROM leases${d.indexedBy('leases_expiry')} WHERE expires_at <= ${p(d, 1)}`;
+  const leases = `SELECT family FROM (SELECT family, expires_at FROM leases${d.indexedBy('leases_sweep')} WHERE sweep_at >= ${n(d, 4)} AND sweep_at <= ${n(d, 1)} ORDER BY sweep_at LIMIT ${FAMILIES_WALK}) w WHERE expires_at <= ${n(d, 1)}`;
   return `SELECT family FROM (${leases}
-     UNION SELECT family FROM sessions${d.indexedBy('sessions_expiry')} WHERE expires_at <= ${p(d, 2)}) f ORDER BY family LIMIT ${p(d, 3)}`;
+     UNION SELECT family FROM sessions${d.indexedBy('sessions_expiry')} WHERE expires_at <= ${n(d, 2)}) f ORDER BY family LIMIT ${n(d, 3)}`;
 }
 
 /**
@@ -98,8 +100,19 @@ export const REARM_SQL = `WITH first AS (SELECT sweep_at FROM leases WHERE sweep
   SELECT (SELECT sweep_at FROM first) AS "first", (SELECT count(*) FROM moved)::int8 AS "n"`;
 
 /**
+ * The sweep horizon's re-arm on SQLite (params: now, limit, now): among the
+ * first `limit` leases whose `sweep_at` has passed, those not due (renewed
+ * since) get `sweep_at = expires_at`; `changes` counts them. SQLite removes
+ * an index entry as its row changes and has one writer, so the walk has no
+ * dead entries to step over and no row to skip: it starts at the index's
+ * low end (the store's floor stays 0).
+ */
+export const SQLITE_REARM_SQL = `UPDATE leases SET sweep_at = expires_at
+  WHERE (family, route) IN (SELECT family, route FROM leases INDEXED BY leases_sweep WHERE sweep_at <= ? ORDER BY sweep_at LIMIT ?) AND expires_at > ?`;
+
+/**
  * Where the walks of the sweep horizon start (PostgreSQL; docs/design.md
- * "PostgreSQL: the sweep horizon"). Every re-arm and every row a sweep ends
+ * "The sweep horizon"). Every re-arm and every row a sweep ends
  * leaves a dead index entry at the low end of `leases_sweep` until vacuum
  * comes, and a walk from the start reads them all: in a fleet, hundreds of
  * thousands a minute. No live lease is ever written with a horizon below its

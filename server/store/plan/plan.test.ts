@@ -21,8 +21,8 @@ import { PRUNE_IDEMPOTENCY } from '../postgres/pg-tx';
 import { SqliteStore } from '../sqlite/sqlite-store';
 import { tempDir } from '../../testing/harness';
 import { createTestDatabase, type TestDatabase } from '../../testing/pg';
-import { postgres, sqlite, type Dialect } from './dialect';
-import { backlogSql, dueFamiliesSql, dueSql, REARM_SQL } from './expiry';
+import { named, postgres, sqlite, type Dialect } from './dialect';
+import { backlogSql, dueFamiliesSql, dueSql, REARM_SQL, SQLITE_REARM_SQL } from './expiry';
 import { planLeaseScan, renderLeaseChunk, type LeaseScanPlan } from './lease-scan';
 import { planAuditScan, renderAuditScan } from './audit-scan';
 
@@ -46,11 +46,11 @@ function cases(d: Dialect): Array<{ name: string; sql: string; params: unknown[]
     const q = renderAuditScan(d, s, planAuditScan(s));
     return { name: `audit ${text} ${eventType ?? ''}`, sql: q.sql, params: q.params, index };
   };
-  const due = d.leaseSweep ? 'leases_sweep' : 'leases_expiry';
-  // The walk's floor (SweepFloor), a parameter of the sweep horizon's reads only.
-  const floor = d.leaseSweep ? [NOW - 10_000] : [];
+  const due = 'leases_sweep';
+  // The walk's floor (SweepFloor on PostgreSQL, 0 on SQLite), a parameter of the sweep horizon's reads.
+  const floor = [d.name === 'postgres' ? NOW - 10_000 : 0];
   return [
-    // PostgreSQL walks the sweep horizon instead (docs/design.md "PostgreSQL: the sweep horizon").
+    // Both stores walk the sweep horizon (docs/design.md "The sweep horizon").
     { name: 'due leases of a family', sql: dueSql(d, 'leases', true), params: [NOW, 'default', 512, ...floor], index: due },
     { name: 'due leases', sql: dueSql(d, 'leases', false), params: [NOW, 512, ...floor], index: due },
     { name: 'due families', sql: dueFamiliesSql(d), params: [NOW, NOW, 64, ...floor], index: due },
@@ -76,9 +76,9 @@ describe('query plans: sqlite', () => {
     db.prepare(
       `WITH RECURSIVE i(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM i WHERE n < ${LEASES - 1})
        INSERT INTO leases (family, route, realm, area, resource, lease_id, fencing_token, session_hash, owner_id, incarnation,
-         acquired_at, renewed_at, expires_at, max_expires_at, ttl_ms, renewal_count, revision, metadata)
+         acquired_at, renewed_at, expires_at, max_expires_at, ttl_ms, renewal_count, revision, metadata, sweep_at)
        SELECT 'default', 'lease://acme/area-' || (n % 100) || '/res-' || (n / 100), 'acme', 'area-' || (n % 100), 'res-' || (n / 100),
-         'l' || n, n, 's' || (n % 8), 'o', 'hi', ${NOW}, ${NOW}, ${NOW} + 600000 + n, ${NOW} + 3600000, 600000, 0, n, NULL FROM i`,
+         'l' || n, n, 's' || (n % 8), 'o', 'hi', ${NOW}, ${NOW}, ${NOW} + 600000 + n, ${NOW} + 3600000, 600000, 0, n, NULL, ${NOW} + 600000 + n FROM i`,
     ).run();
     // No ANALYZE, as in production: without statistics SQLite's planner
     // answers `family = ?` through the primary key unless told the index.
@@ -89,10 +89,18 @@ describe('query plans: sqlite', () => {
   });
   test('each rendered statement uses its index', () => {
     for (const c of cases(sqlite)) {
-      const plan = (db.prepare(`EXPLAIN QUERY PLAN ${c.sql}`).all(...c.params) as Array<{ detail: string }>).map((r) => r.detail).join('; ');
+      // The sweep horizon's reads name their parameters (Dialect.numbered).
+      const args = /@p\d/.test(c.sql) ? [named(c.params)] : c.params;
+      const plan = (db.prepare(`EXPLAIN QUERY PLAN ${c.sql}`).all(...args) as Array<{ detail: string }>).map((r) => r.detail).join('; ');
       assert.match(plan, new RegExp(`USING (COVERING )?(INDEX ${c.index}|${c.index})`), `${c.name}: ${plan}`);
       assert.doesNotMatch(plan, /SCAN leases(?! USING)/, `${c.name}: ${plan}`);
     }
+  });
+  test('the sweep horizon’s re-arm walks leases_sweep and updates each row by its key', () => {
+    const plan = (db.prepare(`EXPLAIN QUERY PLAN ${SQLITE_REARM_SQL}`).all(NOW, 512, NOW) as Array<{ detail: string }>).map((r) => r.detail).join('; ');
+    assert.match(plan, /SEARCH leases USING (COVERING )?INDEX leases_sweep/, plan);
+    assert.match(plan, /SEARCH leases USING PRIMARY KEY \(family=\? AND route=\?\)/, plan);
+    assert.doesNotMatch(plan, /SCAN leases(?! USING)/, plan);
   });
 });
 

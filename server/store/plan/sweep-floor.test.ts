@@ -1,6 +1,6 @@
 /**
  * The sweep horizon's floor (expiry.ts, `SweepFloor`; docs/design.md
- * "PostgreSQL: the sweep horizon"): where the walks of `leases_sweep` start.
+ * "The sweep horizon"): where the walks of `leases_sweep` start.
  * Pure arithmetic, so no store: the walks that use it run on PostgreSQL in
  * server/store/store.conformance.test.ts.
  */

@@ -196,7 +196,7 @@ export const MIGRATIONS: readonly string[] = [
   UPDATE sessions SET lease_count = (SELECT count(*) FROM leases WHERE leases.session_hash = sessions.id_hash);
   `,
   `
-  -- The sweep horizon (docs/design.md "PostgreSQL: the sweep horizon"): due
+  -- The sweep horizon (docs/design.md "The sweep horizon"): due
   -- leases are found through sweep_at, a lower bound of expires_at, kept
   -- by every write (a renewal moves it only to lower it) and moved up by
   -- the sweeper's re-arm. A renewal then changes no indexed column, and

@@ -130,6 +130,24 @@ describe('SQLite batch journal', () => {
     assert.ok(lines[1]!.statements.some(([sql]) => sql.includes('INTO leases')), 'the step\'s lease, flushed before it wrote through, is in its line');
   });
 
+  test('a sweep that moves the horizon on leaves the batch journaled, and what it answered survives a reopen', async () => {
+    const dir = dataDir();
+    const store = open(dir);
+    await acquire(store, 0);
+    // In the database (a read the caches cannot answer), then renewed past its horizon.
+    await store.atomic((tx) => tx.dueLeases(millis(0), 10));
+    await store.atomic((tx) => tx.updateLeaseRenewal('default', 'lease://acme/j/r0', 'ls_0', 9_000, 30_000, 21_000, 1), { family: 'default' });
+    const before = store.uncommittedBatches;
+    assert.ok(before > 0);
+    assert.equal(await store.atomic(async (tx) => tx.rearmLeases!(millis(20_000), 10)), 1);
+    assert.equal(store.uncommittedBatches, before, 'the batches before it still wait for the commit interval');
+    await store.close();
+    const again = open(dir);
+    const l = await again.atomic((tx) => tx.getLease('default', 'lease://acme/j/r0'));
+    assert.deepEqual([l?.expiresAt, l?.renewalCount], [30_000, 1]);
+    assert.deepEqual(await again.atomic((tx) => tx.dueLeases(millis(30_000), 10)).then((r) => r.map((x) => x.route)), ['lease://acme/j/r0']);
+  });
+
   test('a step that writes through and throws is undone, and its batch commits without it', async () => {
     const dir = dataDir();
     const store = open(dir);

@@ -192,4 +192,15 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE sessions ADD COLUMN lease_count INTEGER NOT NULL DEFAULT 0;
   UPDATE sessions SET lease_count = (SELECT count(*) FROM leases WHERE leases.session_hash = sessions.id_hash);
   `,
+  `
+  -- The sweep horizon (docs/design.md "The sweep horizon"): due leases are
+  -- found through sweep_at, a lower bound of expires_at that a renewal
+  -- leaves alone, so a renewal no longer moves an index entry. 0 (a row
+  -- written without it, by a journal line of an older build) is a valid
+  -- lower bound: the sweep finds that row and moves its horizon on.
+  ALTER TABLE leases ADD COLUMN sweep_at INTEGER NOT NULL DEFAULT 0;
+  UPDATE leases SET sweep_at = expires_at;
+  CREATE INDEX leases_sweep ON leases (sweep_at);
+  DROP INDEX leases_expiry;
+  `,
 ];

@@ -35,10 +35,10 @@ import { BatchTx, type DirectTx } from './write-behind';
 import { BatchJournal, JournalWriteError, readJournalFile, type WriteLog } from './journal';
 import { RetryGate, writeFaultOf } from './write-fault';
 import { idempotencyKey, RecentIdempotency } from './recent-idempotency';
-import { CHECKPOINT_FIELDS, columns, LEASE_FIELDS, SESSION_FIELDS, sqlite, TOKEN_FIELDS } from '../plan/dialect';
+import { CHECKPOINT_FIELDS, columns, LEASE_FIELDS, named, SESSION_FIELDS, sqlite, TOKEN_FIELDS } from '../plan/dialect';
 import { planLeaseScan, renderLeaseChunk, runLeaseScan } from '../plan/lease-scan';
 import { planAuditScan, renderAuditScan } from '../plan/audit-scan';
-import { auditPruneSql, backlogSql, dueFamiliesSql, dueSql, familyExcess } from '../plan/expiry';
+import { auditPruneSql, backlogSql, dueFamiliesSql, dueSql, familyExcess, SQLITE_REARM_SQL } from '../plan/expiry';
 import {
   RARE_AUDIT_TYPES,
   prunePrefix,
@@ -668,6 +668,12 @@ function unavailable(what: string, cause: unknown, maybeCommitted: boolean): Sto
 }
 
 /** The `Tx` over one connection: prepared statements, answered synchronously but typed async. */
+/**
+ * Where the walks of the sweep horizon start on SQLite: its low end. No dead
+ * index entries gather there (`SQLITE_REARM_SQL`), so no floor is kept.
+ */
+const NO_FLOOR = 0;
+
 class SqliteTx implements DirectTx {
   now = millis(0);
   readonly policies: SqlitePolicies;
@@ -721,15 +727,17 @@ class SqliteTx implements DirectTx {
       insertLease: p(
         `INSERT INTO leases (family, route, realm, area, resource, lease_id, fencing_token, session_hash,
            owner_id, incarnation, acquired_at, renewed_at, expires_at, max_expires_at, ttl_ms,
-           renewal_count, revision, metadata)
+           renewal_count, revision, metadata, sweep_at)
          VALUES (@family, @route, @realm, @area, @resource, @leaseId, @fencingToken, @sessionHash,
            @ownerId, @incarnation, @acquiredAt, @renewedAt, @expiresAt, @maxExpiresAt, @ttlMs,
-           @renewalCount, @revision, @metadata)`,
+           @renewalCount, @revision, @metadata, @expiresAt)`,
       ),
+      // The sweep horizon only ever falls here (a shorter TTL); it rises by the re-arm.
       renewLease: p(
-        `UPDATE leases SET renewed_at = ?, expires_at = ?, ttl_ms = ?, renewal_count = ?
+        `UPDATE leases SET renewed_at = ?, expires_at = ?, sweep_at = min(sweep_at, ?), ttl_ms = ?, renewal_count = ?
          WHERE family = ? AND route = ? AND lease_id = ?`,
       ),
+      rearmLeases: p(SQLITE_REARM_SQL),
       deleteLease: p(`DELETE FROM leases WHERE family = ? AND route = ? AND lease_id = ? AND fencing_token = ? RETURNING session_hash`).pluck(),
       countLease: p(`UPDATE sessions SET lease_count = max(0, lease_count + ?) WHERE id_hash = ?`),
       setReleaseRequest: p(`UPDATE leases SET release_request = ? WHERE family = ? AND route = ? AND lease_id = ? AND fencing_token = ?`),
@@ -877,7 +885,7 @@ class SqliteTx implements DirectTx {
     return (family === undefined ? this.s.dueSessions.all(now, limit) : this.s.dueSessionsFamily.all(now, family, limit)) as SessionRow[];
   }
   async dueFamilies(now: number, limit: number): Promise<string[]> {
-    return this.s.dueFamilies.all(now, now, limit) as string[];
+    return this.s.dueFamilies.all(named([now, now, limit, NO_FLOOR])) as string[];
   }
   async listSessions(family: string, ownerId: string | undefined, after: [number, string] | null, limit: number): Promise<SessionRow[]> {
     // The owner filter is applied while reading so that a page is still `limit` long.
@@ -896,7 +904,7 @@ class SqliteTx implements DirectTx {
     return out;
   }
   async countBacklog(family: string, now: number, cap: number): Promise<number> {
-    return this.s.countBacklog.get(now, family, cap, family, cap) as number;
+    return this.s.countBacklog.get(named([now, family, cap, family, cap, NO_FLOOR])) as number;
   }
   async countSessionLeases(idHash: string): Promise<number> {
     return this.s.countSessionLeases.get(idHash) as number;
@@ -911,7 +919,7 @@ class SqliteTx implements DirectTx {
     this.s.countLease.run(1, row.sessionHash);
   }
   async updateLeaseRenewal(family: string, route: string, leaseId: string, renewedAt: number, expiresAt: number, ttlMs: number, renewalCount: number): Promise<void> {
-    this.s.renewLease.run(renewedAt, expiresAt, ttlMs, renewalCount, family, route, leaseId);
+    this.s.renewLease.run(renewedAt, expiresAt, expiresAt, ttlMs, renewalCount, family, route, leaseId);
   }
   async deleteLease(family: string, route: string, leaseId: string, fencingToken: number): Promise<boolean> {
     const sessionHash = this.s.deleteLease.get(family, route, leaseId, fencingToken) as string | undefined;
@@ -933,7 +941,10 @@ class SqliteTx implements DirectTx {
     return this.s.hasReleaseRequests.get(idHash) !== undefined;
   }
   async dueLeases(now: number, limit: number, family?: string): Promise<LeaseRow[]> {
-    return (family === undefined ? this.s.dueLeases.all(now, limit) : this.s.dueLeasesFamily.all(now, family, limit)) as LeaseRow[];
+    return (family === undefined ? this.s.dueLeases.all(named([now, limit, NO_FLOOR])) : this.s.dueLeasesFamily.all(named([now, family, limit, NO_FLOOR]))) as LeaseRow[];
+  }
+  async rearmLeases(now: number, limit: number): Promise<number> {
+    return this.s.rearmLeases.run(now, limit, now).changes;
   }
   async countLeases(family: string | null): Promise<number> {
     return (family === null ? this.s.countLeasesAll.get() : this.s.countLeasesFamily.get(family)) as number;

@@ -111,6 +111,14 @@ interface TableOptions<V> {
   sorted?: boolean;
   /** Runs before any of its rows are written or reported. */
   beforeWrite?: () => void;
+  /**
+   * The table keeps a sweep horizon (`sweep_at`, docs/design.md "The sweep
+   * horizon"), a lower bound of this value of its rows: a new row gets the
+   * value, a row written again only ever lowers it, and a narrow update,
+   * which leaves the column (and its index) alone, is used only when the
+   * value did not fall.
+   */
+  horizon?: (row: V) => number;
 }
 
 /** A cached table written by multi-row SQLite statements (or handed to a sink). */
@@ -212,6 +220,7 @@ class SqliteTable<V> extends CachedTable<V> {
       return;
     }
     const { name, keyCols, cols, narrow } = this.spec;
+    const horizon = this.opts.horizon;
     const upserts: unknown[][] = [];
     const deletes: unknown[][] = [];
     const updates: unknown[][] = [];
@@ -222,13 +231,19 @@ class SqliteTable<V> extends CachedTable<V> {
       // Rows only reported (`log`) stay pending: the database still holds `before`.
       if (mode !== 'log') this.stored.delete(k);
       if (v === null) deletes.push(k.split(SEP));
-      else if (narrow && before !== undefined && (narrow.only ? narrow.only(before, v) : differsOnlyIn(before, v, narrow.fields))) updates.push(narrow.params(v));
+      else if (narrow && before !== undefined && (!horizon || horizon(v) >= horizon(before)) && (narrow.only ? narrow.only(before, v) : differsOnlyIn(before, v, narrow.fields))) updates.push(narrow.params(v));
+      else if (horizon) upserts.push([...this.spec.values(v), horizon(v)]);
       else upserts.push(this.spec.values(v));
     }
     if (deletes.length > 0) {
       this.sql.runChunked(`${name}-del`, deletes, keyCols.length, (n) => `DELETE FROM ${name} WHERE (${keyCols.join(',')}) IN (VALUES ${tuples(n, keyCols.length)})`, mode);
     }
-    if (upserts.length > 0) {
+    if (upserts.length > 0 && horizon) {
+      const set = [...cols.filter((c) => !keyCols.includes(c)).map((c) => `${c} = excluded.${c}`), `sweep_at = min(${name}.sweep_at, excluded.sweep_at)`];
+      const width = cols.length + 1;
+      const sql = (n: number) => `INSERT INTO ${name} (${cols.join(',')},sweep_at) VALUES ${tuples(n, width)} ON CONFLICT (${keyCols.join(',')}) DO UPDATE SET ${set.join(', ')}`;
+      this.sql.runChunked(`${name}-put`, upserts, width, sql, mode);
+    } else if (upserts.length > 0) {
       this.sql.runChunked(`${name}-put`, upserts, cols.length, (n) => `INSERT OR REPLACE INTO ${name} (${cols.join(',')}) VALUES ${tuples(n, cols.length)}`, mode);
     }
     if (narrow && updates.length > 0) {
@@ -273,6 +288,7 @@ export interface DirectTx extends Tx {
   idempotencyRow(family: string, op: string, route: string, requestId: string): IdempotencyRow | undefined;
   /** Whether a lease of the session holds a release request in the database (`mayHaveReleaseRequests`). */
   hasReleaseRequests(idHash: string): boolean;
+  rearmLeases(now: Millis, limit: number): Promise<number>;
   /** Idempotency records appended apart from the keyed table; follows the transaction's savepoints and end. */
   readonly recentIdempotency: RecentIdempotency;
 }
@@ -346,7 +362,7 @@ export class BatchTx extends UnitOfWork<DirectTx> {
   ) {
     super();
     this.sql = new Statements(db, log);
-    this.leases = new SqliteTable(LEASES, this.sql);
+    this.leases = new SqliteTable(LEASES, this.sql, { horizon: (l) => l.expiresAt });
     this.sessions = new SqliteTable(SESSIONS, this.sql);
     // Idempotency records wait in the cache like the other keyed rows (in
     // the journal lines of their batches) and are written in key order at the
@@ -616,6 +632,25 @@ export class BatchTx extends UnitOfWork<DirectTx> {
   protected async write<T>(f: () => Promise<T>): Promise<T> {
     this.writeThrough();
     return f();
+  }
+
+  /**
+   * The sweep horizon moved on (docs/design.md "The sweep horizon"),
+   * written through the open transaction. No cached row changes (a lease
+   * row holds no horizon), so the caches stay; and the batch stays
+   * journaled: a horizon is only a lower bound, so a re-arm that a crash or
+   * a rollback loses costs a later sweep one more re-arm, nothing else. For
+   * the same reason it is no write of the step's (`stepWrote`).
+   */
+  async rearmLeases(now: Millis, limit: number): Promise<number> {
+    return this.write(async () => {
+      const before = this.ctl.totalChanges.get() as number;
+      const n = await this.base.rearmLeases(now, limit);
+      const moved = (this.ctl.totalChanges.get() as number) - before;
+      this.st.changesAtThrough += moved;
+      this.st.changesAtSavepoint += moved;
+      return n;
+    });
   }
 
   protected sessionRow(idHash: string): SessionRow | undefined {
