@@ -52,6 +52,16 @@ function lease(i: number, expiresAt: number): LeaseRow {
   };
 }
 
+/** A new data directory with leases r1, r2 … of these deadlines, and its store. */
+async function withLeases(...deadlines: number[]): Promise<{ dir: string; store: SqliteStore }> {
+  const dir = dataDir();
+  const store = open(dir);
+  await store.atomic(async (tx) => {
+    for (const [i, at] of deadlines.entries()) await tx.insertLease(lease(i + 1, at));
+  });
+  return { dir, store };
+}
+
 /** Each lease's [route, expires_at, sweep_at] in the database, the store closed first (its pending rows written). */
 async function horizons(dir: string): Promise<Array<[string, number, number]>> {
   await closeAll();
@@ -64,14 +74,9 @@ async function horizons(dir: string): Promise<Array<[string, number, number]>> {
 }
 
 test('a renewal to a later deadline leaves the horizon where it was, a shorter one lowers it, the re-arm moves it on', async () => {
-  const dir = dataDir();
-  let store = open(dir);
-  await store.atomic(async (tx) => {
-    await tx.insertLease(lease(1, 1_000));
-    await tx.insertLease(lease(2, 1_000));
-  });
+  const { dir } = await withLeases(1_000, 1_000);
   assert.deepEqual(await horizons(dir), [['lease://acme/sweep/r1', 1_000, 1_000], ['lease://acme/sweep/r2', 1_000, 1_000]]);
-  store = open(dir);
+  let store = open(dir);
   // Through a family's batch (written behind, then narrowly) and directly.
   await store.atomic((tx) => tx.updateLeaseRenewal('default', 'lease://acme/sweep/r1', 'ls_1', 500, 9_000, 8_500, 1), { family: 'default' });
   await store.atomic((tx) => tx.updateLeaseRenewal('default', 'lease://acme/sweep/r2', 'ls_2', 500, 800, 300, 1));
@@ -121,17 +126,12 @@ test('a data directory of the schema before the horizon opens with every lease h
 });
 
 test('a row without a horizon (0: a journal line of an older build) is found when due and moved on when not', async () => {
-  const dir = dataDir();
-  let store = open(dir);
-  await store.atomic(async (tx) => {
-    await tx.insertLease(lease(1, 700));
-    await tx.insertLease(lease(2, 3_000));
-  });
+  const { dir } = await withLeases(700, 3_000);
   await closeAll();
   const db = new Database(join(dir, 'leasehold.sqlite'));
   db.prepare('UPDATE leases SET sweep_at = 0').run();
   db.close();
-  store = open(dir);
+  const store = open(dir);
   assert.deepEqual((await store.atomic((tx) => tx.dueLeases(millis(1_000), 10))).map((l) => l.route), ['lease://acme/sweep/r1']);
   assert.equal(await store.atomic(async (tx) => tx.rearmLeases!(millis(1_000), 10)), 1);
   assert.deepEqual(await horizons(dir), [['lease://acme/sweep/r1', 700, 0], ['lease://acme/sweep/r2', 3_000, 3_000]]);
