@@ -162,9 +162,6 @@ describe('query plans: the PostgreSQL batch’s prepared statements', () => {
     ['lh_del_sessions', `'[["s1"]]'`, 'sessions_pkey'],
     ['lh_del_idempotency', `'[["default", "acquire", "lease://acme/area-1/res-1", "r1"]]'`, 'idempotency_pkey'],
     ['lh_del_checkpoints', `'[["default", "lease://acme/area-1/res-1"]]'`, 'checkpoints_pkey'],
-    // The narrow updates (a renewal, a keepalive): each row probed by its key, updated by its TID.
-    ['lh_narrow_leases', `'[["default", "lease://acme/area-1/res-1", ${NOW}, ${NOW + 5_000}, 5000, 1]]'`, 'leases_pkey'],
-    ['lh_narrow_sessions', `'[["s1", ${NOW + 1_000}, 1, null]]'`, 'sessions_pkey'],
   ];
   const explain = async (name: string, args: string) =>
     (await client.query(`EXPLAIN EXECUTE ${name}(${args})`)).rows.map((x: Record<string, string>) => x['QUERY PLAN']).join('\n');
@@ -243,24 +240,6 @@ describe('query plans: the PostgreSQL batch’s prepared statements', () => {
       assert.deepEqual(odd.rows, [{ owner_id: `o'$lh_rows$"\\x\ufffdy` }]);
       await client.query(`EXECUTE lh_del_sessions('[["s-new"], ["s1"]]')`);
       assert.equal((await client.query(`SELECT count(*)::int AS n FROM sessions WHERE id_hash IN ('s-new', 's1', 's2')`)).rows[0].n, 1);
-    } finally {
-      await client.query('ROLLBACK');
-    }
-  });
-
-  test('a narrow renewal changes its four columns and lowers the sweep horizon only when the deadline falls', async () => {
-    const row = (route: string) =>
-      client.query(`SELECT renewed_at, expires_at, ttl_ms, renewal_count, sweep_at, lease_id, revision FROM leases WHERE route = $1`, [route]).then((r) => r.rows[0]);
-    const a = 'lease://acme/area-1/res-1';
-    const b = 'lease://acme/area-2/res-2';
-    const before = await row(b);
-    await client.query('BEGIN');
-    try {
-      // a: later (the horizon stays); b: earlier (it falls to the new deadline); an unknown route: nothing.
-      await client.query(execute('lh_narrow_leases', [['default', a, NOW + 10, NOW + 900_000, 899_990, 3], ['default', b, NOW + 10, NOW + 20, 10, 1], ['default', 'lease://acme/none/x', 1, 2, 3, 4]]));
-      assert.deepEqual(await row(a), { renewed_at: String(NOW + 10), expires_at: String(NOW + 900_000), ttl_ms: '899990', renewal_count: '3', sweep_at: String(NOW + 600_101), lease_id: 'l101', revision: '101' });
-      assert.deepEqual(await row(b), { ...before, renewed_at: String(NOW + 10), expires_at: String(NOW + 20), ttl_ms: '10', renewal_count: '1', sweep_at: String(NOW + 20) });
-      assert.equal((await client.query(`SELECT count(*)::int AS n FROM leases WHERE route = 'lease://acme/none/x'`)).rows[0].n, 0);
     } finally {
       await client.query('ROLLBACK');
     }

@@ -392,27 +392,3 @@ test('a queued step too close to its limit for the next batch is refused before 
     await shedding.close();
   }
 });
-
-test('a renewal in a family’s batch is written as a narrow UPDATE of its row, anything else about the lease as an upsert', async () => {
-  // A trigger records each row-level write the database is asked for: an upsert fires INSERT (the
-  // row it proposes) before its UPDATE; the narrow UPDATE fires UPDATE alone.
-  await sql.query(`CREATE TABLE IF NOT EXISTS write_log (seq serial, op text, route text)`);
-  await sql.query(`CREATE OR REPLACE FUNCTION log_lease_write() RETURNS trigger AS $$ BEGIN INSERT INTO write_log (op, route) VALUES (TG_OP, NEW.route); RETURN NEW; END $$ LANGUAGE plpgsql`);
-  await store.atomic((tx) => tx.insertLease(lease('lease://b/n/a', 1)), { family: 'f' });
-  await sql.query(`CREATE TRIGGER log_lease_write BEFORE INSERT OR UPDATE ON leases FOR EACH ROW EXECUTE FUNCTION log_lease_write()`);
-  const log = async () => (await sql.query<{ op: string; route: string }>(`SELECT op, route FROM write_log ORDER BY seq`)).rows.map((r) => `${r.op} ${r.route}`);
-  try {
-    await store.atomic((tx) => tx.updateLeaseRenewal('f', 'lease://b/n/a', 'ls_lease://b/n/a', 50, 9_000, 8_950, 1), { family: 'f' });
-    assert.deepEqual(await log(), ['UPDATE lease://b/n/a']);
-    const row = await sql.query(`SELECT renewed_at, expires_at, ttl_ms, renewal_count, sweep_at, metadata FROM leases WHERE route = 'lease://b/n/a'`);
-    assert.deepEqual(row.rows, [{ renewed_at: '50', expires_at: '9000', ttl_ms: '8950', renewal_count: '1', sweep_at: '9000', metadata: null }]);
-    // A release request is no renewal: the row is written whole.
-    await sql.query('TRUNCATE write_log');
-    assert.equal(await store.atomic((tx) => tx.setReleaseRequest('f', 'lease://b/n/a', 'ls_lease://b/n/a', 1, '{"by":"op"}'), { family: 'f' }), true);
-    assert.deepEqual(await log(), ['INSERT lease://b/n/a', 'UPDATE lease://b/n/a']);
-    assert.equal((await store.atomic((tx) => tx.getLease('f', 'lease://b/n/a')))?.releaseRequest, '{"by":"op"}');
-  } finally {
-    await sql.query(`DROP TRIGGER log_lease_write ON leases`);
-    await sql.query(`DROP TABLE write_log`);
-  }
-});

@@ -34,7 +34,7 @@
 import type { PoolClient, QueryResult } from 'pg';
 import { millis, type Millis } from '../millis';
 import type { ChangeLogTx, ChangeRow, CheckpointRow, IdempotencyRow, LeaseRow, NewAuditRow, PolicyTx, SessionRow, SharedWaiters, StepScope } from '../types';
-import { CHECKPOINTS, CachedTable, changeValues, differsOnlyIn, IDEMPOTENCY, LEASES, SEP, SESSIONS, UnitOfWork, auditValues, idemKey, leaseKey, type Entries } from '../unit-of-work';
+import { CHECKPOINTS, CachedTable, changeValues, IDEMPOTENCY, LEASES, SEP, SESSIONS, UnitOfWork, auditValues, idemKey, leaseKey, type Entries } from '../unit-of-work';
 import { quoteLiteral } from './pg-connection';
 import { PgTx } from './pg-tx';
 import type { SweepFloor } from '../plan/expiry';
@@ -45,29 +45,6 @@ type Prefetch = NonNullable<StepScope['prefetch']>;
 
 /** A cached table written by multi-row PostgreSQL statements sent with the batch's round trips. */
 class PgTable<V> extends CachedTable<V> {
-  /**
-   * A pending row's value in the database: the row this batch read under
-   * its lock when a step first wrote the key. Against it a row is written
-   * narrowly (`TableSpec.narrow`, pg-prepared.ts `narrowUpdate`).
-   */
-  private readonly stored = new Map<string, V>();
-
-  override commitStep(): void {
-    if (this.spec.narrow) {
-      for (const k of this.step.keys()) {
-        if (this.dirty.has(k) || this.stored.has(k)) continue;
-        const before = this.known.get(k);
-        if (before) this.stored.set(k, before);
-      }
-    }
-    super.commitStep();
-  }
-
-  override reset(): void {
-    this.stored.clear();
-    super.reset();
-  }
-
   /** The statements writing the batch's pending rows (the cache stays valid). */
   batchSql(): string {
     const entries = this.takeBatch();
@@ -80,21 +57,16 @@ class PgTable<V> extends CachedTable<V> {
     return entries ? this.sql(entries) : '';
   }
 
-  /** Deletes, upserts, narrow updates: one prepared statement each (pg-prepared.ts). */
+  /** Deletes, then upserts: one prepared statement each (pg-prepared.ts). */
   private sql(entries: Entries<V>): string {
-    const { name, narrow } = this.spec;
+    const name = this.spec.name;
     const upserts: unknown[][] = [];
     const deletes: string[][] = [];
-    const updates: unknown[][] = [];
     for (const [k, v] of entries) {
-      const before = this.stored.get(k);
-      // Written from here: the database holds `v`.
-      this.stored.delete(k);
       if (v === null) deletes.push(k.split(SEP));
-      else if (narrow && before !== undefined && (narrow.only ? narrow.only(before, v) : differsOnlyIn(before, v, narrow.fields))) updates.push(narrow.params(v));
       else upserts.push(this.spec.values(v));
     }
-    return execute(`lh_del_${name}`, deletes) + execute(`lh_put_${name}`, upserts) + execute(`lh_narrow_${name}`, updates);
+    return execute(`lh_del_${name}`, deletes) + execute(`lh_put_${name}`, upserts);
   }
 }
 

@@ -71,23 +71,6 @@ const upsert = (t: TableSpec<unknown>) => {
 const probe = (elements: string, t: string, keyCols: readonly string[], what: string, key: (c: string, i: number) => string) =>
   `FROM ${elements} r CROSS JOIN LATERAL (SELECT ${what} FROM ${t} WHERE ${keyCols.map((c, i) => `${c} = ${key(c, i)}`).join(' AND ')} LIMIT 1) x`;
 
-/**
- * A table's narrow UPDATE (`TableSpec.narrow`: rows that differ from the
- * database's only in a few columns, a renewal's four): the key, then those
- * columns, each row found by its own index probe and updated by its TID, so
- * a cached generic plan never scans the table (as `probe` says). A lease's
- * `sweep_at` only ever falls here, as in the upsert: a renewal to a later
- * deadline leaves it, so the update stays HOT. Fewer values to send and
- * parse than the whole row, and no other column rewritten.
- */
-const narrowUpdate = (t: TableSpec<unknown>) => {
-  const n = t.narrow!;
-  const w = t.keyCols.length;
-  const set = n.cols.map((c, i) => `${c} = ${column(c, w + i)}`);
-  if (t.name === 'leases') set.push(`sweep_at = LEAST(leases.sweep_at, ${column('expires_at', w + n.cols.indexOf('expires_at'))})`);
-  return `UPDATE ${t.name} SET ${set.join(', ')} FROM (SELECT r, x.ctid AS tid ${probe('jsonb_array_elements($1)', t.name, t.keyCols, 'ctid', column)}) v WHERE ${t.name}.ctid = v.tid`;
-};
-
 const remove = (t: TableSpec<unknown>) =>
   `DELETE FROM ${t.name} WHERE ctid = ANY (ARRAY(SELECT x.ctid ${probe('jsonb_array_elements($1)', t.name, t.keyCols, 'ctid', column)}))`;
 
@@ -99,7 +82,6 @@ const TABLES = [LEASES, SESSIONS, IDEMPOTENCY, CHECKPOINTS] as unknown as Readon
 /** Every prepared statement, by name. */
 const STATEMENTS: ReadonlyArray<readonly [string, string, string]> = [
   ...TABLES.flatMap((t) => [[`lh_put_${t.name}`, 'jsonb', upsert(t)] as const, [`lh_del_${t.name}`, 'jsonb', remove(t)] as const]),
-  ...TABLES.filter((t) => t.narrow).map((t) => [`lh_narrow_${t.name}`, 'jsonb', narrowUpdate(t)] as const),
   // The per-family counts first, families in order (their row locks order two instances' audit writes).
   [
     'lh_audit_counts',
