@@ -162,6 +162,10 @@ describe('query plans: the PostgreSQL batch’s prepared statements', () => {
     ['lh_del_sessions', `'[["s1"]]'`, 'sessions_pkey'],
     ['lh_del_idempotency', `'[["default", "acquire", "lease://acme/area-1/res-1", "r1"]]'`, 'idempotency_pkey'],
     ['lh_del_checkpoints', `'[["default", "lease://acme/area-1/res-1"]]'`, 'checkpoints_pkey'],
+    ['lh_lock_leases', `'[["default", "lease://acme/area-1/res-1"]]'`, 'leases_pkey'],
+    ['lh_lock_sessions', `'[["s1"]]'`, 'sessions_pkey'],
+    ['lh_lock_idempotency', `'[["default", "acquire", "lease://acme/area-1/res-1", "r1"]]'`, 'idempotency_pkey'],
+    ['lh_lock_checkpoints', `'[["default", "lease://acme/area-1/res-1"]]'`, 'checkpoints_pkey'],
   ];
   const explain = async (name: string, args: string) =>
     (await client.query(`EXPLAIN EXECUTE ${name}(${args})`)).rows.map((x: Record<string, string>) => x['QUERY PLAN']).join('\n');

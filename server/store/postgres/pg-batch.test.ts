@@ -17,6 +17,7 @@ import { millis } from '../millis';
 import { MAX_BATCH_WORK, PgStore } from './pg-store';
 import { StoreUnavailableError, type LeaseRow, type SessionRow } from '../types';
 import { createTestDatabase, type TestDatabase } from '../../testing/pg';
+import { REARM_SQL } from '../plan/expiry';
 
 let db: TestDatabase;
 let store: PgStore;
@@ -391,4 +392,27 @@ test('a queued step too close to its limit for the next batch is refused before 
     await other.close();
     await shedding.close();
   }
+});
+
+test("a batch's delete of a lease row removes it also when the sweep's re-arm moves the row while the delete waits", async () => {
+  // The re-arm (expiry.ts REARM_SQL) takes no family lock: it updates any lease whose horizon has passed
+  // but that is not due. A delete matched on the row's old version must still remove the new one.
+  const route = 'lease://b/rearm/x';
+  const rev = await put(store, route);
+  await sql.query(`UPDATE leases SET sweep_at = 5 WHERE route = $1`, [route]);
+  const rearm = new pg.Client({ connectionString: db.url });
+  await rearm.connect();
+  try {
+    await rearm.query('BEGIN');
+    const moved = await rearm.query<{ n: string }>(REARM_SQL, [6, 512, 0]);
+    assert.equal(Number(moved.rows[0]!.n), 1, 'the re-arm moved the row (uncommitted)');
+    const released = store.atomic((tx) => tx.deleteLease('f', route, `ls_${route}`, rev), { family: 'f' });
+    await someBatchWaitsForTheLock();
+    await rearm.query('COMMIT');
+    assert.equal(await released, true, 'the release was answered');
+  } finally {
+    await rearm.end();
+  }
+  assert.deepEqual([...(await writers('leases', [route])).keys()], [], 'the answered release left no row');
+  assert.equal(await store.atomic((tx) => tx.getLease('f', route), { family: 'f' }), undefined);
 });

@@ -57,7 +57,7 @@ class PgTable<V> extends CachedTable<V> {
     return entries ? this.sql(entries) : '';
   }
 
-  /** Deletes, then upserts: one prepared statement each (pg-prepared.ts). */
+  /** Deletes (their rows locked first), then upserts: prepared statements (pg-prepared.ts). */
   private sql(entries: Entries<V>): string {
     const name = this.spec.name;
     const upserts: unknown[][] = [];
@@ -66,7 +66,7 @@ class PgTable<V> extends CachedTable<V> {
       if (v === null) deletes.push(k.split(SEP));
       else upserts.push(this.spec.values(v));
     }
-    return execute(`lh_del_${name}`, deletes) + execute(`lh_put_${name}`, upserts);
+    return execute(`lh_lock_${name}`, deletes) + execute(`lh_del_${name}`, deletes) + execute(`lh_put_${name}`, upserts);
   }
 }
 

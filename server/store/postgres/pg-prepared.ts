@@ -68,8 +68,22 @@ const upsert = (t: TableSpec<unknown>) => {
  * a lateral subquery with a LIMIT is a parameterized index probe per key.
  * `key(c, i)` is the SQL of key column `c` of the element `r`.
  */
-const probe = (elements: string, t: string, keyCols: readonly string[], what: string, key: (c: string, i: number) => string) =>
-  `FROM ${elements} r CROSS JOIN LATERAL (SELECT ${what} FROM ${t} WHERE ${keyCols.map((c, i) => `${c} = ${key(c, i)}`).join(' AND ')} LIMIT 1) x`;
+const probe = (elements: string, t: string, keyCols: readonly string[], what: string, key: (c: string, i: number) => string, lock = '') =>
+  `FROM ${elements} r CROSS JOIN LATERAL (SELECT ${what} FROM ${t} WHERE ${keyCols.map((c, i) => `${c} = ${key(c, i)}`).join(' AND ')} LIMIT 1${lock}) x`;
+
+/**
+ * A batch's deletes: `lh_lock_<table>` and then `lh_del_<table>`, the same rows.
+ * The delete finds each row by key and removes it by its TID. A statement
+ * that holds no family lock (the sweep's re-arm, expiry.ts `REARM_SQL`) may
+ * update a row while the delete waits for it; PostgreSQL then rechecks the
+ * delete's condition against the row's new version, whose TID differs, and
+ * skips the row without a word: an answered release would leave its lease.
+ * So the rows are locked first, by key (`FOR UPDATE` waits for a writer and
+ * locks the newest version); the delete, a statement of its own with a
+ * newer snapshot, finds that version, which nothing else can move now.
+ */
+const lockForDelete = (t: TableSpec<unknown>) =>
+  `SELECT count(*) ${probe('jsonb_array_elements($1)', t.name, t.keyCols, '1', column, ' FOR UPDATE')}`;
 
 const remove = (t: TableSpec<unknown>) =>
   `DELETE FROM ${t.name} WHERE ctid = ANY (ARRAY(SELECT x.ctid ${probe('jsonb_array_elements($1)', t.name, t.keyCols, 'ctid', column)}))`;
@@ -81,7 +95,11 @@ const TABLES = [LEASES, SESSIONS, IDEMPOTENCY, CHECKPOINTS] as unknown as Readon
 
 /** Every prepared statement, by name. */
 const STATEMENTS: ReadonlyArray<readonly [string, string, string]> = [
-  ...TABLES.flatMap((t) => [[`lh_put_${t.name}`, 'jsonb', upsert(t)] as const, [`lh_del_${t.name}`, 'jsonb', remove(t)] as const]),
+  ...TABLES.flatMap((t) => [
+    [`lh_put_${t.name}`, 'jsonb', upsert(t)] as const,
+    [`lh_lock_${t.name}`, 'jsonb', lockForDelete(t)] as const,
+    [`lh_del_${t.name}`, 'jsonb', remove(t)] as const,
+  ]),
   // The per-family counts first, families in order (their row locks order two instances' audit writes).
   [
     'lh_audit_counts',
