@@ -124,7 +124,7 @@ export class LeaseEngine {
     const audit = new AuditLog(store, { logger: opts.logger, ...opts.audit });
     const r = (this.runner = new Runner(store, ctx, events, audit));
     // A sweep step may end up to LEASEHOLD_STEP_MAX_LEASES leases: it runs alone, not in the batch of the requests beside it.
-    this.sweeper = r.sweeper = new ExpirySweeper(ctx, (fn, family) => r.run(fn, undefined, family, undefined, family !== undefined), scheduler);
+    this.sweeper = r.sweeper = new ExpirySweeper(ctx, (fn, family) => r.run(fn, undefined, family, undefined, { alone: family !== undefined }), scheduler);
     const waiting = (r.waiting = new Waiting(ctx, scheduler, (fn, family) => r.run(fn, undefined, family)));
     this.authority = new TokenAuthority(store);
     const startedAt = store.now();

@@ -77,7 +77,13 @@ export class Runner {
    * `inTx` success inside the step itself (if that write fails, the step
    * fails and changes nothing), everything else buffered after the step.
    */
-  async run<T>(fn: (step: Step) => Promise<T>, audit?: AuditSpec, family = audit?.caller.family, prefetch?: StepScope['prefetch'], alone = false): Promise<T> {
+  async run<T>(
+    fn: (step: Step) => Promise<T>,
+    audit?: AuditSpec,
+    family = audit?.caller.family,
+    prefetch?: StepScope['prefetch'],
+    kind: Pick<StepScope, 'alone' | 'keeps'> = {},
+  ): Promise<T> {
     let step: Step | undefined;
     let value: T;
     let refusal: LeaseholdError | undefined;
@@ -103,7 +109,7 @@ export class Runner {
         // its commit (and its grants of their waiters).
         if (this.cluster) await this.cluster.broadcast(tx, step);
         return v;
-      }, family === undefined ? undefined : alone ? { family, prefetch, alone } : { family, prefetch });
+      }, family === undefined ? undefined : { family, prefetch, ...kind });
     } catch (e) {
       if (step) this.waiting.undo(step);
       const err = fromStoreError(e);

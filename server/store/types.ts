@@ -571,6 +571,14 @@ export interface StepScope {
    * twice (CONTRACT §19).
    */
   alone?: boolean;
+  /**
+   * The step keeps leases already granted alive (a renewal, a keepalive, a
+   * batched renewal): a store that forms a family's batches from a queue
+   * takes such steps ahead of the others queued, so that a burst of new
+   * acquisitions cannot delay them past their leases' expiry (docs/design.md
+   * "Admission").
+   */
+  keeps?: boolean;
 }
 
 /** Receives a shared store's cross-instance messages. */

@@ -16,6 +16,8 @@ import { BACKENDS } from '../../testing/pg';
 import { rid } from '../../testing/harness';
 import { waitFor } from '../../testing/wait';
 import { requestDigest } from '../core/ids';
+import type { StepScope, Store } from '../../store/types';
+import type { HeldLease } from '../core/views';
 
 const LIMIT_MS = 50;
 
@@ -128,6 +130,35 @@ for (const backend of BACKENDS) {
       assert.equal(granted.answer.lease.owner_id, 'first');
       assert.equal(granted.answer.queued, true, 'from its place in the queue');
       assert.equal(fx.engine.stats.audit.acquire_shed, 1, 'only the new acquisition was turned away');
+    });
+
+    test('renewals, keepalives and batched renewals ask the store to take them ahead of the steps queued before them; acquisitions and releases do not', async () => {
+      const scopes: Array<StepScope | undefined> = [];
+      f = await engineFixture({ backend }, (inner) => {
+        const store = Object.create(inner) as Store;
+        store.atomic = (fn, scope) => (scopes.push(scope), inner.atomic(fn, scope));
+        return store;
+      });
+      const fx = f;
+      /** Whether the one step `call` ran asked to keep leases (`StepScope.keeps`), and for its family. */
+      const keeps = async (call: () => Promise<unknown>) => {
+        scopes.length = 0;
+        await call();
+        assert.equal(scopes.length, 1, 'one step');
+        assert.equal(scopes[0]?.family, fx.admin.family);
+        return scopes[0]?.keeps === true;
+      };
+      const s = await fx.open('fleet', 60_000);
+      let lease!: HeldLease;
+      assert.equal(await keeps(async () => (lease = (await fx.acquire('lease://adm/k/a', s)).answer.lease)), false, 'acquire');
+      assert.equal(await keeps(() => fx.engine.leases.renew(fx.admin, lease.route, proofOf(s, lease))), true, 'renew');
+      assert.equal(await keeps(() => fx.engine.sessions.keepAlive(fx.admin, s)), true, 'keepalive');
+      const items = [{ route: lease.route, leaseId: lease.lease_id, fencingToken: lease.fencing_token }];
+      const renewed = await keeps(() => fx.engine.sessions.renewAll(fx.admin, { sessionId: s, requestId: rid(), digest: requestDigest({ session_id: s, request_id: 'x', leases: items }), items }));
+      assert.equal(renewed, true, 'batched renewal');
+      const more = [{ route: 'lease://adm/k/b', metadata: null }];
+      assert.equal(await keeps(() => fx.engine.sessions.acquireAll(fx.admin, { sessionId: s, requestId: rid(), digest: requestDigest({ session_id: s, request_id: 'x', leases: more }), items: more })), false, 'acquireAll');
+      assert.equal(await keeps(() => fx.engine.leases.release(fx.admin, lease.route, proofOf(s, lease))), false, 'release');
     });
 
     test('with admission off (0), an acquisition queues behind the slow step however long it waits, and is granted', async () => {

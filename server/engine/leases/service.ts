@@ -131,6 +131,7 @@ export class LeaseService {
       spec(p, 'lease_renew', route, 'lease_renewed'),
       p.family,
       h.prefetch,
+      { keeps: true },
     );
   }
 

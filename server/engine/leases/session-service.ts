@@ -44,13 +44,14 @@ export class SessionService {
       undefined,
       p.family,
       { sessionHash },
+      { keeps: true },
     );
   }
 
   /** Close a live session, releasing its leases and dropping its waits. */
   async close(p: Caller, sessionId: string): Promise<{ released: number }> {
     // Alone: it may end up to LEASEHOLD_STEP_MAX_LEASES leases (see the sweeper's steps).
-    return this.r.run((step) => closeSessionStep(this.r.ctx, step, p.family, sessionId), spec(p, 'session_close', null, 'session_closed'), undefined, undefined, true);
+    return this.r.run((step) => closeSessionStep(this.r.ctx, step, p.family, sessionId), spec(p, 'session_close', null, 'session_closed'), undefined, undefined, { alone: true });
   }
 
   /** Sessions of the principal's family, by created_at then incarnation. */
@@ -133,7 +134,7 @@ export class SessionService {
       return await this.r.run((step) => {
         facts = step.facts;
         return fn(step);
-      }, undefined, p.family, prefetch);
+      }, undefined, p.family, prefetch, { keeps: op === 'session_renew' });
     } catch (e) {
       if (e instanceof LeaseholdError) this.r.audit.note(spec(p, type, null, ''), e.code, facts);
       throw e;

@@ -416,3 +416,25 @@ test("a batch's delete of a lease row removes it also when the sweep's re-arm mo
   assert.deepEqual([...(await writers('leases', [route])).keys()], [], 'the answered release left no row');
   assert.equal(await store.atomic((tx) => tx.getLease('f', route), { family: 'f' }), undefined);
 });
+
+test('steps that keep granted leases alive go into batches ahead of the steps queued before them', async () => {
+  // SQLite takes every queued step into its next batch, so there is no order to choose there.
+  const step = (route: string, work: number, keeps: boolean) =>
+    store.atomic(async (tx) => {
+      const rev = await tx.bumpRevision('f');
+      await tx.insertLease(lease(route, rev));
+      return rev;
+    }, { family: 'f', keeps, prefetch: { routes: Array.from({ length: work }, (_, i) => `${route}/${i}`) } });
+  const holder = await holdLock(store);
+  // Queued behind the held batch, in this order: an acquisition's work of 1,500, then two renewals.
+  const acquisition = step('lease://b/keep/acquired', 1_500, false);
+  const renewal = step('lease://b/keep/renewed', 1_500, true);
+  const small = step('lease://b/keep/small', 1, true);
+  holder.release();
+  await holder.done;
+  // The renewals run first, together (1,501 of MAX_BATCH_WORK); the acquisition does not fit beside them.
+  assert.deepEqual(await Promise.all([renewal, small, acquisition]), [2, 3, 4]);
+  const xids = await writers('leases', ['lease://b/keep/acquired', 'lease://b/keep/renewed', 'lease://b/keep/small']);
+  assert.equal(xids.get('lease://b/keep/renewed'), xids.get('lease://b/keep/small'));
+  assert.notEqual(xids.get('lease://b/keep/acquired'), xids.get('lease://b/keep/renewed'));
+});

@@ -69,6 +69,8 @@ interface Pending {
   at: number;
   /** Its share of a batch's work: a batched call's items, else 1 (`MAX_BATCH_WORK`). */
   work: number;
+  /** Keeps granted leases alive (`StepScope.keeps`): queued ahead of the rest. */
+  keeps: boolean;
 }
 
 /** At most this many steps in one batch (a bound on the lock's hold and the flush's size). */
@@ -87,20 +89,75 @@ const CLOCK = `SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8 
 export const MAX_BATCH_WORK = 2_000;
 
 /**
- * How many of `q`'s leading steps go into a batch that already holds `held`
- * steps of `work` (none for a new batch): at most MAX_BATCH steps and
- * MAX_BATCH_WORK (a batch's first step whatever its work), and a step that
- * runs alone (`StepScope.alone`) only as its batch's one step.
+ * A family's queued steps in two lanes, each in arrival order: the steps
+ * that keep granted leases alive (`StepScope.keeps`) go into batches ahead
+ * of the others (docs/design.md "Admission"). A batch is bounded by work,
+ * so under a fleet's load a burst of acquisitions queued first would
+ * otherwise delay the renewals behind it, and what the family cannot carry
+ * in time is refused (`shed`) from the acquisitions' lane first.
  */
-function batchLength(q: readonly Pending[], held = 0, work = 0): number {
-  let n = 0;
-  for (; n < q.length && held + n < MAX_BATCH; n++) {
-    const p = q[n]!;
-    if (p.alone) return held + n === 0 ? 1 : n;
-    if (held + n > 0 && work + p.work > MAX_BATCH_WORK) break;
-    work += p.work;
+class StepQueue {
+  private readonly keeping: Pending[] = [];
+  private readonly others: Pending[] = [];
+
+  get length(): number {
+    return this.keeping.length + this.others.length;
   }
-  return n;
+
+  push(p: Pending): void {
+    (p.keeps ? this.keeping : this.others).push(p);
+  }
+
+  /** Remove `p` if it is still queued. */
+  remove(p: Pending): boolean {
+    const lane = p.keeps ? this.keeping : this.others;
+    const i = lane.indexOf(p);
+    if (i < 0) return false;
+    lane.splice(i, 1);
+    return true;
+  }
+
+  /** Take every step queued before `arrivedBy` (each lane's head). */
+  takeOlder(arrivedBy: number): Pending[] {
+    const out: Pending[] = [];
+    for (const lane of [this.keeping, this.others]) {
+      let n = 0;
+      while (n < lane.length && lane[n]!.at < arrivedBy) n++;
+      for (const p of lane.splice(0, n)) out.push(p);
+    }
+    return out;
+  }
+
+  /**
+   * The next steps for a batch that already holds `held` steps of `work`
+   * (none for a new batch), the keeping lane first: at most MAX_BATCH steps
+   * and MAX_BATCH_WORK (a batch's first step whatever its work), and a step
+   * that runs alone (`StepScope.alone`) only as its batch's one step.
+   */
+  take(held = 0, work = 0): Pending[] {
+    const out: Pending[] = [];
+    for (const lane of [this.keeping, this.others]) {
+      let n = 0;
+      let full = false;
+      while (n < lane.length) {
+        const p = lane[n]!;
+        const at = held + out.length + n;
+        if (at >= MAX_BATCH || (at > 0 && (p.alone || work + p.work > MAX_BATCH_WORK))) {
+          full = true;
+          break;
+        }
+        work += p.work;
+        n++;
+        if (p.alone) {
+          full = true;
+          break;
+        }
+      }
+      for (const p of lane.splice(0, n)) out.push(p);
+      if (full) break;
+    }
+    return out;
+  }
 }
 
 /** Committed batches and the steps they held (tests and the benchmark observe batching with it). */
@@ -125,7 +182,7 @@ export class PgStore implements Store {
   private offset = 0;
   private closed = false;
   /** Steps waiting for their family's next batch. */
-  private readonly queued = new Map<string, Pending[]>();
+  private readonly queued = new Map<string, StepQueue>();
   /** Each family's steps not yet answered, in arrival order (`queueDelayMs`). */
   private readonly unanswered = new Map<string, Set<Pending>>();
   /** Families with a batch running (or about to), and the loop that runs them. */
@@ -212,7 +269,7 @@ export class PgStore implements Store {
     if (family === undefined) return this.single(fn);
     return new Promise<T>((resolve, reject) => {
       let q = this.queued.get(family);
-      if (!q) this.queued.set(family, (q = []));
+      if (!q) this.queued.set(family, (q = new StepQueue()));
       let open = this.unanswered.get(family);
       if (!open) this.unanswered.set(family, (open = new Set()));
       const unanswered = open;
@@ -230,6 +287,7 @@ export class PgStore implements Store {
         alone: scope?.alone === true,
         at: this.monotonic(),
         work: Math.max(1, scope?.prefetch?.routes?.length ?? 0),
+        keeps: scope?.keeps === true,
       };
       unanswered.add(p);
       p.timer = setTimeout(() => this.expire(family, p), this.stepTimeoutMs);
@@ -248,10 +306,7 @@ export class PgStore implements Store {
   /** A step reached the step limit: refused if it is still queued (nothing ran), else its batch is cut short. */
   private expire(family: string, p: Pending): void {
     if (p.abort) return p.abort();
-    const q = this.queued.get(family);
-    const i = q?.indexOf(p) ?? -1;
-    if (i < 0) return;
-    q!.splice(i, 1);
+    if (!this.queued.get(family)?.remove(p)) return;
     p.reject(new StoreUnavailableError(`postgres: the step waited longer than ${this.stepTimeoutMs} ms`, false));
   }
 
@@ -272,7 +327,7 @@ export class PgStore implements Store {
           this.queued.delete(family);
           return;
         }
-        const batch = q.splice(0, batchLength(q));
+        const batch = q.take();
         if (this.closed) {
           for (const p of batch) {
             clearTimeout(p.timer);
@@ -296,22 +351,19 @@ export class PgStore implements Store {
   }
 
   /**
-   * Refuse, before it runs, each step at the head of `q` whose limit would
+   * Refuse, before it runs, each step queued in `q` whose limit would
    * likely pass within the batch about to start: less than twice the recent
    * batches' time left (at least 50 ms, at most half the limit). Run, it
    * would cut that whole batch short when its limit passed, failing every
    * step beside it; refused now, nothing of it ran (`backend_unavailable`,
-   * safe to retry) and the steps behind it run in time. The queue is in
-   * arrival order, so those steps are its head.
+   * safe to retry) and the steps behind it run in time.
    */
-  private shed(q: Pending[]): void {
+  private shed(q: StepQueue): void {
     const margin = Math.min(this.stepTimeoutMs / 2, Math.max(50, 2 * this.batchMs));
-    const arrivedBy = this.monotonic() + margin - this.stepTimeoutMs;
-    let n = 0;
-    while (n < q.length && q[n]!.at < arrivedBy) n++;
-    if (n === 0) return;
-    this.batchStats.shed += n;
-    for (const p of q.splice(0, n)) {
+    const refused = q.takeOlder(this.monotonic() + margin - this.stepTimeoutMs);
+    if (refused.length === 0) return;
+    this.batchStats.shed += refused.length;
+    for (const p of refused) {
       clearTimeout(p.timer);
       p.reject(new StoreUnavailableError(`postgres: the step waited too long to finish within ${this.stepTimeoutMs} ms`, false));
     }
@@ -390,9 +442,8 @@ export class PgStore implements Store {
       const late = this.queued.get(family);
       if (late) this.shed(late);
       // (Not into a step that runs alone, and within the batch's bounds.)
-      const room = late && late.length >= steps.length && !steps[0]!.alone ? batchLength(late, steps.length, steps.reduce((w, p) => w + p.work, 0)) : 0;
-      if (room > 0) {
-        const joined = late!.splice(0, room);
+      const joined = late && late.length >= steps.length && !steps[0]!.alone ? late.take(steps.length, steps.reduce((w, p) => w + p.work, 0)) : [];
+      if (joined.length > 0) {
         for (const p of joined) p.abort = abort;
         steps.push(...joined);
         const more = joined.map((p) => p.prefetch);
