@@ -82,7 +82,7 @@ export class Runner {
     audit?: AuditSpec,
     family = audit?.caller.family,
     prefetch?: StepScope['prefetch'],
-    kind: Pick<StepScope, 'alone' | 'keeps'> = {},
+    kind: Pick<StepScope, 'alone' | 'keeps' | 'work'> = {},
   ): Promise<T> {
     let step: Step | undefined;
     let value: T;

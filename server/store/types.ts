@@ -579,6 +579,14 @@ export interface StepScope {
    * "Admission").
    */
   keeps?: boolean;
+  /**
+   * The step's share of a batch's work, when it is not its hinted routes'
+   * count (`prefetch.routes`, else 1): a page of a listing counts the rows
+   * it may examine, so a store that bounds its batches by work gives it no
+   * renewals to delay beside it (docs/design.md "PostgreSQL: row locks, one
+   * batch per family").
+   */
+  work?: number;
 }
 
 /** Receives a shared store's cross-instance messages. */

@@ -17,6 +17,7 @@ import { rid } from '../../testing/harness';
 import { waitFor } from '../../testing/wait';
 import { requestDigest } from '../core/ids';
 import type { StepScope, Store } from '../../store/types';
+import { selectorOrThrow } from '@/lib/selector';
 import type { HeldLease } from '../core/views';
 
 const LIMIT_MS = 50;
@@ -159,6 +160,16 @@ for (const backend of BACKENDS) {
       const more = [{ route: 'lease://adm/k/b', metadata: null }];
       assert.equal(await keeps(() => fx.engine.sessions.acquireAll(fx.admin, { sessionId: s, requestId: rid(), digest: requestDigest({ session_id: s, request_id: 'x', leases: more }), items: more })), false, 'acquireAll');
       assert.equal(await keeps(() => fx.engine.leases.release(fx.admin, lease.route, proofOf(s, lease))), false, 'release');
+      // A page of a listing counts the rows it may examine as its work (StepScope.work).
+      const sel = selectorOrThrow('lease://adm/k/*');
+      for (const [name, call, work] of [
+        ['list', () => fx.engine.leases.list(fx.admin, sel, { limit: 10 }), fx.engine.limits.listBudget],
+        ['list with a budget', () => fx.engine.leases.list(fx.admin, sel, { limit: 10, budget: 50 }), 50],
+        ['summary', () => fx.engine.leases.summary(fx.admin, sel, {}), fx.engine.limits.listBudget],
+      ] as const) {
+        assert.equal(await keeps(call), false, name);
+        assert.equal(scopes[0]?.work, work, name);
+      }
     });
 
     test('with admission off (0), an acquisition queues behind the slow step however long it waits, and is granted', async () => {

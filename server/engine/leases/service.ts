@@ -195,7 +195,9 @@ export class LeaseService {
    */
   async list(p: Principal, sel: ParsedSelector, q: ListQuery): Promise<ListPage> {
     const c = this.r.cursor(p.family, 'leases', listQueryKey(sel, q), q.cursor, (x): x is string => typeof x === 'string');
-    const page = await this.r.read((readOnly) => this.r.run((step) => listStep(this.r.ctx, step, p.family, sel, q, c.after, c.encode, readOnly), undefined, p.family));
+    // Its work is the rows it may examine (StepScope.work): a fleet's renewals are not batched beside it.
+    const work = { work: q.budget ?? this.r.limits.listBudget };
+    const page = await this.r.read((readOnly) => this.r.run((step) => listStep(this.r.ctx, step, p.family, sel, q, c.after, c.encode, readOnly), undefined, p.family, undefined, work));
     return { ...page, epoch: this.r.store.epoch() };
   }
 
@@ -205,7 +207,7 @@ export class LeaseService {
    * examined routes, so past it the total is a lower bound (`exact: false`).
    */
   async summary(p: Principal, sel: ParsedSelector, q: Omit<ListQuery, 'limit' | 'cursor'>): Promise<LeaseSummary> {
-    return this.r.run((step) => summaryStep(this.r.ctx, step, p.family, sel, q), undefined, p.family);
+    return this.r.run((step) => summaryStep(this.r.ctx, step, p.family, sel, q), undefined, p.family, undefined, { work: q.budget ?? this.r.limits.listBudget });
   }
 
   /** One page of the free routes in lock-delay matching the selector, in route order (lock-delay-list.ts). */

@@ -325,7 +325,7 @@ test('the next batch of a family begins while the one before commits, and answer
 });
 
 /** A step of family f that writes one lease on `route` (its transaction is the row's xmin), with more scope. */
-function put(s: PgStore, route: string, scope: { prefetch?: { routes: string[] }; alone?: boolean } = {}): Promise<number> {
+function put(s: PgStore, route: string, scope: { prefetch?: { routes: string[] }; alone?: boolean; work?: number } = {}): Promise<number> {
   return s.atomic(async (tx) => {
     const rev = await tx.bumpRevision('f');
     await tx.insertLease(lease(route, rev));
@@ -340,6 +340,14 @@ test('a batch holds at most MAX_BATCH_WORK items (a batched call counts as its i
   await Promise.all(works.map((w, i) => put(store, routes[i]!, { prefetch: { routes: Array.from({ length: w }, (_, k) => `lease://b/hint${i}/${k}`) } })));
   const xids = await writers('leases', routes);
   assert.deepEqual(batchesOf(routes.map((r) => xids.get(r))), [[0, 1], [2, 3], [4], [5, 6]]);
+});
+
+test('a step that names its work (a page of a listing) counts it, not its hinted routes', async () => {
+  const works = [1, 1_500, 1, 1_200, 900];
+  const routes = works.map((_, i) => `lease://b/named-work/${i}`);
+  await Promise.all(works.map((w, i) => put(store, routes[i]!, { work: w })));
+  const xids = await writers('leases', routes);
+  assert.deepEqual(batchesOf(routes.map((r) => xids.get(r))), [[0, 1, 2], [3], [4]]);
 });
 
 test('a step that runs alone is never joined by the steps queued after it', async () => {

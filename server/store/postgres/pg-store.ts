@@ -67,7 +67,7 @@ interface Pending {
   alone: boolean;
   /** When it was queued (`PgStoreOptions.monotonic`): `queueDelayMs`, `shed`. */
   at: number;
-  /** Its share of a batch's work: a batched call's items, else 1 (`MAX_BATCH_WORK`). */
+  /** Its share of a batch's work: `StepScope.work`, else a batched call's items, else 1 (`MAX_BATCH_WORK`). */
   work: number;
   /** Keeps granted leases alive (`StepScope.keeps`): queued ahead of the rest. */
   keeps: boolean;
@@ -286,7 +286,7 @@ export class PgStore implements Store {
         abort: undefined,
         alone: scope?.alone === true,
         at: this.monotonic(),
-        work: Math.max(1, scope?.prefetch?.routes?.length ?? 0),
+        work: Math.max(1, scope?.work ?? scope?.prefetch?.routes?.length ?? 0),
         keeps: scope?.keeps === true,
       };
       unanswered.add(p);
