@@ -195,9 +195,7 @@ export class LeaseService {
    */
   async list(p: Principal, sel: ParsedSelector, q: ListQuery): Promise<ListPage> {
     const c = this.r.cursor(p.family, 'leases', listQueryKey(sel, q), q.cursor, (x): x is string => typeof x === 'string');
-    // Its work is the rows it may examine (StepScope.work): a fleet's renewals are not batched beside it.
-    const work = { work: q.budget ?? this.r.limits.listBudget };
-    const page = await this.r.read((readOnly) => this.r.run((step) => listStep(this.r.ctx, step, p.family, sel, q, c.after, c.encode, readOnly), undefined, p.family, undefined, work));
+    const page = await this.r.read((readOnly) => this.r.run((step) => listStep(this.r.ctx, step, p.family, sel, q, c.after, c.encode, readOnly), undefined, p.family, undefined, this.scanWork(q)));
     return { ...page, epoch: this.r.store.epoch() };
   }
 
@@ -207,7 +205,12 @@ export class LeaseService {
    * examined routes, so past it the total is a lower bound (`exact: false`).
    */
   async summary(p: Principal, sel: ParsedSelector, q: Omit<ListQuery, 'limit' | 'cursor'>): Promise<LeaseSummary> {
-    return this.r.run((step) => summaryStep(this.r.ctx, step, p.family, sel, q), undefined, p.family, undefined, { work: q.budget ?? this.r.limits.listBudget });
+    return this.r.run((step) => summaryStep(this.r.ctx, step, p.family, sel, q), undefined, p.family, undefined, this.scanWork(q));
+  }
+
+  /** A scan's work is the routes it may examine (StepScope.work), so a fleet's renewals are not batched beside it. */
+  private scanWork(q: { budget?: number }): { work: number } {
+    return { work: q.budget ?? this.r.limits.listBudget };
   }
 
   /** One page of the free routes in lock-delay matching the selector, in route order (lock-delay-list.ts). */
