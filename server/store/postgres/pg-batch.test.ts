@@ -14,7 +14,7 @@ import { after, afterEach, before, beforeEach, test } from 'node:test';
 import assert from 'node:assert/strict';
 import pg from 'pg';
 import { millis } from '../millis';
-import { MAX_BATCH_WORK, PgStore } from './pg-store';
+import { KEEPING_SHARE, MAX_BATCH_WORK, PgStore } from './pg-store';
 import { StoreUnavailableError, type LeaseRow, type SessionRow } from '../types';
 import { createTestDatabase, type TestDatabase } from '../../testing/pg';
 import { REARM_SQL } from '../plan/expiry';
@@ -445,4 +445,23 @@ test('steps that keep granted leases alive go into batches ahead of the steps qu
   const xids = await writers('leases', ['lease://b/keep/acquired', 'lease://b/keep/renewed', 'lease://b/keep/small']);
   assert.equal(xids.get('lease://b/keep/renewed'), xids.get('lease://b/keep/small'));
   assert.notEqual(xids.get('lease://b/keep/acquired'), xids.get('lease://b/keep/renewed'));
+});
+
+test(`the other steps still get a batch after ${KEEPING_SHARE} batches in a row of renewals passed them over`, async () => {
+  const step = (route: string, work: number, keeps: boolean) =>
+    store.atomic(async (tx) => {
+      const rev = await tx.bumpRevision('f');
+      await tx.insertLease(lease(route, rev));
+      return rev;
+    }, { family: 'f', keeps, work });
+  const holder = await holdLock(store);
+  // A release (work 1,000: it fits beside no renewal below), then more renewals than the share, each a batch of its own.
+  const other = step('lease://b/share/other', 1_000, false);
+  const renewals = Array.from({ length: KEEPING_SHARE + 2 }, (_, i) => step(`lease://b/share/renewed-${i}`, 1_500, true));
+  holder.release();
+  await holder.done;
+  // Revisions in commit order (the held batch took 1): KEEPING_SHARE renewals, then the release, then the rest.
+  const first = Array.from({ length: KEEPING_SHARE }, (_, i) => 2 + i);
+  assert.deepEqual(await Promise.all(renewals), [...first, 3 + KEEPING_SHARE, 4 + KEEPING_SHARE]);
+  assert.equal(await other, 2 + KEEPING_SHARE);
 });

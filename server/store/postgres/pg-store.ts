@@ -89,16 +89,28 @@ const CLOCK = `SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8 
 export const MAX_BATCH_WORK = 2_000;
 
 /**
+ * Batches in a row that may begin with the keeping lane while the other
+ * lane waits; the next then begins with the other lane. Under an overload
+ * that keeps renewals queued, the rest (releases, listings, acquisitions
+ * admitted before it) still get one batch in KEEPING_SHARE + 1, as
+ * Kubernetes' priority levels each keep a share (docs/design.md "Admission").
+ */
+export const KEEPING_SHARE = 3;
+
+/**
  * A family's queued steps in two lanes, each in arrival order: the steps
  * that keep granted leases alive (`StepScope.keeps`) go into batches ahead
- * of the others (docs/design.md "Admission"). A batch is bounded by work,
- * so under a fleet's load a burst of acquisitions queued first would
- * otherwise delay the renewals behind it, and what the family cannot carry
- * in time is refused (`shed`) from the acquisitions' lane first.
+ * of the others (docs/design.md "Admission"), but never more than
+ * KEEPING_SHARE batches in a row while the others wait. A batch is bounded
+ * by work, so under a fleet's load a burst of acquisitions queued first
+ * would otherwise delay the renewals behind it, and what the family cannot
+ * carry in time is refused (`shed`) from the head of each lane.
  */
 class StepQueue {
   private readonly keeping: Pending[] = [];
   private readonly others: Pending[] = [];
+  /** New batches in a row that took none of the other lane's queued steps. */
+  private passedOver = 0;
 
   get length(): number {
     return this.keeping.length + this.others.length;
@@ -130,13 +142,17 @@ class StepQueue {
 
   /**
    * The next steps for a batch that already holds `held` steps of `work`
-   * (none for a new batch), the keeping lane first: at most MAX_BATCH steps
-   * and MAX_BATCH_WORK (a batch's first step whatever its work), and a step
-   * that runs alone (`StepScope.alone`) only as its batch's one step.
+   * (none for a new batch), the keeping lane first (a new batch the other
+   * lane's first once the keeping lane has passed it over KEEPING_SHARE
+   * times in a row): at most MAX_BATCH steps and MAX_BATCH_WORK (a batch's
+   * first step whatever its work), and a step that runs alone
+   * (`StepScope.alone`) only as its batch's one step.
    */
   take(held = 0, work = 0): Pending[] {
     const out: Pending[] = [];
-    for (const lane of [this.keeping, this.others]) {
+    const waiting = this.others.length;
+    const othersFirst = held === 0 && waiting > 0 && this.passedOver >= KEEPING_SHARE;
+    for (const lane of othersFirst ? [this.others, this.keeping] : [this.keeping, this.others]) {
       let n = 0;
       let full = false;
       while (n < lane.length) {
@@ -156,6 +172,9 @@ class StepQueue {
       for (const p of lane.splice(0, n)) out.push(p);
       if (full) break;
     }
+    // Passed over: a new batch that took none of the others waiting (a late join that takes some serves them too).
+    if (this.others.length < waiting || waiting === 0) this.passedOver = 0;
+    else if (held === 0) this.passedOver++;
     return out;
   }
 }
