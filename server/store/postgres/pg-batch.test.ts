@@ -325,7 +325,7 @@ test('the next batch of a family begins while the one before commits, and answer
 });
 
 /** A step of family f that writes one lease on `route` (its transaction is the row's xmin), with more scope. */
-function put(s: PgStore, route: string, scope: { prefetch?: { routes: string[] }; alone?: boolean; work?: number } = {}): Promise<number> {
+function put(s: PgStore, route: string, scope: { prefetch?: { routes: string[] }; alone?: boolean; work?: number; keeps?: boolean } = {}): Promise<number> {
   return s.atomic(async (tx) => {
     const rev = await tx.bumpRevision('f');
     await tx.insertLease(lease(route, rev));
@@ -425,22 +425,13 @@ test("a batch's delete of a lease row removes it also when the sweep's re-arm mo
   assert.equal(await store.atomic((tx) => tx.getLease('f', route), { family: 'f' }), undefined);
 });
 
-/** A step of family f that inserts `route`'s lease at the revision it takes, and answers that revision. */
-function revisionStep(route: string, work: number, keeps: boolean): Promise<number> {
-  return store.atomic(async (tx) => {
-    const rev = await tx.bumpRevision('f');
-    await tx.insertLease(lease(route, rev));
-    return rev;
-  }, { family: 'f', keeps, work });
-}
-
 test('steps that keep granted leases alive go into batches ahead of the steps queued before them', async () => {
   // SQLite takes every queued step into its next batch, so there is no order to choose there.
   const holder = await holdLock(store);
   // Queued behind the held batch, in this order: an acquisition's work of 1,500, then two renewals.
-  const acquisition = revisionStep('lease://b/keep/acquired', 1_500, false);
-  const renewal = revisionStep('lease://b/keep/renewed', 1_500, true);
-  const small = revisionStep('lease://b/keep/small', 1, true);
+  const acquisition = put(store, 'lease://b/keep/acquired', { work: 1_500, keeps: false });
+  const renewal = put(store, 'lease://b/keep/renewed', { work: 1_500, keeps: true });
+  const small = put(store, 'lease://b/keep/small', { work: 1, keeps: true });
   holder.release();
   await holder.done;
   // The renewals run first, together (1,501 of MAX_BATCH_WORK); the acquisition does not fit beside them.
@@ -453,8 +444,8 @@ test('steps that keep granted leases alive go into batches ahead of the steps qu
 test(`the other steps still get a batch after ${KEEPING_SHARE} batches in a row of renewals passed them over`, async () => {
   const holder = await holdLock(store);
   // A release (work 1,000: it fits beside no renewal below), then more renewals than the share, each a batch of its own.
-  const other = revisionStep('lease://b/share/other', 1_000, false);
-  const renewals = Array.from({ length: KEEPING_SHARE + 2 }, (_, i) => revisionStep(`lease://b/share/renewed-${i}`, 1_500, true));
+  const other = put(store, 'lease://b/share/other', { work: 1_000, keeps: false });
+  const renewals = Array.from({ length: KEEPING_SHARE + 2 }, (_, i) => put(store, `lease://b/share/renewed-${i}`, { work: 1_500, keeps: true }));
   holder.release();
   await holder.done;
   // Revisions in commit order (the held batch took 1): KEEPING_SHARE renewals, then the release, then the rest.
